@@ -1,0 +1,76 @@
+"""The FastAPI app: /v1 routes, one error mapping, MCP streamable HTTP at /mcp.
+
+Built by a factory: the MCP session manager can run once per instance, so each app (and
+each test client) gets its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from memsys import __version__
+from memsys.api.deps import BearerTokenMiddleware
+from memsys.api.routes import documents, memories, preferences, search, system
+from memsys.background import worker
+from memsys.config import get_settings
+from memsys.errors import MemsysError
+from memsys.mcp.server import build_server, http_routes
+
+
+def error_body(message: str) -> dict[str, object]:
+    return {"success": False, "error": message}
+
+
+def create_app(extra_hosts: list[str] | None = None, background: bool = True) -> FastAPI:
+    routes, session_manager = http_routes(build_server(), extra_hosts)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if background:
+            worker().start()
+        try:
+            async with session_manager.run():
+                yield
+        finally:
+            if background:
+                worker().stop()
+
+    app = FastAPI(
+        title="memsys",
+        version=__version__,
+        description="Long-term memory for LLM agents on one PostgreSQL database.",
+        lifespan=lifespan,
+    )
+
+    @app.exception_handler(MemsysError)
+    async def _memsys_error(request: Request, exc: MemsysError) -> JSONResponse:
+        return JSONResponse(error_body(exc.message), status_code=exc.status_code)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse(error_body(_describe_request_errors(exc)), status_code=422)
+
+    for module in (system, memories, search, documents, preferences):
+        app.include_router(module.router, prefix="/v1")
+    app.router.routes.extend(routes)
+    token = get_settings().api_token
+    if token:
+        app.add_middleware(BearerTokenMiddleware, token=token)
+    return app
+
+
+def _describe_request_errors(exc: RequestValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        ctx_error = (err.get("ctx") or {}).get("error")
+        if err.get("type") == "value_error" and ctx_error is not None:
+            parts.append(str(ctx_error))
+            continue
+        loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path")]
+        parts.append(f"{'.'.join(loc) or 'request'}: {err.get('msg')}")
+    return "; ".join(parts)

@@ -1,0 +1,1 @@
+"""REST routes, one module per concept; each handler: validated input → service → output."""

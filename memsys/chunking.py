@@ -1,0 +1,178 @@
+"""Turn a file's bytes into chunks: markdown by headers (with `header_path`), Python by
+top-level definitions, PDF by page, plain text by paragraphs. Every chunk fits the token
+limit of the embedding model's window (MEMSYS_CHUNK_MAX_TOKENS, 256 by default).
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from memsys.errors import InvalidInput
+from memsys.tokens import count_tokens, truncate_to_tokens
+
+FILE_TYPES = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".py": "python"}
+FILE_TYPES[".pdf"] = "pdf"
+
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+@dataclass
+class Piece:
+    content: str
+    header_path: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def file_type(suffix: str) -> str:
+    kind = FILE_TYPES.get(suffix.lower())
+    if kind is None:
+        shown = suffix or "(no extension)"
+        raise InvalidInput(
+            f"Unsupported file type: {shown}. Supported: {', '.join(sorted(FILE_TYPES))}"
+        )
+    return kind
+
+
+def pieces_from_bytes(data: bytes, kind: str, max_tokens: int) -> list[Piece]:
+    if kind == "pdf":
+        return _pdf(data, max_tokens)
+    try:
+        source = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(
+            f"Failed to read file: not valid UTF-8 ({exc.reason} at byte {exc.start})"
+        ) from None
+    if "\x00" in source:
+        raise InvalidInput("Failed to read file: it contains NUL bytes (a binary file?)")
+    if kind == "markdown":
+        return _markdown(source, max_tokens)
+    if kind == "python":
+        return _python(source, max_tokens)
+    return [Piece(text) for text in split_to_budget(source, max_tokens)]
+
+
+def split_to_budget(text: str, max_tokens: int) -> list[str]:
+    """Group paragraphs into pieces of at most max_tokens; split longer ones by line, then word."""
+    pieces: list[str] = []
+    current: list[str] = []
+    used = 0
+    for para in _units(text, max_tokens):
+        cost = count_tokens(para)
+        if current and used + cost > max_tokens:
+            pieces.append("\n\n".join(current))
+            current, used = [], 0
+        current.append(para)
+        used += cost
+    if current:
+        pieces.append("\n\n".join(current))
+    return [p for p in pieces if p.strip()]
+
+
+def _units(text: str, max_tokens: int) -> list[str]:
+    """Paragraphs, each cut to fit max_tokens."""
+    units: list[str] = []
+    for para in re.split(r"\n\s*\n", text):
+        para = para.strip("\n")
+        if not para.strip():
+            continue
+        if count_tokens(para) <= max_tokens:
+            units.append(para)
+            continue
+        for line in para.splitlines():
+            rest = line
+            while rest.strip():
+                head = truncate_to_tokens(rest, max_tokens)
+                if not head.strip():  # a single token longer than the window: keep it whole
+                    head = rest
+                units.append(head)
+                rest = rest[len(head) :]
+    return units
+
+
+def _markdown(source: str, max_tokens: int) -> list[Piece]:
+    sections: list[tuple[list[str], list[str]]] = []  # (header path, lines)
+    path: list[tuple[int, str]] = []
+    lines: list[str] = []
+    in_fence = False
+
+    def flush() -> None:
+        if any(line.strip() for line in lines):
+            sections.append(([title for _, title in path], list(lines)))
+
+    for line in source.splitlines():
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        match = None if in_fence else _HEADING.match(line)
+        if match:
+            flush()
+            level = len(match.group(1))
+            path = [(lvl, title) for lvl, title in path if lvl < level]
+            path.append((level, match.group(2).strip()))
+            lines = [line]
+        else:
+            lines.append(line)
+    flush()
+
+    pieces: list[Piece] = []
+    for titles, body in sections:
+        text = "\n".join(body).strip()
+        if _HEADING.match(text) and "\n" not in text:
+            continue  # a heading with nothing under it: its title lives on in the children's path
+        header_path = " > ".join(titles) or None
+        for part in split_to_budget(text, max_tokens):
+            pieces.append(Piece(part, header_path))
+    return pieces
+
+
+def _python(source: str, max_tokens: int) -> list[Piece]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        # Still worth indexing: fall back to paragraphs.
+        return [Piece(text) for text in split_to_budget(source, max_tokens)]
+    lines = source.splitlines()
+    pieces: list[Piece] = []
+    loose: list[str] = []
+
+    def flush_loose() -> None:
+        text = "\n".join(loose).strip()
+        if text:
+            pieces.extend(Piece(t, "module") for t in split_to_budget(text, max_tokens))
+        loose.clear()
+
+    for node in tree.body:
+        start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        segment = "\n".join(lines[start - 1 : node.end_lineno])
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            flush_loose()
+            kind = "class" if isinstance(node, ast.ClassDef) else "def"
+            label = f"{kind} {node.name}"
+            for text in split_to_budget(segment, max_tokens):
+                pieces.append(Piece(text, label, {"line": start}))
+        else:
+            loose.append(segment)
+    flush_loose()
+    return pieces
+
+
+def _pdf(data: bytes, max_tokens: int) -> list[Piece]:
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        pages = [page.extract_text() or "" for page in reader.pages]
+    except (PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:
+        raise InvalidInput(f"Failed to read file: not a readable PDF ({exc})") from None
+    pieces: list[Piece] = []
+    for number, text in enumerate(pages, start=1):
+        for part in split_to_budget(text, max_tokens):
+            pieces.append(Piece(part, f"page {number}", {"page": number}))
+    if not pieces and pages:
+        raise InvalidInput("Failed to read file: the PDF has no extractable text (scanned?)")
+    return pieces

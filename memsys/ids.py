@@ -1,0 +1,23 @@
+"""Prefixed string ids used at the API boundary (mem_…, chk_…, doc_…, qry_…)."""
+
+import re
+import uuid
+
+MEMORY = "mem"
+CHUNK = "chk"
+DOCUMENT = "doc"
+QUERY = "qry"
+ENTITY = "ent"
+FACT = "fact"
+TRACE = "trc"
+
+_MEMORY_ID = re.compile(r"^mem_[0-9a-f]{16}$")
+
+
+def new_id(prefix: str) -> str:
+    """A random id with a readable prefix: 64 random bits are plenty per namespace."""
+    return f"{prefix}_{uuid.uuid4().hex[:16]}"
+
+
+def looks_like_memory_id(value: str) -> bool:
+    return bool(_MEMORY_ID.match(value.strip()))

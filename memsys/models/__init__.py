@@ -1,0 +1,23 @@
+"""THE schema: every table memsys has, one module per concept."""
+
+from memsys.models.base import Base
+from memsys.models.chunk import Chunk, Document
+from memsys.models.graph import Edge, Entity, Fact
+from memsys.models.log import AgentTrace, Event, QueryTrace, ValidationEvent
+from memsys.models.namespace import Namespace
+from memsys.models.preference import Preference
+
+__all__ = [
+    "AgentTrace",
+    "Base",
+    "Chunk",
+    "Document",
+    "Edge",
+    "Entity",
+    "Event",
+    "Fact",
+    "Namespace",
+    "Preference",
+    "QueryTrace",
+    "ValidationEvent",
+]

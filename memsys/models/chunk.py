@@ -1,0 +1,169 @@
+"""Documents and chunks. A chunk is every searchable unit: a stored memory or a document piece.
+
+History: rows are closed (`valid_to`), not deleted, so "as of T" reads work; only a purge
+removes them. Each live memory's content hash is unique within its namespace.
+"""
+
+from datetime import datetime
+from typing import Any
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    ARRAY,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Computed,
+    Float,
+    ForeignKey,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    String,
+    Text,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
+from sqlalchemy.orm import Mapped, mapped_column
+
+from memsys.embeddings import DIMENSIONS
+from memsys.models.base import LIFECYCLES, Base, in_list, timestamp_column
+
+DOC_TYPES = ("memory", "document")
+# S001 memory types, S003 memory types, and S001's golden_rule.
+MEMORY_TYPES = (
+    "preference",
+    "decision",
+    "pattern",
+    "session",
+    "fact",
+    "golden_rule",
+    "solution",
+    "fix",
+    "configuration",
+    "problem",
+    "workflow",
+    "code_pattern",
+    "error",
+    "general",
+    "procedure",
+    "insight",
+)
+STAGES = ("active", "demoted", "archived", "rehydratable")
+DOCUMENT_STATUSES = ("pending", "ready")
+
+
+class Document(Base):
+    """One indexed source file; its SHA-256 lets a re-index skip unchanged files."""
+
+    __tablename__ = "document"
+    __table_args__ = (
+        CheckConstraint(in_list("status", DOCUMENT_STATUSES), name="status"),
+        Index(
+            "uq_document_live_source",
+            "namespace",
+            "source_file",
+            unique=True,
+            postgresql_where=text("valid_to IS NULL"),
+        ),
+        Index("ix_document_source_file", "source_file"),
+    )
+
+    namespace: Mapped[str] = mapped_column(
+        String(128), ForeignKey("namespace.name"), primary_key=True
+    )
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    source_file: Mapped[str] = mapped_column(Text)
+    file_type: Mapped[str] = mapped_column(String(16))
+    sha256: Mapped[str] = mapped_column(String(64))
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    chunk_count: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16), server_default="ready")
+    created_at: Mapped[datetime] = timestamp_column()
+    valid_from: Mapped[datetime] = timestamp_column()
+    valid_to: Mapped[datetime | None] = timestamp_column(nullable=True)
+
+
+class Chunk(Base):
+    __tablename__ = "chunk"
+    __table_args__ = (
+        CheckConstraint(in_list("doc_type", DOC_TYPES), name="doc_type"),
+        CheckConstraint(
+            f"memory_type IS NULL OR {in_list('memory_type', MEMORY_TYPES)}", name="memory_type"
+        ),
+        CheckConstraint(
+            "(doc_type = 'memory') = (memory_type IS NOT NULL)", name="memory_has_type"
+        ),
+        CheckConstraint(
+            "(doc_type = 'document') = (document_id IS NOT NULL)", name="document_has_source"
+        ),
+        CheckConstraint("importance >= 0 AND importance <= 1", name="importance_range"),
+        CheckConstraint("confidence >= 0 AND confidence <= 1", name="confidence_range"),
+        CheckConstraint(in_list("lifecycle", LIFECYCLES), name="lifecycle"),
+        CheckConstraint(in_list("stage", STAGES), name="stage"),
+        ForeignKeyConstraint(
+            ["namespace", "document_id"],
+            ["document.namespace", "document.id"],
+            ondelete="CASCADE",
+        ),
+        Index(
+            "ix_chunk_embedding_hnsw",
+            "embedding",
+            postgresql_using="hnsw",
+            postgresql_with={"m": 16, "ef_construction": 64},
+            postgresql_ops={"embedding": "vector_cosine_ops"},
+        ),
+        Index("ix_chunk_tsv", "tsv", postgresql_using="gin"),
+        Index(
+            "uq_chunk_live_memory_hash",
+            "namespace",
+            "content_hash",
+            unique=True,
+            postgresql_where=text("doc_type = 'memory' AND valid_to IS NULL"),
+        ),
+        Index("ix_chunk_id", "id"),
+        Index("ix_chunk_namespace_doc_type_created_at", "namespace", "doc_type", "created_at"),
+        Index("ix_chunk_namespace_document_id", "namespace", "document_id"),
+        Index(
+            "ix_chunk_pending_embedding",
+            "created_at",
+            postgresql_where=text("embedding IS NULL AND valid_to IS NULL"),
+        ),
+    )
+
+    namespace: Mapped[str] = mapped_column(
+        String(128), ForeignKey("namespace.name"), primary_key=True
+    )
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    doc_type: Mapped[str] = mapped_column(String(16))
+    content: Mapped[str] = mapped_column(Text)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    token_count: Mapped[int] = mapped_column(Integer)
+    # NULL while the embedding is queued (index_directory async_mode); full text works at once.
+    embedding: Mapped[Any] = mapped_column(Vector(DIMENSIONS), nullable=True)
+    tsv: Mapped[Any] = mapped_column(
+        TSVECTOR, Computed("to_tsvector('english'::regconfig, content)", persisted=True)
+    )
+
+    # Memories
+    memory_type: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    importance: Mapped[float] = mapped_column(Float, server_default="0.5")
+    confidence: Mapped[float] = mapped_column(Float, server_default="0.3")
+    tags: Mapped[list[str]] = mapped_column(ARRAY(Text), server_default="{}")
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, server_default="{}")
+    lifecycle: Mapped[str] = mapped_column(String(16), server_default="project")
+    stage: Mapped[str] = mapped_column(String(16), server_default="active")
+    pinned: Mapped[bool] = mapped_column(Boolean, server_default="false")
+    access_count: Mapped[int] = mapped_column(Integer, server_default="0")
+    last_accessed_at: Mapped[datetime | None] = timestamp_column(nullable=True)
+
+    # Document chunks
+    document_id: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    source_file: Mapped[str | None] = mapped_column(Text, nullable=True)
+    chunk_index: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    header_path: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+    created_at: Mapped[datetime] = timestamp_column()
+    updated_at: Mapped[datetime] = timestamp_column()
+    valid_from: Mapped[datetime] = timestamp_column()
+    valid_to: Mapped[datetime | None] = timestamp_column(nullable=True)

@@ -1,0 +1,54 @@
+"""Alembic driven from code: `memsys db upgrade|downgrade|current` from a checkout or a wheel."""
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection
+
+from memsys.db import get_engine
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def migrations_dir() -> Path:
+    """The wheel ships migrations as package data; a checkout has them at the top level."""
+    for candidate in (_PACKAGE / "_migrations", _PACKAGE.parent / "migrations"):
+        if (candidate / "env.py").exists():
+            return candidate
+    raise RuntimeError("memsys migrations are missing from this installation")
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    if connection is not None:
+        cfg.attributes["connection"] = connection
+    return cfg
+
+
+def head() -> str | None:
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+def current() -> str | None:
+    with get_engine().connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def upgrade(revision: str = "head") -> None:
+    with get_engine().begin() as conn:
+        command.upgrade(alembic_config(conn), revision)
+
+
+def downgrade(revision: str) -> None:
+    with get_engine().begin() as conn:
+        command.downgrade(alembic_config(conn), revision)
+
+
+def ensure_current() -> None:
+    """Bring the database to the newest schema (used by `memsys serve` and `memsys mcp`)."""
+    if current() != head():
+        upgrade("head")

@@ -1,0 +1,1 @@
+"""THE rules: plain functions `(session, …) -> schema`. They flush, never commit."""

@@ -1,0 +1,399 @@
+"""Memories: store (content-hash dedup), recall, forget, context, count, list."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any
+
+from sqlalchemy import func, or_, select, text
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session
+
+from memsys import ids
+from memsys.embeddings import get_embedder
+from memsys.errors import InvalidInput, NotFound
+from memsys.models import Chunk, ValidationEvent
+from memsys.models.log import ALL_NAMESPACES
+from memsys.schemas import (
+    MemoryContextIn,
+    MemoryContextOut,
+    MemoryCountIn,
+    MemoryCountOut,
+    MemoryForgetIn,
+    MemoryForgetOut,
+    MemoryHit,
+    MemoryItem,
+    MemoryListIn,
+    MemoryListOut,
+    MemoryRecallIn,
+    MemoryRecallOut,
+    MemoryStoreIn,
+    MemoryStoreOut,
+)
+from memsys.services import events, namespaces, search
+from memsys.tokens import count_tokens
+
+GOLDEN_CONFIDENCE = 0.9
+INITIAL_CONFIDENCE = 0.3  # S001: a new memory is unproven; TRY/LEARN moves it
+DEFAULT_LIFECYCLE = {"preference": "personal", "session": "session"}
+
+# memory_context: section titles in output order (S001's first, then S003's types).
+SECTIONS: dict[str, str] = {
+    "golden_rule": "Golden Rules (High Confidence)",
+    "preference": "Preferences",
+    "decision": "Decisions",
+    "pattern": "Patterns",
+    "fact": "Facts",
+    "procedure": "Procedures",
+    "solution": "Solutions",
+    "fix": "Fixes",
+    "configuration": "Configurations",
+    "workflow": "Workflows",
+    "code_pattern": "Code Patterns",
+    "problem": "Problems",
+    "error": "Errors",
+    "insight": "Insights",
+    "general": "General",
+    "session": "Session",
+}
+CONTEXT_HEADER = "## Relevant Memories\n"
+CONTEXT_CANDIDATES = 50
+
+
+def content_hash(content: str) -> str:
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+def is_golden(memory_type: str | None, confidence: float) -> bool:
+    return memory_type == "golden_rule" or confidence >= GOLDEN_CONFIDENCE
+
+
+def _live_memories():  # type: ignore[no-untyped-def]
+    return select(Chunk).where(Chunk.doc_type == "memory", Chunk.valid_to.is_(None))
+
+
+def _existing(session: Session, namespace: str, digest: str) -> Chunk | None:
+    return session.scalars(
+        _live_memories().where(Chunk.namespace == namespace, Chunk.content_hash == digest)
+    ).first()
+
+
+def _stored(chunk: Chunk, duplicate: bool) -> MemoryStoreOut:
+    return MemoryStoreOut(
+        id=chunk.id,
+        content_hash=f"sha256_{chunk.content_hash}",
+        namespace=chunk.namespace,
+        memory_type=chunk.memory_type or "",
+        duplicate=duplicate,
+        confidence=chunk.confidence,
+        importance=chunk.importance,
+    )
+
+
+def store(session: Session, params: MemoryStoreIn) -> MemoryStoreOut:
+    """Store a memory; identical live content in the same namespace returns the existing id."""
+    digest = content_hash(params.content)
+    namespaces.ensure(session, params.namespace)
+    existing = _existing(session, params.namespace, digest)
+    if existing is not None:
+        return _stored(existing, duplicate=True)
+
+    embedding = get_embedder().embed_one(params.content)
+    memory_id = ids.new_id(ids.MEMORY)
+    confidence = 1.0 if params.memory_type == "golden_rule" else INITIAL_CONFIDENCE
+    lifecycle = params.lifecycle or DEFAULT_LIFECYCLE.get(params.memory_type, "project")
+    inserted = session.execute(
+        insert(Chunk)
+        .values(
+            namespace=params.namespace,
+            id=memory_id,
+            doc_type="memory",
+            content=params.content,
+            content_hash=digest,
+            token_count=count_tokens(params.content),
+            embedding=embedding,
+            memory_type=params.memory_type,
+            importance=params.importance,
+            confidence=confidence,
+            tags=params.tags or [],
+            meta=params.metadata or {},
+            lifecycle=lifecycle,
+        )
+        .on_conflict_do_nothing(
+            index_elements=["namespace", "content_hash"],
+            index_where=text("doc_type = 'memory' AND valid_to IS NULL"),
+        )
+        .returning(Chunk.id)
+    ).scalar()
+    if inserted is None:  # a concurrent writer stored the same content first
+        winner = _existing(session, params.namespace, digest)
+        assert winner is not None
+        return _stored(winner, duplicate=True)
+    events.record(
+        session,
+        namespace=params.namespace,
+        event_type="create",
+        operation="memory_store",
+        subject_kind="memory",
+        subject_id=memory_id,
+        payload={"memory_type": params.memory_type, "content_hash": digest},
+    )
+    chunk = session.get(Chunk, (params.namespace, memory_id))
+    assert chunk is not None
+    return _stored(chunk, duplicate=False)
+
+
+def _hit(h: search.Hit) -> MemoryHit:
+    return MemoryHit(
+        id=h.id,
+        content=h.content,
+        memory_type=h.memory_type or "",
+        namespace=h.namespace,
+        confidence=h.confidence,
+        importance=h.importance,
+        score=round(h.score, 4),
+        similarity=None if h.similarity is None else round(h.similarity, 4),
+        tags=h.tags,
+        metadata=h.metadata,
+        created_at=h.created_at,
+    )
+
+
+def _recall_hits(
+    session: Session, query: str, filters: dict[str, Any], limit: int, count_access: bool = True
+) -> search.Retrieval:
+    namespaces.require(session, filters.get("namespace"))
+    return search.hybrid(
+        session,
+        query,
+        filters={**filters, "doc_type": "memory"},
+        limit=limit,
+        count_access=count_access,
+    )
+
+
+def recall(session: Session, params: MemoryRecallIn) -> MemoryRecallOut:
+    """Memories most relevant to a query, with S001's filters applied in SQL."""
+    started = time.perf_counter()
+    filters = params.model_dump(exclude={"query", "n_results"})
+    found = _recall_hits(session, params.query, filters, params.n_results)
+    hits = [_hit(h) for h in found.hits]
+    timings = {**found.timings, "total_ms": round((time.perf_counter() - started) * 1000, 3)}
+    trace_id = events.trace_query(
+        session,
+        namespace=params.namespace or ALL_NAMESPACES,
+        operation="memory_recall",
+        query=params.query,
+        filters=filters,
+        stores=["vector", "fulltext"],
+        routing="hybrid: pgvector kNN + full text, reciprocal rank fusion",
+        candidates=found.candidates(),
+        retrieved=[{"id": h.id, "score": h.score} for h in hits],
+        timings=timings,
+    )
+    return MemoryRecallOut(
+        memories=hits, total=len(hits), query=params.query, filters=filters, trace_id=trace_id
+    )
+
+
+def _close(session: Session, targets: list[Chunk], operation: str, purge: bool) -> None:
+    """Close (or, with purge, erase) memories and log each one."""
+    for chunk in targets:
+        if purge:
+            session.execute(
+                ValidationEvent.__table__.delete().where(
+                    ValidationEvent.namespace == chunk.namespace,
+                    ValidationEvent.memory_id == chunk.id,
+                )
+            )
+            session.delete(chunk)
+        else:
+            chunk.valid_to = func.now()
+        # A purge records that it happened, never what the memory said.
+        events.record(
+            session,
+            namespace=chunk.namespace,
+            event_type="purge" if purge else "delete",
+            operation=operation,
+            subject_kind="memory",
+            subject_id=chunk.id,
+        )
+    session.flush()
+
+
+def forget(session: Session, params: MemoryForgetIn) -> MemoryForgetOut:
+    """Forget by id, by query, or by `input_value` (an id if it looks like one, else a query)."""
+    memory_id, query = params.memory_id, params.query
+    if params.input_value is not None and memory_id is None and query is None:
+        value = params.input_value.strip()
+        if ids.looks_like_memory_id(value):
+            memory_id = value
+        else:
+            query = MemoryForgetIn(query=value).query
+    if memory_id is None and query is None:
+        raise InvalidInput("Give memory_id, query or input_value to say what to forget")
+    namespaces.require(session, params.namespace)
+
+    if memory_id is not None:
+        stmt = _live_memories().where(Chunk.id == memory_id.strip())
+        if params.namespace:
+            stmt = stmt.where(Chunk.namespace == params.namespace)
+        targets = list(session.scalars(stmt))
+        if not targets:
+            raise NotFound(f"Memory not found: {memory_id}")
+    else:
+        assert query is not None
+        found = _recall_hits(
+            session, query, {"namespace": params.namespace}, params.n_results, count_access=False
+        )
+        keys = [
+            (h.namespace, h.id)
+            for h in found.hits
+            if h.similarity is not None and h.similarity >= params.min_similarity
+        ]
+        targets = [c for c in (session.get(Chunk, k) for k in keys) if c is not None]
+
+    protected = [c for c in targets if is_golden(c.memory_type, c.confidence) and not params.force]
+    doomed = [c for c in targets if c not in protected]
+    _close(session, doomed, "memory_forget", params.purge)
+    return MemoryForgetOut(
+        deleted_ids=[c.id for c in doomed],
+        deleted_count=len(doomed),
+        protected_ids=[c.id for c in protected],
+        purged=params.purge and bool(doomed),
+    )
+
+
+def _context_candidates(session: Session, params: MemoryContextIn) -> list[Chunk | search.Hit]:
+    if params.query:
+        return list(
+            _recall_hits(
+                session,
+                params.query,
+                {"namespace": params.namespace},
+                CONTEXT_CANDIDATES,
+                count_access=False,
+            ).hits
+        )
+    namespaces.require(session, params.namespace)
+    stmt = _live_memories()
+    if params.namespace:
+        stmt = stmt.where(Chunk.namespace == params.namespace)
+    golden = or_(Chunk.memory_type == "golden_rule", Chunk.confidence >= GOLDEN_CONFIDENCE)
+    stmt = stmt.order_by(
+        golden.desc(), Chunk.importance.desc(), Chunk.confidence.desc(), Chunk.created_at.desc()
+    ).limit(200)
+    return list(session.scalars(stmt))
+
+
+def context(session: Session, params: MemoryContextIn) -> MemoryContextOut:
+    """Markdown grouped by type (golden rules first) that never exceeds `token_budget`."""
+    started = time.perf_counter()
+    candidates = _context_candidates(session, params)
+    # Golden rules first, then in retrieval (or importance) order.
+    ordered = sorted(
+        candidates, key=lambda c: not is_golden(c.memory_type, c.confidence)
+    )  # stable sort keeps the rank order within each group
+    chosen: dict[str, list[tuple[str, str]]] = {}
+    used = count_tokens(CONTEXT_HEADER)
+    if used > params.token_budget:
+        ordered = []
+    for item in ordered:
+        section = (
+            "golden_rule" if is_golden(item.memory_type, item.confidence) else item.memory_type
+        )
+        assert section is not None
+        line = f"- {' '.join(item.content.split())} [confidence: {item.confidence:.2f}]\n"
+        cost = count_tokens(line)
+        if section not in chosen:
+            cost += count_tokens(f"\n### {SECTIONS[section]}\n")
+        if used + cost > params.token_budget:
+            continue  # a shorter memory further down may still fit
+        chosen.setdefault(section, []).append((item.id, line))
+        used += cost
+
+    def render(picked: dict[str, list[tuple[str, str]]]) -> str:
+        if not picked:
+            return ""
+        parts = [CONTEXT_HEADER]
+        for key, title in SECTIONS.items():
+            if key in picked:
+                parts.append(f"\n### {title}\n")
+                parts.extend(line for _, line in picked[key])
+        return "".join(parts)
+
+    rendered = render(chosen)
+    # The budget is a promise: count what is returned, and drop from the end if ever over.
+    while rendered and count_tokens(rendered) > params.token_budget:
+        last = next(k for k in reversed(SECTIONS) if chosen.get(k))
+        chosen[last].pop()
+        if not chosen[last]:
+            del chosen[last]
+        rendered = render(chosen)
+
+    memory_ids = [mid for key in SECTIONS for mid, _ in chosen.get(key, [])]
+    search.touch(session, memory_ids)
+    timings = {"total_ms": round((time.perf_counter() - started) * 1000, 3)}
+    trace_id = events.trace_query(
+        session,
+        namespace=params.namespace or ALL_NAMESPACES,
+        operation="memory_context",
+        query=params.query or "",
+        filters={"namespace": params.namespace, "token_budget": params.token_budget},
+        stores=["vector", "fulltext"] if params.query else ["relational"],
+        routing="hybrid recall" if params.query else "importance order",
+        candidates=[{"id": c.id} for c in ordered],
+        retrieved=[{"id": mid} for mid in memory_ids],
+        timings=timings,
+    )
+    return MemoryContextOut(
+        context=rendered,
+        token_estimate=count_tokens(rendered),
+        memory_count=len(memory_ids),
+        golden_rule_count=len(chosen.get("golden_rule", [])),
+        memory_ids=memory_ids,
+        trace_id=trace_id,
+    )
+
+
+def _filtered(stmt, params: MemoryCountIn):  # type: ignore[no-untyped-def]
+    if params.namespace:
+        stmt = stmt.where(Chunk.namespace == params.namespace)
+    if params.memory_type:
+        stmt = stmt.where(Chunk.memory_type == params.memory_type)
+    return stmt
+
+
+def count(session: Session, params: MemoryCountIn) -> MemoryCountOut:
+    namespaces.require(session, params.namespace)
+    stmt = _filtered(
+        select(func.count()).where(Chunk.doc_type == "memory", Chunk.valid_to.is_(None)), params
+    )
+    return MemoryCountOut(count=session.scalar(stmt) or 0, filters=params.model_dump())
+
+
+def list_memories(session: Session, params: MemoryListIn) -> MemoryListOut:
+    namespaces.require(session, params.namespace)
+    total = count(session, params).count
+    column = getattr(Chunk, params.order_by)
+    order = column.desc() if params.descending else column.asc()
+    stmt = _filtered(_live_memories(), params).order_by(order, Chunk.id)
+    rows = session.scalars(stmt.limit(params.limit).offset(params.offset)).all()
+    items = [
+        MemoryItem(
+            id=c.id,
+            content=c.content,
+            memory_type=c.memory_type or "",
+            namespace=c.namespace,
+            confidence=c.confidence,
+            importance=c.importance,
+            tags=c.tags,
+            metadata=c.meta,
+            access_count=c.access_count,
+            created_at=c.created_at,
+            updated_at=c.updated_at,
+        )
+        for c in rows
+    ]
+    return MemoryListOut(memories=items, total=total, limit=params.limit, offset=params.offset)

