@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
 
 TEST_DATABASE = "memsys_test"
 _home = Path(tempfile.mkdtemp(prefix="memsys-t-", dir="/tmp"))
@@ -28,18 +29,13 @@ def _prepare_database() -> str:
     explicit = os.environ.get("MEMSYS_TEST_DATABASE_URL")
     if explicit:
         return db.database_url(Settings(database_url=explicit))
-    admin_url = db.start_embedded(Settings(home=_home, database_url=None))
-    admin = create_engine(admin_url.rsplit("/", 1)[0] + "/postgres" + _query(admin_url))
-    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+    url = make_url(db.start_embedded(Settings(home=_home, database_url=None)))
+    admin = create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
         conn.execute(text(f'DROP DATABASE IF EXISTS "{TEST_DATABASE}" WITH (FORCE)'))
         conn.execute(text(f'CREATE DATABASE "{TEST_DATABASE}"'))
     admin.dispose()
-    base, _, _ = admin_url.partition("?")
-    return base.rsplit("/", 1)[0] + f"/{TEST_DATABASE}" + _query(admin_url)
-
-
-def _query(url: str) -> str:
-    return "?" + url.split("?", 1)[1] if "?" in url else ""
+    return url.set(database=TEST_DATABASE).render_as_string(hide_password=False)
 
 
 def pytest_configure(config: pytest.Config) -> None:

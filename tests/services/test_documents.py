@@ -1,0 +1,228 @@
+"""Indexing files and folders, the embedding queue, deletes and stats."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from memsys import runner
+from memsys.db import session_scope
+from memsys.errors import InvalidInput, NotFound
+from memsys.models import Chunk, Document
+from memsys.schemas import (
+    ClearIndexIn,
+    DeleteChunksIn,
+    DeleteFileIn,
+    IndexDirectoryIn,
+    SearchWithFiltersIn,
+)
+from memsys.services import documents
+from memsys.services import search as search_service
+from tests.conftest import table_counts
+from tests.factories import index, store, write_docs, write_pdf
+
+
+def live_chunks(source: Path) -> list[Chunk]:
+    with session_scope() as s:
+        return list(
+            s.scalars(
+                select(Chunk)
+                .where(Chunk.source_file == str(source.resolve()), Chunk.valid_to.is_(None))
+                .order_by(Chunk.chunk_index)
+            )
+        )
+
+
+def index_dir(path: Path, **fields):  # type: ignore[no-untyped-def]
+    return runner.execute(
+        documents.index_directory, IndexDirectoryIn, {"dir_path": str(path), **fields}
+    )
+
+
+def test_markdown_chunks_record_their_header_path(tmp_path, embedder) -> None:
+    files = write_docs(tmp_path)
+    out = index(files["auth"], namespace="docs")
+    assert out.chunks_created == 3 and out.namespace == "docs"
+    assert out.source_file == str(files["auth"].resolve())
+    chunks = live_chunks(files["auth"])
+    assert [c.header_path for c in chunks] == [
+        "Configuration",
+        "Configuration > Authentication",
+        "Configuration > Logging",
+    ]
+    assert chunks[1].content.startswith("## Authentication")
+    assert all(c.embedding is not None for c in chunks)
+
+
+def test_python_is_chunked_by_top_level_definition(tmp_path, embedder) -> None:
+    files = write_docs(tmp_path)
+    index(files["code"])
+    labels = [c.header_path for c in live_chunks(files["code"])]
+    assert labels == ["module", "def connect", "class RateLimiter"]
+
+
+def test_pdf_is_chunked_by_page(tmp_path, embedder) -> None:
+    pdf = write_pdf(
+        tmp_path / "report.pdf", ["Revenue grew twelve percent.", "Churn fell in March."]
+    )
+    out = index(pdf)
+    assert out.chunks_created == 2
+    chunks = live_chunks(pdf)
+    assert [c.header_path for c in chunks] == ["page 1", "page 2"]
+    assert chunks[1].content == "Churn fell in March."
+
+
+def test_reindexing_an_unchanged_file_does_nothing(tmp_path, embedder) -> None:
+    files = write_docs(tmp_path)
+    first = index(files["auth"])
+    before = table_counts()
+    again = index(files["auth"])
+    assert again.skipped_unchanged and again.chunks_created == 0
+    assert again.chunk_ids == first.chunk_ids
+    assert table_counts() == before
+
+
+def test_a_changed_file_replaces_its_chunks(tmp_path, embedder) -> None:
+    files = write_docs(tmp_path)
+    first = index(files["notes"])
+    files["notes"].write_text("Only one paragraph now: the queue is drained hourly.\n")
+    second = index(files["notes"])
+    assert second.replaced_chunks == first.chunks_created and second.chunks_created == 1
+    assert [c.id for c in live_chunks(files["notes"])] == second.chunk_ids
+    with session_scope() as s:  # the old version is closed, not lost
+        old = s.scalars(select(Chunk).where(Chunk.id.in_(first.chunk_ids))).all()
+        assert len(old) == first.chunks_created and all(c.valid_to is not None for c in old)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "error", "message"),
+    [
+        ("missing.md", None, NotFound, "File not found: "),
+        ("image.png", b"\x89PNG", InvalidInput, "Unsupported file type: .png"),
+        ("Makefile", b"all:", InvalidInput, r"Unsupported file type: \(no extension\)"),
+        (
+            "latin1.txt",
+            "café".encode("latin-1"),
+            InvalidInput,
+            "Failed to read file: not valid UTF-8",
+        ),
+        (
+            "broken.pdf",
+            b"%PDF-1.4 garbage",
+            InvalidInput,
+            "Failed to read file: not a readable PDF",
+        ),
+    ],
+)
+def test_bad_files_are_rejected_and_write_nothing(tmp_path, name, content, error, message) -> None:
+    path = tmp_path / name
+    if content is not None:
+        path.write_bytes(content)
+    before = table_counts()
+    with pytest.raises(error, match=message):
+        index(path)
+    assert table_counts() == before
+
+
+def test_files_over_the_size_limit_are_refused(tmp_path, monkeypatch) -> None:
+    from memsys.config import get_settings
+
+    monkeypatch.setattr(get_settings(), "max_file_bytes", 100)
+    big = tmp_path / "big.txt"
+    big.write_text("x" * 101)
+    with pytest.raises(InvalidInput, match="over the 100-byte limit"):
+        index(big)
+
+
+def test_index_directory_continues_past_bad_files(tmp_path, embedder) -> None:
+    files = write_docs(tmp_path)
+    (tmp_path / "bad.txt").write_bytes(b"\xff\xfe\x00bad")
+    (tmp_path / "ignored.png").write_bytes(b"png")
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / ".hidden" / "secret.md").write_text("# hidden")
+    out = index_dir(tmp_path, async_mode=False)
+    assert out.files_indexed == len(files)
+    assert [f.file for f in out.failed_files] == [str((tmp_path / "bad.txt").resolve())]
+    assert out.failed_files[0].error.startswith("Failed to read file")
+    assert out.pending_embeddings == 0
+    with session_scope() as s:
+        assert s.scalar(select(Chunk).where(Chunk.embedding.is_(None))) is None
+    again = index_dir(tmp_path, async_mode=False)
+    assert again.files_indexed == 0 and again.skipped_duplicates == len(files)
+
+
+def test_index_directory_not_recursive(tmp_path, embedder) -> None:
+    write_docs(tmp_path)
+    out = index_dir(tmp_path, recursive=False, async_mode=False)
+    assert out.files_indexed == 3  # guides/deploy.md is below
+
+
+def test_async_mode_queues_embeddings_and_full_text_works_at_once(tmp_path, embedder) -> None:
+    write_docs(tmp_path)
+    out = index_dir(tmp_path, namespace="docs", async_mode=True)
+    assert out.pending_embeddings == out.total_chunks > 0
+    stats = runner.execute_bare(documents.stats)
+    assert stats.pending_embeddings == out.total_chunks
+    found = runner.execute(
+        search_service.search_with_filters,
+        SearchWithFiltersIn,
+        {"query": "keepalive", "filters": {"namespace": "docs"}},
+    )
+    assert "keepalive" in found.results[0].content  # lexical channel, before any embedding
+    from memsys.background import EmbeddingWorker
+
+    assert EmbeddingWorker().drain() == out.total_chunks
+    assert runner.execute_bare(documents.stats).pending_embeddings == 0
+    with session_scope() as s:
+        assert set(s.scalars(select(Document.status))) == {"ready"}
+
+
+def test_missing_directory_is_an_error(tmp_path) -> None:
+    with pytest.raises(NotFound, match="Directory not found"):
+        index_dir(tmp_path / "nope")
+    (tmp_path / "file.md").write_text("# x")
+    with pytest.raises(InvalidInput, match="Not a directory"):
+        index_dir(tmp_path / "file.md")
+
+
+def test_delete_chunks_file_and_clear(tmp_path, embedder) -> None:
+    files = write_docs(tmp_path)
+    index_dir(tmp_path, async_mode=False)
+    rule = store("Never force-push to main", memory_type="golden_rule")
+    auth = live_chunks(files["auth"])
+    out = runner.execute(
+        documents.delete_chunks, DeleteChunksIn, {"ids": [auth[0].id, "chk_missing", rule.id]}
+    )
+    assert out.deleted_ids == [auth[0].id]
+    assert out.not_found_ids == ["chk_missing"] and out.protected_ids == [rule.id]
+
+    out = runner.execute(documents.delete_file, DeleteFileIn, {"source_file": str(files["deploy"])})
+    assert out.deleted_count == 2 and live_chunks(files["deploy"]) == []
+    with pytest.raises(NotFound, match="No indexed file"):
+        runner.execute(documents.delete_file, DeleteFileIn, {"source_file": str(files["deploy"])})
+
+    before = table_counts()
+    with pytest.raises(
+        InvalidInput, match="Safety check: Set confirm=True to delete all documents"
+    ):
+        runner.execute(documents.clear_index, ClearIndexIn, {"confirm": False})
+    assert table_counts() == before
+    cleared = runner.execute(documents.clear_index, ClearIndexIn, {"confirm": True})
+    assert cleared.deleted_count > 0
+    stats = runner.execute_bare(documents.stats)
+    assert stats.total_documents == 0 and stats.memory_count == 1  # memories are kept
+
+
+def test_stats_describe_the_collection(tmp_path, embedder) -> None:
+    files = write_docs(tmp_path)
+    index(files["auth"], namespace="docs")
+    index(files["notes"])
+    store("rule", memory_type="golden_rule", namespace="project:x")
+    stats = runner.execute_bare(documents.stats)
+    assert stats.total_documents == 3 + 1  # notes.txt: two short paragraphs, one chunk
+    assert stats.unique_sources == 2
+    assert stats.source_files == sorted(str(files[k].resolve()) for k in ("auth", "notes"))
+    assert stats.namespaces == ["default", "docs", "project:x"]
+    assert stats.memory_count == 1 and stats.golden_rule_count == 1

@@ -1,0 +1,276 @@
+"""Memories through the service layer, on the real database and the real embedding model."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from sqlalchemy import func, select
+
+from memsys import runner
+from memsys.db import session_scope
+from memsys.errors import InvalidInput, NotFound
+from memsys.models import Chunk, Event, QueryTrace
+from memsys.schemas import (
+    MemoryContextIn,
+    MemoryCountIn,
+    MemoryForgetIn,
+    MemoryListIn,
+    MemoryRecallIn,
+    MemoryStoreIn,
+)
+from memsys.services import memories, namespaces
+from memsys.tokens import count_tokens
+from tests.conftest import table_counts
+from tests.factories import store
+
+
+def recall(query: str, **fields):  # type: ignore[no-untyped-def]
+    return runner.execute(memories.recall, MemoryRecallIn, {"query": query, **fields})
+
+
+def forget(**fields):  # type: ignore[no-untyped-def]
+    return runner.execute(memories.forget, MemoryForgetIn, fields)
+
+
+def context(**fields):  # type: ignore[no-untyped-def]
+    return runner.execute(memories.context, MemoryContextIn, fields)
+
+
+def test_store_returns_id_and_recall_finds_it(embedder) -> None:
+    stored = store("User prefers dark mode for their IDE", memory_type="preference", importance=0.8)
+    store("Chose FastAPI over Flask for performance", memory_type="decision")
+    assert stored.id.startswith("mem_") and not stored.duplicate
+    assert stored.content_hash.startswith("sha256_")
+    out = recall("what color theme does the user like in the editor")
+    assert out.memories[0].id == stored.id
+    assert out.memories[0].memory_type == "preference"
+    assert all(0.0 <= m.score <= 1.0 for m in out.memories)
+    assert out.memories[0].score >= out.memories[-1].score
+
+
+def test_identical_content_is_stored_once_per_namespace(embedder) -> None:
+    first = store("Project uses PostgreSQL 18")
+    again = store("  Project uses PostgreSQL 18  ")
+    elsewhere = store("Project uses PostgreSQL 18", namespace="project:other")
+    assert again.duplicate and again.id == first.id
+    assert not elsewhere.duplicate and elsewhere.id != first.id
+    assert table_counts()["chunk"] == 2
+
+
+def test_concurrent_stores_of_the_same_content_yield_one_row(embedder) -> None:
+    results = []
+    barrier = threading.Barrier(6)
+
+    def worker() -> None:
+        barrier.wait()
+        results.append(store("Deploys happen on Tuesdays", namespace="project:race"))
+
+    threads = [threading.Thread(target=worker) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({r.id for r in results}) == 1
+    assert sum(not r.duplicate for r in results) == 1
+    with session_scope() as s:
+        rows = s.scalar(
+            select(func.count()).select_from(Chunk).where(Chunk.namespace == "project:race")
+        )
+    assert rows == 1
+
+
+def test_recall_filters_apply(embedder) -> None:
+    store("Use tabs for Makefiles", memory_type="pattern", importance=0.9, namespace="project:a")
+    store(
+        "Use spaces for Python files", memory_type="pattern", importance=0.2, namespace="project:a"
+    )
+    store("Tabs are banned in YAML", memory_type="fact", importance=0.9, namespace="project:b")
+    out = recall("tabs or spaces", namespace="project:a")
+    assert {m.namespace for m in out.memories} == {"project:a"}
+    out = recall("tabs or spaces", min_importance=0.5)
+    assert all(m.importance >= 0.5 for m in out.memories) and len(out.memories) == 2
+    out = recall("tabs or spaces", memory_type="fact")
+    assert [m.content for m in out.memories] == ["Tabs are banned in YAML"]
+    out = recall("tabs or spaces", min_confidence=0.5)
+    assert out.memories == []  # new memories start at confidence 0.3
+
+
+def test_recall_writes_a_trace_and_an_event_and_counts_access(embedder) -> None:
+    stored = store("The staging database is reset nightly")
+    out = recall("when is staging reset")
+    with session_scope() as s:
+        trace = s.get(QueryTrace, ("*", out.trace_id))
+        assert trace is not None and trace.operation == "memory_recall"
+        assert trace.retrieved[0]["id"] == stored.id
+        assert trace.timings["embed_ms"] > 0 and trace.event_id is not None
+        kinds = s.scalars(select(Event.event_type).order_by(Event.id)).all()
+        assert kinds == ["create", "query"]
+        assert s.scalars(select(Chunk.access_count).where(Chunk.id == stored.id)).one() == 1
+
+
+def test_unknown_namespace_is_an_error_not_an_empty_list(embedder) -> None:
+    store("something", namespace="global")
+    with pytest.raises(
+        NotFound, match=r"Namespace not found: project:ghost\. Known namespaces: global"
+    ):
+        recall("anything", namespace="project:ghost")
+    for op, model in ((memories.count, MemoryCountIn), (memories.list_memories, MemoryListIn)):
+        with pytest.raises(NotFound, match="Namespace not found"):
+            runner.execute(op, model, {"namespace": "project:ghost"})
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"content": "   "}, "Content cannot be empty"),
+        ({"content": "x", "memory_type": "vibe"}, "Invalid memory type: vibe"),
+        ({"content": "x", "importance": 1.5}, "importance must be between 0.0 and 1.0"),
+        ({"content": "x", "importance": -0.1}, "importance must be between 0.0 and 1.0"),
+        ({"content": "x" * 32_001}, "Content is too long: 32001 characters"),
+        ({"content": "x", "namespace": "bad namespace!"}, "Invalid namespace"),
+    ],
+)
+def test_bad_store_input_is_rejected_and_writes_nothing(fields, message) -> None:
+    before = table_counts()
+    with pytest.raises(InvalidInput, match=message):
+        runner.execute(memories.store, MemoryStoreIn, fields)
+    assert table_counts() == before
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"query": ""}, "Query cannot be empty"),
+        ({"query": " \n\t "}, "Query cannot be empty"),
+        ({"query": "x", "n_results": 0}, "n_results must be between 1 and 50"),
+        ({"query": "x", "n_results": 51}, "n_results must be between 1 and 50"),
+        ({"query": "x", "memory_type": "nope"}, "Invalid memory type: nope"),
+        ({"query": "x", "min_confidence": 2}, "min_confidence must be between 0.0 and 1.0"),
+    ],
+)
+def test_bad_recall_input_is_rejected(fields, message) -> None:
+    before = table_counts()
+    with pytest.raises(InvalidInput, match=message):
+        runner.execute(memories.recall, MemoryRecallIn, fields)
+    assert table_counts() == before
+
+
+def test_forget_by_id_closes_the_memory_but_keeps_history(embedder) -> None:
+    stored = store("Temporary note about the sprint")
+    out = forget(memory_id=stored.id)
+    assert out.deleted_ids == [stored.id] and not out.purged
+    assert recall("sprint note").memories == []
+    with session_scope() as s:
+        row = s.get(Chunk, ("global", stored.id))
+        assert row is not None and row.valid_to is not None  # closed, not deleted
+    # The same content can be stored again after it was forgotten.
+    assert not store("Temporary note about the sprint").duplicate
+
+
+def test_forget_unknown_id_says_so(embedder) -> None:
+    with pytest.raises(NotFound, match="Memory not found: mem_0000000000000000"):
+        forget(memory_id="mem_0000000000000000")
+
+
+def test_golden_rules_are_protected_unless_forced(embedder) -> None:
+    rule = store("Never commit secrets to the repository", memory_type="golden_rule")
+    out = forget(memory_id=rule.id)
+    assert out.deleted_ids == [] and out.protected_ids == [rule.id]
+    assert recall("secrets in git").memories[0].id == rule.id
+    out = forget(memory_id=rule.id, force=True)
+    assert out.deleted_ids == [rule.id]
+
+
+def test_forget_by_query_only_takes_close_matches(embedder) -> None:
+    kept = store("The office coffee machine is on floor three")
+    gone = store("Redis connection timeouts were fixed with TCP keepalive")
+    out = forget(query="redis connection timeouts keepalive fix")
+    assert out.deleted_ids == [gone.id]
+    assert [m.id for m in recall("coffee machine").memories] == [kept.id]
+
+
+def test_forget_input_value_detects_ids_and_queries(embedder) -> None:
+    a = store("Build artifacts are cached in S3")
+    b = store("Feature flags are read from LaunchDarkly")
+    assert forget(input_value=a.id).deleted_ids == [a.id]
+    assert forget(input_value="feature flags launchdarkly").deleted_ids == [b.id]
+    with pytest.raises(InvalidInput, match="Give memory_id, query or input_value"):
+        forget()
+
+
+def test_purge_erases_the_row_and_logs_only_that_it_happened(embedder) -> None:
+    secret = store("My API key is hunter2")
+    out = forget(memory_id=secret.id, purge=True, force=True)
+    assert out.purged and out.deleted_ids == [secret.id]
+    with session_scope() as s:
+        assert s.get(Chunk, ("global", secret.id)) is None
+        purge = s.scalars(select(Event).where(Event.event_type == "purge")).one()
+        assert "hunter2" not in str(purge.payload)
+
+
+def test_context_groups_by_type_golden_rules_first(embedder) -> None:
+    store("Always use type hints in Python code", memory_type="golden_rule")
+    store("User prefers dark mode for their IDE", memory_type="preference")
+    store("Chose FastAPI over Flask for performance", memory_type="decision")
+    out = context()
+    text = out.context
+    assert text.startswith("## Relevant Memories\n")
+    assert text.index("### Golden Rules (High Confidence)") < text.index("### Preferences")
+    assert text.index("### Preferences") < text.index("### Decisions")
+    assert "- Always use type hints in Python code [confidence: 1.00]" in text
+    assert out.memory_count == 3 and out.golden_rule_count == 1
+    assert out.token_estimate == count_tokens(text)
+
+
+@pytest.mark.parametrize("budget", [1, 12, 25, 40, 80, 4000])
+def test_context_never_exceeds_its_budget(embedder, budget: int) -> None:
+    for i in range(12):
+        store(f"Decision {i}: the service {i} talks to queue {i} over gRPC", memory_type="decision")
+    out = context(query="which services use gRPC", token_budget=budget)
+    assert count_tokens(out.context) <= budget
+    assert out.token_estimate == count_tokens(out.context)
+    if budget >= 80:
+        assert out.memory_count >= 3
+
+
+def test_context_with_query_puts_relevant_memories_in(embedder) -> None:
+    store("The billing service retries webhooks three times", memory_type="fact")
+    store("Lunch is at noon on Fridays", memory_type="fact")
+    out = context(query="billing webhook retries", token_budget=30)
+    assert "billing service retries webhooks" in out.context
+    assert "Lunch" not in out.context
+
+
+def test_count_and_list_paginate_and_order(embedder) -> None:
+    for i in range(5):
+        store(f"fact number {i}", memory_type="fact", importance=i / 10)
+    store("a decision", memory_type="decision")
+    assert runner.execute(memories.count, MemoryCountIn, {}).count == 6
+    assert runner.execute(memories.count, MemoryCountIn, {"memory_type": "fact"}).count == 5
+    page = runner.execute(
+        memories.list_memories,
+        MemoryListIn,
+        {"memory_type": "fact", "limit": 2, "offset": 1, "order_by": "importance"},
+    )
+    assert page.total == 5 and [m.content for m in page.memories] == [
+        "fact number 3",
+        "fact number 2",
+    ]
+    asc = runner.execute(
+        memories.list_memories,
+        MemoryListIn,
+        {"order_by": "importance", "descending": False, "limit": 1},
+    )
+    assert asc.memories[0].content == "fact number 0"
+    with pytest.raises(InvalidInput, match="Invalid order_by"):
+        runner.execute(memories.list_memories, MemoryListIn, {"order_by": "content; drop table"})
+
+
+def test_namespaces_are_listed_with_counts(embedder) -> None:
+    store("one", namespace="project:a")
+    store("two", namespace="project:a")
+    store("three")
+    listing = runner.execute_bare(namespaces.list_with_counts)
+    counts = {n.namespace: n.memory_count for n in listing.namespaces}
+    assert counts == {"global": 1, "project:a": 2}

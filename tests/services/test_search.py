@@ -1,0 +1,112 @@
+"""Hybrid search: semantic and lexical channels, filters, scores, the token budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from memsys import runner
+from memsys.errors import InvalidInput, NotFound
+from memsys.schemas import SearchIn, SearchWithBudgetIn, SearchWithFiltersIn
+from memsys.services import search
+from memsys.tokens import count_tokens
+from tests.factories import index, store, write_docs
+
+
+def run_search(query: str, **fields):  # type: ignore[no-untyped-def]
+    return runner.execute(search.search, SearchIn, {"query": query, **fields})
+
+
+def filtered(query: str, filters: dict, **fields):  # type: ignore[no-untyped-def]
+    data = {"query": query, "filters": filters, **fields}
+    return runner.execute(search.search_with_filters, SearchWithFiltersIn, data)
+
+
+def budget(query: str, max_tokens: int, **fields):  # type: ignore[no-untyped-def]
+    data = {"query": query, "max_tokens": max_tokens, **fields}
+    return runner.execute(search.search_with_budget, SearchWithBudgetIn, data)
+
+
+@pytest.fixture
+def corpus(tmp_path, embedder):  # type: ignore[no-untyped-def]
+    files = write_docs(tmp_path)
+    for path in files.values():
+        index(path, namespace="docs")
+    store("User prefers short answers", memory_type="preference")
+    return files
+
+
+def test_semantic_match_without_shared_words(corpus) -> None:
+    out = run_search("how long until a login credential stops working")
+    assert out.results[0].metadata["header_path"] == "Configuration > Authentication"
+    assert out.results[0].doc_type == "document"
+    assert out.total == len(out.results) <= 5
+
+
+def test_exact_term_match_ranks_first(corpus) -> None:
+    out = run_search("HS256")
+    assert "HS256" in out.results[0].content
+
+
+def test_scores_are_normalised_and_ordered(corpus) -> None:
+    out = run_search("deploy rollback wheel", n_results=10)
+    scores = [r.score for r in out.results]
+    assert all(0.0 <= s <= 1.0 for s in scores)
+    assert scores == sorted(scores, reverse=True)
+    assert out.results[0].metadata["source_file"].endswith("deploy.md")
+    assert out.total_tokens == sum(r.tokens for r in out.results)
+
+
+def test_filters_by_doc_type_namespace_and_file(corpus) -> None:
+    memories_only = filtered("answers", {"doc_type": "memory"})
+    assert [r.doc_type for r in memories_only.results] == ["memory"]
+    docs = filtered("answers", {"namespace": "docs"})
+    assert {r.namespace for r in docs.results} == {"docs"}
+    one_file = filtered(
+        "anything at all", {"source_file": str(corpus["code"].resolve())}, n_results=10
+    )
+    assert {r.metadata["source_file"] for r in one_file.results} == {str(corpus["code"].resolve())}
+    with pytest.raises(NotFound, match="Namespace not found: nowhere"):
+        filtered("x", {"namespace": "nowhere"})
+    with pytest.raises(InvalidInput, match="doc_type"):
+        filtered("x", {"doc_type": "spreadsheet"})
+    with pytest.raises(InvalidInput, match="Extra inputs"):
+        filtered("x", {"author": "me"})
+
+
+@pytest.mark.parametrize("max_tokens", [1, 10, 30, 60, 200, 3000])
+def test_budget_is_never_exceeded(corpus, max_tokens: int) -> None:
+    out = budget("configuration deployment tokens cache", max_tokens)
+    used = sum(count_tokens(r.content) for r in out.results)
+    assert used == out.tokens_used <= max_tokens
+    assert out.budget_remaining == max_tokens - out.tokens_used
+    assert out.truncated == (out.truncated_count > 0)
+    scores = [r.score for r in out.results]
+    assert scores == sorted(scores, reverse=True)
+    if max_tokens == 3000:
+        assert not out.truncated and len(out.results) >= 5
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"query": ""}, "Query cannot be empty"),
+        ({"query": "   "}, "Query cannot be empty"),
+        ({"query": "x", "n_results": 0}, "n_results must be between 1 and 50"),
+        ({"query": "x", "n_results": 500}, "n_results must be between 1 and 50"),
+        ({"query": "x" * 5000}, "Query is too long"),
+    ],
+)
+def test_bad_queries(fields, message) -> None:
+    with pytest.raises(InvalidInput, match=message):
+        runner.execute(search.search, SearchIn, fields)
+
+
+def test_budget_must_be_positive() -> None:
+    with pytest.raises(InvalidInput, match="max_tokens must be between 1"):
+        budget("x", 0)
+
+
+def test_stopword_only_query_still_answers_by_meaning(corpus) -> None:
+    out = run_search("what is it about")  # no lexemes: the vector channel alone
+    assert out.results and all(0.0 <= r.score <= 1.0 for r in out.results)
+    assert out.results[0].score == 1.0

