@@ -208,7 +208,8 @@ def test_serving_beyond_loopback_needs_a_token(monkeypatch) -> None:
     check_bind("127.0.0.1")
     check_bind("localhost")
     check_bind("::1")
-    with pytest.raises(InvalidInput, match=r"Refusing to serve on 0\.0\.0\.0 without MEMSYS_API_TOKEN"):
+    refused = r"Refusing to serve on 0\.0\.0\.0 without MEMSYS_API_TOKEN"
+    with pytest.raises(InvalidInput, match=refused):
         check_bind("0.0.0.0")
     monkeypatch.setenv("MEMSYS_API_TOKEN", "t")
     get_settings.cache_clear()
