@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Connection, Engine, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
@@ -170,11 +170,22 @@ def get_engine() -> Engine:
 
 
 def set_engine(engine: Engine | None) -> None:
-    """Point every session at `engine` (tests, benchmarks); None forgets the current one."""
+    """Point every session at `engine`; None closes the current one's connections."""
     global _engine, _sessionmaker
     with _lock:
+        if _engine is not None and _engine is not engine:
+            _engine.dispose()
         _engine = engine
         _sessionmaker = sessionmaker(engine, expire_on_commit=False) if engine else None
+
+
+def stop_embedded() -> None:
+    """Leave the embedded server now (it stops if this was its last user), not at exit."""
+    global _server
+    set_engine(None)
+    if _server is not None:
+        _server.cleanup()
+        _server = None
 
 
 @contextmanager
@@ -193,23 +204,31 @@ def session_scope() -> Iterator[Session]:
         session.close()
 
 
-def check_pgvector(conn) -> None:  # type: ignore[no-untyped-def]
-    """Fail with a message that names the fix when the server has no usable pgvector."""
-    row = conn.execute(
-        text("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'")
-    ).first()
-    if row is None:
-        raise DatabaseUnavailable(
+def pgvector_problem(available: str | None, server_version_num: int) -> str | None:
+    """Why this server cannot hold memsys's schema (None when it can)."""
+    if server_version_num < 150000:
+        return f"PostgreSQL {server_version_num} is too old: memsys needs PostgreSQL >= 15."
+    if available is None:
+        return (
             "This PostgreSQL server has no pgvector extension. Install pgvector >= 0.7 on the "
             "server (e.g. `apt install postgresql-16-pgvector`, or run the pgvector/pgvector "
             "image), or unset MEMSYS_DATABASE_URL to use the embedded server."
         )
-    version = tuple(int(p) for p in str(row[0]).split(".")[:2])
+    version = tuple(int(p) for p in available.split(".")[:2])
     if version < (0, 7):
-        raise DatabaseUnavailable(
-            f"pgvector {row[0]} is too old: memsys needs pgvector >= 0.7 (HNSW iterative scans "
-            "need 0.8). Upgrade the extension package on the server."
+        return (
+            f"pgvector {available} is too old: memsys needs pgvector >= 0.7 (0.8 for "
+            "iterative filtered scans). Upgrade the extension package on the server."
         )
-    server = conn.execute(text("SHOW server_version_num")).scalar()
-    if int(server) < 150000:
-        raise DatabaseUnavailable(f"PostgreSQL {server} is too old: memsys needs PostgreSQL >= 15.")
+    return None
+
+
+def check_pgvector(conn: Connection) -> None:
+    """Fail with a message that names the fix when the server cannot hold memsys's schema."""
+    available = conn.execute(
+        text("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'")
+    ).scalar()
+    server = int(conn.execute(text("SHOW server_version_num")).scalar_one())
+    problem = pgvector_problem(available, server)
+    if problem:
+        raise DatabaseUnavailable(problem)

@@ -50,7 +50,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     from memsys import db
 
-    db.set_engine(None)
+    db.stop_embedded()  # before the data dir goes: a server must never outlive its files
     shutil.rmtree(_home, ignore_errors=True)
 
 

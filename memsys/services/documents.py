@@ -12,8 +12,9 @@ import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, cast
 
-from sqlalchemy import func, insert, select, text, update
+from sqlalchemy import CursorResult, Executable, func, insert, select, text, update
 from sqlalchemy.orm import Session
 
 from memsys import chunking, ids
@@ -64,6 +65,12 @@ _READY = text(
 _PENDING_COUNT = text("SELECT count(*) FROM chunk WHERE embedding IS NULL AND valid_to IS NULL")
 
 
+def _rowcount(session: Session, statement: Executable) -> int:
+    """Rows an UPDATE touched."""
+    result = session.execute(statement)
+    return int(cast(CursorResult[Any], result).rowcount or 0)
+
+
 def resolve(path: str) -> Path:
     return Path(os.path.expanduser(path)).resolve()
 
@@ -80,18 +87,19 @@ def _live_document(session: Session, namespace: str, source: str) -> Document | 
 
 def _close_document(session: Session, doc: Document) -> int:
     """Close a document and its live chunks; returns how many chunks were closed."""
-    closed = session.execute(
+    closed = _rowcount(
+        session,
         update(Chunk)
         .where(
             Chunk.namespace == doc.namespace,
             Chunk.document_id == doc.id,
             Chunk.valid_to.is_(None),
         )
-        .values(valid_to=func.now())
-    ).rowcount
+        .values(valid_to=func.now()),
+    )
     doc.valid_to = func.now()
     session.flush()
-    return int(closed or 0)
+    return closed
 
 
 def _read(path: Path, display: str) -> tuple[bytes, str]:
@@ -358,8 +366,8 @@ def clear_index(session: Session, params: ClearIndexIn) -> ClearIndexOut:
     if params.namespace:
         chunk_stmt = chunk_stmt.where(Chunk.namespace == params.namespace)
         doc_stmt = doc_stmt.where(Document.namespace == params.namespace)
-    chunks = session.execute(chunk_stmt.values(valid_to=func.now())).rowcount or 0
-    docs = session.execute(doc_stmt.values(valid_to=func.now())).rowcount or 0
+    chunks = _rowcount(session, chunk_stmt.values(valid_to=func.now()))
+    docs = _rowcount(session, doc_stmt.values(valid_to=func.now()))
     events.record(
         session,
         namespace=params.namespace or ALL_NAMESPACES,
@@ -367,7 +375,7 @@ def clear_index(session: Session, params: ClearIndexIn) -> ClearIndexOut:
         operation="clear_index",
         payload={"chunks": chunks, "documents": docs},
     )
-    return ClearIndexOut(deleted_count=int(chunks), documents_deleted=int(docs))
+    return ClearIndexOut(deleted_count=chunks, documents_deleted=docs)
 
 
 def stats(session: Session) -> IndexStatsOut:

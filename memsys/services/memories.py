@@ -6,7 +6,7 @@ import hashlib
 import time
 from typing import Any
 
-from sqlalchemy import func, or_, select, text
+from sqlalchemy import delete, func, or_, select, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -202,7 +202,7 @@ def _close(session: Session, targets: list[Chunk], operation: str, purge: bool) 
     for chunk in targets:
         if purge:
             session.execute(
-                ValidationEvent.__table__.delete().where(
+                delete(ValidationEvent).where(
                     ValidationEvent.namespace == chunk.namespace,
                     ValidationEvent.memory_id == chunk.id,
                 )
