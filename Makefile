@@ -24,6 +24,7 @@ run: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy memsys
 
 test: lint
 	$(BIN)/python -m pytest

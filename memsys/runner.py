@@ -11,7 +11,7 @@ from memsys.db import session_scope
 from memsys.schemas import parse
 
 In = TypeVar("In", bound=BaseModel)
-Out = TypeVar("Out", bound=BaseModel)
+Out = TypeVar("Out")
 
 
 def execute(service: Callable[[Session, In], Out], model: type[In], data: dict[str, Any]) -> Out:

@@ -1,0 +1,1 @@
+"""The `memsys` command line (typer)."""

@@ -1,0 +1,84 @@
+"""The `memsys` command: builds the typer app, registers every group, maps errors to exits.
+
+Service modules are imported inside each command, so `memsys --help` loads neither the
+database layer nor the embedding model.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
+
+from memsys.cli import db, documents, memory, preferences, search, server
+from memsys.errors import DatabaseUnavailable, MemsysError
+
+EXIT_DATABASE = 1
+EXIT_INPUT = 2
+_UNDEFINED_TABLE = "42P01"
+
+
+def fail(message: str, code: int) -> typer.Exit:
+    """Print `error: <message>` as one line on stderr; return the Exit to raise."""
+    typer.echo(f"error: {' '.join(message.split())}", err=True)
+    return typer.Exit(code)
+
+
+class MemsysGroup(TyperGroup):
+    """The root group: one place where memsys errors become an error line and an exit code."""
+
+    def invoke(self, ctx: Any) -> Any:  # Any: typer's vendored click.Context is private
+        try:
+            return super().invoke(ctx)
+        except DatabaseUnavailable as exc:
+            raise fail(exc.message, EXIT_DATABASE) from None
+        except MemsysError as exc:
+            raise fail(exc.message, EXIT_INPUT) from None
+        except Exception as exc:
+            mapped = _database_error(exc)
+            if mapped is None:
+                raise
+            raise mapped from None
+
+
+def _database_error(exc: Exception) -> typer.Exit | None:
+    """PostgreSQL errors a user fixes without a traceback: no schema yet, server gone."""
+    if "sqlalchemy" not in sys.modules:
+        return None
+    from sqlalchemy.exc import OperationalError, ProgrammingError
+
+    if isinstance(exc, ProgrammingError) and getattr(exc.orig, "sqlstate", None) == (
+        _UNDEFINED_TABLE
+    ):
+        return fail(
+            "the database has no memsys schema yet: run `memsys db upgrade` "
+            "(`memsys serve` and `memsys mcp` do it on start)",
+            EXIT_DATABASE,
+        )
+    if isinstance(exc, OperationalError):
+        first = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+        return fail(f"database unavailable: {first}", EXIT_DATABASE)
+    return None
+
+
+app = typer.Typer(
+    name="memsys",
+    cls=MemsysGroup,
+    help="Long-term memory for LLM agents on one PostgreSQL database.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,  # locals may hold the database URL
+)
+
+memory.register(app)
+documents.register(app)
+search.register(app)
+app.add_typer(preferences.app, name="pref", help="Versioned preferences (key → JSON value).")
+app.add_typer(db.app, name="db", help="Database schema migrations (Alembic).")
+server.register(app)
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,165 @@
+"""Shared helpers for every command: options, JSON or human output, tables, progress bars."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from memsys.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+M = TypeVar("M", bound="BaseModel")
+
+# Options shared by several commands. Defaults stay None so that the schemas' own defaults
+# apply: the CLI sends only what the user gave.
+Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
+Namespace = Annotated[str | None, typer.Option("--namespace", "-n", help="Namespace.")]
+MemoryType = Annotated[
+    str | None, typer.Option("--type", "-t", help="Memory type (e.g. fact, decision, session).")
+]
+NResults = Annotated[
+    int | None, typer.Option("--n-results", "-k", help="Number of results (1-50, default 5).")
+]
+DocType = Annotated[
+    str | None, typer.Option("--doc-type", help="Only 'memory' or only 'document' chunks.")
+]
+SourceFile = Annotated[
+    str | None, typer.Option("--source-file", help="Only chunks indexed from this file.")
+]
+
+
+def given(**fields: Any) -> dict[str, Any]:
+    """The fields the user set (None means 'not given': the schema default applies)."""
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def parse_json(text: str, option: str) -> Any:
+    """Parse an option's JSON value or fail with a one-line reason."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(
+            f"{option} is not valid JSON: {exc.msg} (at character {exc.pos})"
+        ) from None
+
+
+PIPE_WIDTH = 120
+
+
+def console() -> Console:
+    """A console on the current stdout (created per call so test runners can swap stdout)."""
+    piped = not sys.stdout.isatty() and "COLUMNS" not in os.environ
+    return Console(highlight=False, width=PIPE_WIDTH if piped else None)
+
+
+def err_console() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def echo(line: str) -> None:
+    """Print plain text without rich markup (user content may contain brackets)."""
+    console().print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def emit(result: M | dict[str, Any], as_json: bool, human: Callable[[M], None] | None) -> None:
+    """Print the result: its JSON dump with --json, else the command's human rendering."""
+    if as_json or human is None:
+        data = result if isinstance(result, dict) else result.model_dump(mode="json")
+        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+    else:
+        assert not isinstance(result, dict)
+        human(result)
+
+
+def table(columns: list[str], rows: list[list[Any]]) -> Table:
+    """A plain table of short values (cells are text, never rich markup)."""
+    grid = Table(show_edge=False, header_style="bold", pad_edge=False)
+    for name in columns:
+        grid.add_column(name, overflow="fold")
+    for row in rows:
+        grid.add_row(*(Text("" if v is None else str(v)) for v in row))
+    return grid
+
+
+def show_table(columns: list[str], rows: list[list[Any]]) -> None:
+    console().print(table(columns, rows))
+
+
+def show_records(records: list[tuple[str, str]]) -> None:
+    """Content-heavy results: a bold header line per record, its text indented below."""
+    out = console()
+    for header, body in records:
+        out.print(Text(header, style="bold"), soft_wrap=True)
+        out.print(Padding(Text(body), (0, 0, 0, 2), expand=False))
+
+
+def short(text: str, limit: int = 200) -> str:
+    """One line of at most `limit` characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def score(value: float | None) -> str:
+    return "" if value is None else f"{value:.3f}"
+
+
+def progress_wanted(as_json: bool) -> bool:
+    """Progress bars only for a person watching: not with --json, not when stderr is piped."""
+    return not as_json and sys.stderr.isatty()
+
+
+Report = Callable[[str, int, int], None]
+
+PHASES = {"read": "Reading files", "embed": "Embedding chunks"}
+
+
+@contextmanager
+def progress_bar(enabled: bool, out: Console | None = None) -> Iterator[Report | None]:
+    """Yield a `progress(phase, done, total)` callback drawing one bar per phase on stderr."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    bars = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=out or err_console(),
+        transient=False,
+    )
+    tasks: dict[str, Any] = {}
+
+    def report(phase: str, done: int, total: int) -> None:
+        if phase not in tasks:
+            tasks[phase] = bars.add_task(PHASES.get(phase, phase), total=total)
+        bars.update(tasks[phase], completed=done, total=total)
+
+    with bars:
+        yield report

@@ -1,0 +1,54 @@
+"""Long-running front ends: `memsys serve` (REST + MCP over HTTP) and `memsys mcp` (stdio)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+
+from memsys.cli.output import Json, err_console
+
+
+def serve(
+    host: Annotated[str, typer.Option(envvar="MEMSYS_HOST", help="Address to bind.")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(envvar="MEMSYS_PORT", help="Port to bind.")] = 8700,
+    as_json: Json = False,
+) -> None:
+    """Serve REST (/v1, /docs) and MCP (/mcp) on one port; migrates the schema first."""
+    from memsys.api.server import check_bind
+    from memsys.api.server import serve as run_server
+
+    check_bind(host)  # refuse before announcing anything
+    shown = f"[{host}]" if ":" in host else host
+    urls = {
+        "rest_url": f"http://{shown}:{port}/v1",
+        "mcp_url": f"http://{shown}:{port}/mcp",
+        "docs_url": f"http://{shown}:{port}/docs",
+    }
+    if as_json:  # one line: a supervisor reads it while the server keeps running
+        sys.stdout.write(json.dumps(urls) + "\n")
+        sys.stdout.flush()
+    else:
+        err_console().print(
+            f"memsys: REST {urls['rest_url']}  MCP {urls['mcp_url']}  docs {urls['docs_url']}",
+            markup=False,
+            highlight=False,
+        )
+    run_server(host, port)
+
+
+def mcp() -> None:
+    """Serve MCP over stdio for an agent (stdout carries the protocol, so there is no --json)."""
+    from memsys.mcp.server import run_stdio
+
+    run_stdio()
+
+
+def register(app: typer.Typer) -> None:
+    """Add serve and mcp to the top level of `app`."""
+    app.command("serve")(serve)
+    app.command("mcp")(mcp)

@@ -1,0 +1,124 @@
+"""Document commands: indexing (sync, async, progress), deletes, clear-index, stats."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memsys.cli import documents as documents_cli
+from tests.cli.helpers import fails, run, run_json
+from tests.conftest import table_counts
+from tests.factories import write_docs
+
+pytestmark = pytest.mark.usefixtures("embedder")
+
+
+def test_index_directory_sync_then_second_run_skips_duplicates(tmp_path: Path) -> None:
+    files = write_docs(tmp_path / "docs")
+    first = run_json("index-directory", str(tmp_path / "docs"), "--sync", "-n", "kb")
+    assert first["files_indexed"] == len(files) and first["failed_files"] == []
+    assert first["total_chunks"] >= len(files) and first["pending_embeddings"] == 0
+    stats = run_json("stats")
+    assert stats["unique_sources"] == len(files) and stats["pending_embeddings"] == 0
+    assert stats["total_documents"] == first["total_chunks"]
+
+    second = run_json("index-directory", str(tmp_path / "docs"), "--sync", "-n", "kb")
+    assert second["files_indexed"] == 0 and second["skipped_duplicates"] == len(files)
+    human = run("index-directory", str(tmp_path / "docs"), "-n", "kb")
+    assert human.exit_code == 0 and "4 unchanged files skipped" in human.stdout
+
+
+def test_index_directory_no_recursive(tmp_path: Path) -> None:
+    write_docs(tmp_path)
+    out = run_json("index-directory", str(tmp_path), "--no-recursive", "--sync")
+    assert out["files_indexed"] == 3  # guides/deploy.md is one level down
+
+
+def test_index_directory_async_completes_embeddings(tmp_path: Path) -> None:
+    write_docs(tmp_path)
+    out = run_json("index-directory", str(tmp_path))  # async is the default
+    assert out["files_indexed"] == 4 and out["pending_embeddings"] == 0
+    assert run_json("stats")["pending_embeddings"] == 0
+    hits = run_json("search-with-filters", "token expiry", "--doc-type", "document")
+    assert hits["results"] and all(h["similarity"] is not None for h in hits["results"])
+
+
+def test_index_directory_no_wait_leaves_queue_for_a_later_run(tmp_path: Path) -> None:
+    write_docs(tmp_path)
+    out = run("index-directory", str(tmp_path), "--no-wait")
+    assert out.exit_code == 0 and "wait for embeddings" in out.stdout
+    queued = run_json("stats")["pending_embeddings"]
+    assert queued > 0
+    # Full text already finds the queued chunks.
+    found = run_json("search-with-filters", "HS256", "--doc-type", "document")
+    assert "HS256" in found["results"][0]["content"]
+
+    later = run_json("index-directory", str(tmp_path))  # nothing new, but drains the queue
+    assert later["skipped_duplicates"] == 4 and later["pending_embeddings"] == 0
+    assert run_json("stats")["pending_embeddings"] == 0
+
+
+def test_index_directory_progress_bars_on_stderr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_docs(tmp_path)
+    monkeypatch.setattr(documents_cli, "progress_wanted", lambda as_json: True)
+    out = run("index-directory", str(tmp_path), "--sync")
+    assert out.exit_code == 0
+    assert "Reading files" in out.stderr and "Embedding chunks" in out.stderr
+    assert "Indexed 4 files" in out.stdout and "Reading" not in out.stdout
+
+
+def test_progress_is_off_for_json_and_pipes() -> None:
+    # In the test runner stderr is not a terminal.
+    assert documents_cli.progress_wanted(False) is False
+    assert documents_cli.progress_wanted(True) is False
+
+
+def test_index_file_and_errors(tmp_path: Path) -> None:
+    files = write_docs(tmp_path)
+    out = run_json("index-file", str(files["auth"]), "-n", "kb")
+    assert out["chunks_created"] >= 2 and out["skipped_unchanged"] is False
+    again = run("index-file", str(files["auth"]), "-n", "kb")
+    assert again.exit_code == 0 and "Unchanged" in again.stdout
+    assert "File not found" in fails("index-file", str(tmp_path / "missing.md"))
+    assert "Directory not found" in fails("index-directory", str(tmp_path / "nope"))
+    assert "Not a file" in fails("index-file", str(tmp_path))
+
+
+def test_delete_chunks_and_delete_file(tmp_path: Path) -> None:
+    files = write_docs(tmp_path)
+    indexed = run_json("index-file", str(files["auth"]))
+    notes = run_json("index-file", str(files["notes"]))
+    first, *rest = indexed["chunk_ids"]
+    deleted = run_json("delete-chunks", first, "chk_missing")
+    assert deleted["deleted_ids"] == [first] and deleted["not_found_ids"] == ["chk_missing"]
+    by_file = run_json("delete-file", str(files["auth"]))
+    assert by_file["deleted_count"] == len(rest)
+    assert "No indexed file" in fails("delete-file", str(files["auth"]))
+    stats = run_json("stats")
+    assert stats["total_documents"] == notes["chunks_created"]
+    assert run("delete-chunks").exit_code == 2  # at least one id
+
+
+def test_clear_index_needs_confirm(tmp_path: Path) -> None:
+    write_docs(tmp_path)
+    run_json("index-directory", str(tmp_path), "--sync")
+    memory = run_json("store", "keep me")
+    before = table_counts()
+    assert "Safety check" in fails("clear-index")
+    assert table_counts() == before
+    cleared = run_json("clear-index", "--confirm")
+    assert cleared["documents_deleted"] == 4 and cleared["deleted_count"] > 0
+    stats = run_json("stats")
+    assert stats["total_documents"] == 0 and stats["memory_count"] == 1
+    assert run_json("recall", "keep me")["memories"][0]["id"] == memory["id"]
+
+
+def test_stats_human(tmp_path: Path) -> None:
+    files = write_docs(tmp_path)
+    run_json("index-file", str(files["notes"]))
+    out = run("stats")
+    assert out.exit_code == 0
+    assert "pending embeddings: 0" in out.stdout and str(files["notes"]) in out.stdout

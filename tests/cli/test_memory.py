@@ -1,0 +1,149 @@
+"""Memory commands: store, recall, forget, context, count, list, namespaces."""
+
+from __future__ import annotations
+
+import pytest
+
+from memsys.tokens import count_tokens
+from tests.cli.helpers import fails, run, run_json
+from tests.conftest import table_counts
+
+pytestmark = pytest.mark.usefixtures("embedder")
+
+
+def test_store_then_recall_finds_it() -> None:
+    stored = run_json(
+        "store",
+        "The staging database is restored from a snapshot every Monday",
+        "--type",
+        "fact",
+        "-n",
+        "project:ops",
+        "--importance",
+        "0.8",
+        "--tag",
+        "db",
+        "--tag",
+        "staging",
+        "--metadata",
+        '{"source": "runbook"}',
+    )
+    assert stored["id"].startswith("mem_") and stored["duplicate"] is False
+    assert (stored["memory_type"], stored["namespace"], stored["importance"]) == (
+        "fact",
+        "project:ops",
+        0.8,
+    )
+    recalled = run_json("recall", "when is staging restored?", "-n", "project:ops", "-k", "3")
+    top = recalled["memories"][0]
+    assert top["id"] == stored["id"]
+    assert top["tags"] == ["db", "staging"] and top["metadata"] == {"source": "runbook"}
+
+    human = run("recall", "staging snapshot")
+    assert human.exit_code == 0 and stored["id"] in human.stdout and "Monday" in human.stdout
+
+
+def test_duplicate_store_says_duplicate() -> None:
+    first = run("store", "Prefer ruff over flake8")
+    assert first.exit_code == 0 and "Stored mem_" in first.stdout
+    second = run("store", "Prefer ruff over flake8")
+    assert second.exit_code == 0 and "Duplicate" in second.stdout
+    again = run_json("store", "Prefer ruff over flake8")
+    assert again["duplicate"] is True
+    assert run_json("count")["count"] == 1
+
+
+def test_store_rejects_bad_input_and_writes_nothing() -> None:
+    before = table_counts()
+    assert "Invalid memory type" in fails("store", "x", "--type", "bogus")
+    assert "--metadata is not valid JSON" in fails("store", "x", "--metadata", "{oops")
+    assert "Content cannot be empty" in fails("store", "   ")
+    assert "lifecycle" in fails("store", "x", "--lifecycle", "forever")
+    assert table_counts() == before
+
+
+def test_recall_errors() -> None:
+    run_json("store", "something to find")
+    assert fails("recall", "   ") == "error: Query cannot be empty"
+    assert "Namespace not found" in fails("recall", "anything", "--namespace", "nowhere")
+    assert "n_results must be between 1 and 50" in fails("recall", "anything", "-k", "0")
+    assert "Invalid memory type" in fails("recall", "anything", "--type", "bogus")
+
+
+def test_typer_usage_errors_exit_2() -> None:
+    assert run("recall").exit_code == 2
+    assert run("store", "x", "--importance", "high").exit_code == 2
+
+
+def test_forget_by_id_and_by_positional_id() -> None:
+    a = run_json("store", "Lunch is at noon")
+    b = run_json("store", "The build server is called hopper")
+    forgot = run_json("forget", "--id", a["id"])
+    assert forgot["deleted_ids"] == [a["id"]] and forgot["deleted_count"] == 1
+    human = run("forget", b["id"])
+    assert human.exit_code == 0 and f"Forgot 1 memory: {b['id']}" in human.stdout
+    assert run_json("count")["count"] == 0
+    assert "Memory not found" in fails("forget", "--id", a["id"])
+
+
+def test_forget_protects_golden_rules_unless_forced() -> None:
+    rule = run_json("store", "Never push to main directly", "--type", "golden_rule")
+    kept = run_json("forget", "--id", rule["id"])
+    assert kept["deleted_count"] == 0 and kept["protected_ids"] == [rule["id"]]
+    gone = run_json("forget", "--id", rule["id"], "--force", "--purge")
+    assert gone["deleted_ids"] == [rule["id"]] and gone["purged"] is True
+
+
+def test_forget_by_query_only_close_matches() -> None:
+    target = run_json("store", "The office wifi password rotates monthly")
+    other = run_json("store", "Bananas are rich in potassium")
+    forgot = run_json("forget", "--query", "office wifi password", "--min-similarity", "0.6")
+    assert forgot["deleted_ids"] == [target["id"]]
+    assert [m["id"] for m in run_json("list")["memories"]] == [other["id"]]
+
+
+def test_context_respects_token_budget() -> None:
+    for i in range(12):
+        run_json(
+            "store",
+            f"Rule {i}: deployments need a changelog entry and a rollback plan for service {i}",
+            "--type",
+            "procedure",
+        )
+    run_json("store", "Always run the tests before merging", "--type", "golden_rule")
+    for budget in (40, 120, 400):
+        out = run_json("context", "deployments", "--token-budget", str(budget))
+        assert out["token_estimate"] <= budget
+        assert count_tokens(out["context"]) <= budget
+    full = run_json("context", "--token-budget", "4000")
+    assert full["memory_count"] == 13 and full["golden_rule_count"] == 1
+    assert full["context"].index("Always run the tests") < full["context"].index("Rule ")
+
+    human = run("context", "--token-budget", "4000")
+    assert human.exit_code == 0
+    assert human.stdout.rstrip("\n") == full["context"].rstrip("\n")
+    assert "token_budget must be between" in fails("context", "--token-budget", "0")
+
+
+def test_count_list_and_namespaces() -> None:
+    run_json("store", "alpha fact", "-t", "fact", "-n", "a")
+    run_json("store", "beta decision", "-t", "decision", "-n", "a", "--importance", "0.9")
+    run_json("store", "gamma fact", "-t", "fact", "-n", "b", "--importance", "0.1")
+    assert run_json("count")["count"] == 3
+    assert run_json("count", "-n", "a")["count"] == 2
+    assert run_json("count", "--type", "fact")["count"] == 2
+    assert run("count", "-n", "a").stdout.strip() == "2 memories (namespace=a)"
+
+    listed = run_json("list", "--order-by", "importance", "--limit", "2")
+    assert [m["content"] for m in listed["memories"]] == ["beta decision", "alpha fact"]
+    assert listed["total"] == 3
+    ascending = run_json("list", "--order-by", "importance", "--asc", "--offset", "1")
+    assert [m["content"] for m in ascending["memories"]] == ["alpha fact", "beta decision"]
+    human = run("list", "-n", "b")
+    assert "gamma fact" in human.stdout and "1-1 of 1" in human.stdout
+    assert "Invalid order_by" in fails("list", "--order-by", "content")
+
+    spaces = run_json("namespaces")
+    counts = {n["namespace"]: n["memory_count"] for n in spaces["namespaces"]}
+    assert counts == {"a": 2, "b": 1}
+    assert "namespace" in run("namespaces").stdout

@@ -1,0 +1,64 @@
+"""Search commands: plain, filtered by doc_type / namespace / file, and within a token budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memsys.tokens import count_tokens
+from tests.cli.helpers import fails, run, run_json
+from tests.factories import write_docs
+
+pytestmark = pytest.mark.usefixtures("embedder")
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> dict[str, Path]:
+    files = write_docs(tmp_path)
+    run_json("index-directory", str(tmp_path), "--sync", "-n", "kb")
+    run_json("store", "Deploys happen on Tuesdays", "-t", "decision", "-n", "team")
+    return files
+
+
+def test_search_finds_documents_and_memories(corpus: dict[str, Path]) -> None:
+    out = run_json("search", "how are tokens signed", "-k", "3")
+    assert len(out["results"]) <= 3 and "HS256" in out["results"][0]["content"]
+    assert out["total_tokens"] == sum(r["tokens"] for r in out["results"])
+    human = run("search", "deploys tuesday")
+    assert human.exit_code == 0 and "Tuesdays" in human.stdout
+
+
+def test_search_with_filters_by_doc_type(corpus: dict[str, Path]) -> None:
+    memories = run_json("search-with-filters", "deploy", "--doc-type", "memory")
+    assert memories["results"] and {r["doc_type"] for r in memories["results"]} == {"memory"}
+    documents = run_json("search-with-filters", "deploy", "--doc-type", "document", "-k", "10")
+    assert documents["results"] and {r["doc_type"] for r in documents["results"]} == {"document"}
+    one_file = run_json(
+        "search-with-filters", "deploy", "--source-file", str(corpus["deploy"].resolve())
+    )
+    assert {r["metadata"]["source_file"] for r in one_file["results"]} == {
+        str(corpus["deploy"].resolve())
+    }
+    team = run_json("search-with-filters", "deploy", "-n", "team")
+    assert {r["namespace"] for r in team["results"]} == {"team"}
+    assert "doc_type" in fails("search-with-filters", "deploy", "--doc-type", "pdf")
+    assert "Namespace not found" in fails("search-with-filters", "deploy", "-n", "ghost")
+
+
+@pytest.mark.parametrize("budget", [1, 15, 40, 120, 1000])
+def test_search_with_budget_never_exceeds(corpus: dict[str, Path], budget: int) -> None:
+    out = run_json("search-with-budget", "deployment rollback tokens", "--max-tokens", str(budget))
+    used = sum(count_tokens(r["content"]) for r in out["results"])
+    assert used <= budget and out["tokens_used"] == used
+    assert out["budget_remaining"] == budget - used
+
+
+def test_search_with_budget_filters_and_errors(corpus: dict[str, Path]) -> None:
+    out = run_json("search-with-budget", "deploy", "--max-tokens", "500", "--doc-type", "memory")
+    assert [r["doc_type"] for r in out["results"]] == ["memory"]
+    human = run("search-with-budget", "deploy", "--max-tokens", "500")
+    assert human.exit_code == 0 and "tokens used" in human.stdout
+    assert run("search-with-budget", "deploy").exit_code == 2  # --max-tokens is required
+    assert "max_tokens must be between" in fails("search-with-budget", "x", "--max-tokens", "0")
+    assert fails("search", " ") == "error: Query cannot be empty"
