@@ -89,6 +89,11 @@ def _units(text: str, max_tokens: int) -> list[str]:
                 head = truncate_to_tokens(rest, max_tokens)
                 if not head.strip():  # a single token longer than the window: keep it whole
                     head = rest
+                elif len(head) < len(rest) and not rest[len(head)].isspace():
+                    # The cut fell inside a word: move it back to the last space, if any.
+                    space = head.rstrip().rfind(" ")
+                    if space > 0:
+                        head = head[: space + 1]
                 units.append(head)
                 rest = rest[len(head) :]
     return units
@@ -120,13 +125,30 @@ def _markdown(source: str, max_tokens: int) -> list[Piece]:
 
     pieces: list[Piece] = []
     for titles, body in sections:
-        text = "\n".join(body).strip()
-        if _HEADING.match(text) and "\n" not in text:
-            continue  # a heading with nothing under it: its title lives on in the children's path
         header_path = " > ".join(titles) or None
-        for part in split_to_budget(text, max_tokens):
+        for part in _with_heading(body, max_tokens):
             pieces.append(Piece(part, header_path))
     return pieces
+
+
+def _with_heading(lines: list[str], max_tokens: int) -> list[str]:
+    """A section's pieces, its heading line kept with the first piece of the body.
+
+    Splitting the section as one text would flush the heading alone whenever the body's first
+    paragraph does not fit beside it, leaving a chunk that says nothing but a title. The body
+    is split to the budget minus the heading, so the first piece has room for it.
+    """
+    text = "\n".join(lines).strip()
+    first, _, rest = text.partition("\n")
+    if not _HEADING.match(first):
+        return split_to_budget(text, max_tokens)
+    if not rest.strip():
+        return []  # a heading with nothing under it: its title lives on in the children's path
+    room = max_tokens - count_tokens(first)
+    if room < max_tokens // 2:  # an absurdly long heading: let it be a piece of its own
+        return split_to_budget(text, max_tokens)
+    parts = split_to_budget(rest, room)
+    return [f"{first}\n{parts[0]}", *parts[1:]] if parts else []
 
 
 def _python(source: str, max_tokens: int) -> list[Piece]:

@@ -51,6 +51,16 @@ def test_upgrade_downgrade_upgrade_and_models_match(scratch_engine: Engine) -> N
         assert compare_metadata(context, Base.metadata) == []
         extensions = conn.execute(text("SELECT extname FROM pg_extension")).scalars().all()
         assert "vector" in extensions
+        # compare_metadata does not look at storage parameters (WITH (...)); check them here.
+        for name, table in Base.metadata.tables.items():
+            wanted = {
+                k: str(v) for k, v in (table.dialect_options["postgresql"]["with"] or {}).items()
+            }
+            options = conn.scalar(
+                text("SELECT reloptions FROM pg_class WHERE oid = CAST(:t AS regclass)"),
+                {"t": name},
+            )
+            assert dict(o.split("=", 1) for o in options or []) == wanted, name
 
 
 def test_migrations_are_found_without_the_checkout_layout() -> None:

@@ -1,0 +1,49 @@
+"""Chunking rules users see in their search hits: every piece fits the model's window and
+carries its text, never a bare heading."""
+
+from __future__ import annotations
+
+from memsys.chunking import pieces_from_bytes
+from memsys.tokens import count_tokens
+
+SENTENCE = "Refresh tokens rotate on every use and expire after fifteen minutes of idle time. "
+
+
+def markdown(*sections: str) -> bytes:
+    return "\n\n".join(sections).encode()
+
+
+def test_a_long_section_keeps_its_heading_with_the_first_piece_of_body() -> None:
+    body = SENTENCE * 40  # one paragraph of ~600 tokens, over the 256-token window
+    pieces = pieces_from_bytes(
+        markdown("# Guide", f"## Authentication\n{body}", "## Logging\nJSON lines."),
+        "markdown",
+        256,
+    )
+    auth = [p for p in pieces if p.header_path == "Guide > Authentication"]
+    assert len(auth) >= 3
+    assert auth[0].content.startswith("## Authentication\nRefresh tokens")
+    for piece in pieces:
+        assert count_tokens(piece.content) <= 256
+        lines = [line for line in piece.content.splitlines() if line.strip()]
+        assert not (len(lines) == 1 and lines[0].startswith("#")), piece.content
+    # Nothing of the body is lost or repeated, and no word is cut in two.
+    words = " ".join(auth[0].content.split("\n", 1)[1:] + [p.content for p in auth[1:]]).split()
+    assert words == body.split()
+
+
+def test_a_heading_with_a_blank_line_before_its_long_body_is_not_a_chunk_alone() -> None:
+    paragraphs = "\n\n".join([SENTENCE * 10] * 3)  # three paragraphs of ~150 tokens
+    pieces = pieces_from_bytes(markdown(f"## Tokens\n\n{paragraphs}"), "markdown", 256)
+    assert pieces[0].content.startswith("## Tokens\n")
+    assert "Refresh tokens" in pieces[0].content
+    assert all(count_tokens(p.content) <= 256 for p in pieces)
+
+
+def test_short_sections_stay_whole_and_empty_headings_are_dropped() -> None:
+    pieces = pieces_from_bytes(
+        markdown("# Top", "## Empty", "### Child\nOnly line."), "markdown", 256
+    )
+    assert [(p.header_path, p.content) for p in pieces] == [
+        ("Top > Empty > Child", "### Child\nOnly line.")
+    ]
