@@ -32,6 +32,7 @@ test: lint
 bench: install
 	$(BIN)/python benchmarks/bench_memory.py
 	$(BIN)/python benchmarks/bench_indexing.py
+	$(BIN)/python benchmarks/bench_quality.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
