@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import io
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -185,6 +186,10 @@ def _python(source: str, max_tokens: int) -> list[Piece]:
 def _pdf(data: bytes, max_tokens: int) -> list[Piece]:
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
+
+    # pypdf logs what it works around ("EOF marker not found"); a file it cannot read
+    # becomes our own error below, so its warnings would only garble the CLI's one line.
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
 
     try:
         reader = PdfReader(io.BytesIO(data))

@@ -6,12 +6,14 @@ says what to do instead. `parse()` turns a pydantic failure into `InvalidInput`.
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from memsys import ids
 from memsys.config import get_settings
 from memsys.errors import InvalidInput
 from memsys.models.base import LIFECYCLES
@@ -19,6 +21,8 @@ from memsys.models.chunk import MEMORY_TYPES
 
 NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@-]{0,127}$")
 MAX_RESULTS = 50
+MAX_TAGS = 50
+MAX_METADATA_BYTES = 65_536  # a memory's metadata as JSON
 MAX_TOKENS_LIMIT = 200_000
 LIST_ORDER_FIELDS = ("created_at", "updated_at", "importance", "confidence", "access_count")
 
@@ -64,6 +68,13 @@ def check_query(value: str) -> str:
     limit = get_settings().max_query_chars
     if len(value) > limit:
         raise ValueError(f"Query is too long: {len(value)} characters (limit {limit})")
+    return value
+
+
+def check_path(what: str, value: str) -> str:
+    """A file or directory path: an empty one would silently mean the server's working dir."""
+    if not value.strip():
+        raise ValueError(f"{what} path cannot be empty")
     return value
 
 
@@ -135,7 +146,22 @@ class MemoryStoreIn(Input):
         cleaned = sorted({t.strip() for t in v if t.strip()})
         if any(len(t) > 64 for t in cleaned):
             raise ValueError("Tags must be at most 64 characters each")
+        if len(cleaned) > MAX_TAGS:
+            raise ValueError(f"Too many tags: {len(cleaned)} (limit {MAX_TAGS})")
         return cleaned
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        if v is None:
+            return None
+        size = len(json.dumps(v, default=str).encode())
+        if size > MAX_METADATA_BYTES:
+            raise ValueError(
+                f"Metadata is too large: {size} bytes as JSON (limit {MAX_METADATA_BYTES}). "
+                "Keep large text in content or index it as a document."
+            )
+        return v
 
 
 class MemoryStoreOut(Output):
@@ -216,6 +242,14 @@ class MemoryForgetIn(Input):
     @classmethod
     def _query(cls, v: str | None) -> str | None:
         return None if v is None else check_query(v)
+
+    @field_validator("input_value")
+    @classmethod
+    def _input_value(cls, v: str | None) -> str | None:
+        """An id is kept as is; anything else is a query and gets the query's checks."""
+        if v is None:
+            return None
+        return v.strip() if ids.looks_like_memory_id(v) else check_query(v)
 
 
 class MemoryForgetOut(Output):
@@ -404,6 +438,7 @@ class IndexFileIn(Input):
     file_path: str
     namespace: str = "default"
 
+    _file_path = field_validator("file_path")(classmethod(lambda c, v: check_path("File", v)))
     _namespace = field_validator("namespace")(classmethod(lambda c, v: check_namespace(v)))
 
 
@@ -423,6 +458,7 @@ class IndexDirectoryIn(Input):
     namespace: str = "default"
     async_mode: bool = True
 
+    _dir_path = field_validator("dir_path")(classmethod(lambda c, v: check_path("Directory", v)))
     _namespace = field_validator("namespace")(classmethod(lambda c, v: check_namespace(v)))
 
 
@@ -464,6 +500,9 @@ class DeleteFileIn(Input):
     source_file: str
     namespace: str | None = None
 
+    _source_file = field_validator("source_file")(
+        classmethod(lambda c, v: check_path("Source file", v))
+    )
     _namespace = field_validator("namespace")(classmethod(lambda c, v: check_namespace(v)))
 
 
@@ -523,8 +562,6 @@ class PreferenceSetIn(PreferenceKeyIn):
     def _value(cls, v: Any) -> Any:
         if v is None:
             raise ValueError("Preference value cannot be null")
-        import json
-
         size = len(json.dumps(v))
         limit = get_settings().max_content_chars
         if size > limit:

@@ -29,6 +29,38 @@ def fail(message: str, code: int) -> typer.Exit:
 class MemsysGroup(TyperGroup):
     """The root group: one place where memsys errors become an error line and an exit code."""
 
+    def main(  # type: ignore[override]
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        standalone_mode: bool = True,
+        **kw: Any,
+    ) -> Any:
+        """Usage errors (a bad option value, a missing argument) as one line, exit 2.
+
+        Typer would draw a usage box of several lines; a script reading stderr wants the
+        reason alone. Help output (including `memsys` with no arguments) is left as it is.
+        """
+        if not standalone_mode:
+            return super().main(args, prog_name, standalone_mode=False, **kw)
+        try:
+            rv = super().main(args, prog_name, standalone_mode=False, **kw)
+        except typer.Abort:
+            typer.echo("Aborted!", err=True)
+            sys.exit(1)
+        except Exception as exc:
+            # click's ClickException/UsageError, duck-typed: typer vendors click privately.
+            if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):
+                raise
+            if type(exc).__name__ == "NoArgsIsHelpError":  # `memsys` alone: the help
+                getattr(exc, "show")()  # noqa: B009 (duck-typed click exception)
+                sys.exit(exc.exit_code)
+            ctx = getattr(exc, "ctx", None)
+            hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+            typer.echo(f"error: {' '.join(exc.format_message().split())}{hint}", err=True)
+            sys.exit(exc.exit_code)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
     def invoke(self, ctx: Any) -> Any:  # Any: typer's vendored click.Context is private
         try:
             return super().invoke(ctx)

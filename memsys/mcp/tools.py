@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from memsys import runner
 from memsys.background import worker
@@ -88,6 +88,8 @@ MEMORY_TYPE_FILTER = Field(description="Only this memory type")
 
 
 class Filters(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # an unknown key must not widen the search
+
     namespace: str | None = Field(default=None, description="Only this namespace")
     doc_type: str | None = Field(
         default=None,

@@ -226,11 +226,11 @@ def forget(session: Session, params: MemoryForgetIn) -> MemoryForgetOut:
     """Forget by id, by query, or by `input_value` (an id if it looks like one, else a query)."""
     memory_id, query = params.memory_id, params.query
     if params.input_value is not None and memory_id is None and query is None:
-        value = params.input_value.strip()
+        value = params.input_value  # validated: a memory id, or a checked query
         if ids.looks_like_memory_id(value):
             memory_id = value
         else:
-            query = MemoryForgetIn(query=value).query
+            query = value
     if memory_id is None and query is None:
         raise InvalidInput("Give memory_id, query or input_value to say what to forget")
     namespaces.require(session, params.namespace)

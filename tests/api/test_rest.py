@@ -7,6 +7,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import anyio
 import pytest
@@ -23,6 +24,7 @@ from tests.conftest import table_counts
 from tests.factories import write_docs
 
 BASE = "http://127.0.0.1:8700"
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
 
 @pytest.fixture
@@ -117,9 +119,39 @@ def test_context_and_namespaces(client: TestClient) -> None:
         (
             "post",
             "/v1/documents/index-file",
-            {"file_path": "/etc/hostname.png"},
-            404,
-            "File not found",
+            {"file_path": str(PYPROJECT)},
+            422,
+            "Unsupported file type: .toml",
+        ),
+        ("post", "/v1/documents/index-directory", {"dir_path": " "}, 422, "path cannot be empty"),
+        (
+            "post",
+            "/v1/memories",
+            {"content": "x" * 32001},
+            422,
+            "Content is too long: 32001 characters (limit 32000",
+        ),
+        (
+            "post",
+            "/v1/memories",
+            {"content": "x", "metadata": {"blob": "y" * 70000}},
+            422,
+            "Metadata is too large",
+        ),
+        (
+            "post",
+            "/v1/memories",
+            {"content": "x", "tags": [f"t{i}" for i in range(51)]},
+            422,
+            "Too many tags: 51 (limit 50)",
+        ),
+        ("post", "/v1/memories/forget", {"input_value": "  "}, 422, "Query cannot be empty"),
+        (
+            "put",
+            "/v1/preferences/editor",
+            {"value": "vim", "namespace": "project:x"},
+            422,
+            "namespace: Extra inputs are not permitted",
         ),
         (
             "post",
@@ -141,6 +173,17 @@ def test_bad_requests_get_a_clear_error_and_change_nothing(
     body = response.json()
     assert body["success"] is False and message in body["error"]
     assert table_counts() == before
+
+
+def test_golden_rules_are_kept_unless_forced(client: TestClient) -> None:
+    rule = client.post(
+        "/v1/memories", json={"content": "Never push to main", "memory_type": "golden_rule"}
+    ).json()["id"]
+    kept = client.delete(f"/v1/memories/{rule}").json()
+    assert kept["deleted_count"] == 0 and kept["protected_ids"] == [rule]
+    assert client.get("/v1/memories/count").json()["count"] == 1
+    gone = client.delete(f"/v1/memories/{rule}", params={"force": True}).json()
+    assert gone["deleted_ids"] == [rule]
 
 
 def test_documents_index_search_and_delete(client: TestClient, tmp_path) -> None:

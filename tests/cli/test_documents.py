@@ -85,6 +85,7 @@ def test_index_file_and_errors(tmp_path: Path) -> None:
     assert "File not found" in fails("index-file", str(tmp_path / "missing.md"))
     assert "Directory not found" in fails("index-directory", str(tmp_path / "nope"))
     assert "Not a file" in fails("index-file", str(tmp_path))
+    assert fails("index-directory", "") == "error: Directory path cannot be empty"
 
 
 def test_delete_chunks_and_delete_file(tmp_path: Path) -> None:

@@ -70,9 +70,18 @@ def test_recall_errors() -> None:
     assert "Invalid memory type" in fails("recall", "anything", "--type", "bogus")
 
 
-def test_typer_usage_errors_exit_2() -> None:
-    assert run("recall").exit_code == 2
-    assert run("store", "x", "--importance", "high").exit_code == 2
+def test_typer_usage_errors_exit_2_with_one_line() -> None:
+    assert fails("recall") == "error: Missing argument 'query'. (see `memsys recall --help`)"
+    assert "Invalid value for '--importance'" in fails("store", "x", "--importance", "high")
+    assert "No such command 'rememberr'" in fails("rememberr")
+    assert run("--help").exit_code == 0
+
+
+def test_forget_and_store_refuse_what_they_cannot_take() -> None:
+    before = table_counts()
+    assert fails("forget", "   ") == "error: Query cannot be empty"
+    assert "Content is too long: 32001 characters" in fails("store", "x" * 32_001)
+    assert table_counts() == before
 
 
 def test_forget_by_id_and_by_positional_id() -> None:

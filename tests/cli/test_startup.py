@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 UNREACHABLE = "postgresql+psycopg://nobody@127.0.0.1:1/nothing"
@@ -21,17 +20,26 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return {**os.environ, "MEMSYS_DATABASE_URL": UNREACHABLE, "MEMSYS_HOME": str(tmp_path)}
 
 
-def test_help_is_fast_and_never_touches_the_database(tmp_path: Path) -> None:
+def test_help_never_touches_the_database(tmp_path: Path) -> None:
     for args in (["--help"], ["index-directory", "--help"], ["pref", "--help"]):
-        started = time.perf_counter()
         done = subprocess.run(
             [*_memsys(), *args], env=_env(tmp_path), capture_output=True, text=True, timeout=60
         )
-        elapsed = time.perf_counter() - started
         assert done.returncode == 0, done.stderr
         assert "Usage" in done.stdout and done.stderr == ""
-        assert elapsed < 5, f"memsys {' '.join(args)} took {elapsed:.1f}s"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_broken_pdf_is_one_error_line_without_library_noise(tmp_path: Path) -> None:
+    # In a real process: pytest's own log capture would hide pypdf's warnings in-process.
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes(b"%PDF-1.4 this is not really a pdf")
+    done = subprocess.run(
+        [*_memsys(), "index-file", str(broken)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: Failed to read file: not a readable PDF")
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
 def test_importing_the_cli_loads_no_database_or_model_code() -> None:

@@ -11,6 +11,8 @@ from typing import Any
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
+from tests.conftest import table_counts
+
 S001 = json.loads((Path(__file__).parent / "s001_input_schemas.json").read_text())["tools"]
 SLICE_TOOLS = {
     *S001,
@@ -93,6 +95,8 @@ def check_schema(name: str, ours: dict[str, Any]) -> None:
 def test_tools_match_s001_and_work_over_stdio(tmp_path) -> None:
     doc = tmp_path / "guide.md"
     doc.write_text("# Guide\n\n## Retries\n\nThe client retries three times with jitter.\n")
+    notes = tmp_path / "notes.rtf"
+    notes.write_text("{\\rtf1 not a supported format}")
 
     async def check(session: ClientSession) -> None:
         tools = {t.name: t for t in (await session.list_tools()).tools}
@@ -139,25 +143,41 @@ def test_tools_match_s001_and_work_over_stdio(tmp_path) -> None:
         got = envelope(await session.call_tool("preference_get", {"key": "editor"}))
         assert got["data"]["value"] == {"name": "vim"}
 
-        errors = {
-            "search": ({"query": "   "}, "Query cannot be empty"),
-            "memory_recall": (
-                {"query": "x", "n_results": 500},
-                "n_results must be between 1 and 50",
+        rule = envelope(
+            await session.call_tool(
+                "memory_store", {"content": "Never push to main", "memory_type": "golden_rule"}
+            )
+        )["data"]["id"]
+        kept = envelope(await session.call_tool("memory_forget", {"memory_id": rule}))
+        assert kept["data"]["deleted_count"] == 0 and kept["data"]["protected_ids"] == [rule]
+
+        big = "word " * 7000  # 34,999 characters once stripped: over the 32,000 limit
+        errors = [
+            ("search", {"query": "   "}, "Query cannot be empty"),
+            ("memory_recall", {"query": "x", "n_results": 500}, "n_results must be between 1"),
+            ("memory_store", {"content": "x", "memory_type": "vibe"}, "Invalid memory type: vibe"),
+            ("memory_store", {"content": "x", "importance": 1.5}, "importance must be between"),
+            ("memory_store", {"content": big}, "Content is too long: 34999 characters"),
+            ("memory_forget", {"input_value": "  "}, "Query cannot be empty"),
+            ("clear_index", {"confirm": False}, "Safety check: Set confirm=True to delete all"),
+            ("index_file", {"file_path": str(tmp_path / "nope.md")}, "File not found:"),
+            ("index_file", {"file_path": str(notes)}, "Unsupported file type: .rtf"),
+            ("index_directory", {"dir_path": str(tmp_path / "gone")}, "Directory not found:"),
+            ("index_directory", {"dir_path": ""}, "Directory path cannot be empty"),
+            ("memory_count", {"namespace": "project:ghost"}, "Namespace not found: project:ghost"),
+            ("search_with_budget", {"query": "x"}, "Invalid arguments: max_tokens: Field required"),
+            (
+                "search_with_filters",
+                {"query": "x", "filters": {"memory_type": "fact"}},
+                "memory_type",
             ),
-            "memory_store": ({"content": "x", "memory_type": "vibe"}, "Invalid memory type: vibe"),
-            "clear_index": (
-                {"confirm": False},
-                "Safety check: Set confirm=True to delete all documents",
-            ),
-            "index_file": ({"file_path": str(tmp_path / "nope.md")}, "File not found:"),
-            "memory_count": ({"namespace": "project:ghost"}, "Namespace not found: project:ghost"),
-            "search_with_budget": ({"query": "x"}, "Invalid arguments: max_tokens: Field required"),
-        }
-        for name, (args, message) in errors.items():
+        ]
+        before = table_counts()
+        for name, args, message in errors:
             result = envelope(await session.call_tool(name, args))
             assert result == {"success": False, "error": result["error"]}, name
             assert message in result["error"], (name, result["error"])
+        assert table_counts() == before
         unknown = await session.call_tool("no_such_tool", {})
         assert unknown.is_error
 

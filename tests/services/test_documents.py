@@ -187,6 +187,18 @@ def test_missing_directory_is_an_error(tmp_path) -> None:
         index_dir(tmp_path / "file.md")
 
 
+@pytest.mark.parametrize("path", ["", "   "])
+def test_an_empty_path_is_refused_not_taken_as_the_working_directory(path, monkeypatch) -> None:
+    before = table_counts()
+    with pytest.raises(InvalidInput, match="Directory path cannot be empty"):
+        index_dir(path)
+    with pytest.raises(InvalidInput, match="File path cannot be empty"):
+        index(path)
+    with pytest.raises(InvalidInput, match="Source file path cannot be empty"):
+        runner.execute(documents.delete_file, DeleteFileIn, {"source_file": path})
+    assert table_counts() == before
+
+
 def test_delete_chunks_file_and_clear(tmp_path, embedder) -> None:
     files = write_docs(tmp_path)
     index_dir(tmp_path, async_mode=False)

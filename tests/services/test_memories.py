@@ -129,6 +129,8 @@ def test_unknown_namespace_is_an_error_not_an_empty_list(embedder) -> None:
         ({"content": "x", "importance": -0.1}, "importance must be between 0.0 and 1.0"),
         ({"content": "x" * 32_001}, "Content is too long: 32001 characters"),
         ({"content": "x", "namespace": "bad namespace!"}, "Invalid namespace"),
+        ({"content": "x", "metadata": {"notes": "y" * 70_000}}, "Metadata is too large"),
+        ({"content": "x", "tags": [f"tag{i}" for i in range(51)]}, "Too many tags: 51"),
     ],
 )
 def test_bad_store_input_is_rejected_and_writes_nothing(fields, message) -> None:
@@ -197,6 +199,12 @@ def test_forget_input_value_detects_ids_and_queries(embedder) -> None:
     assert forget(input_value="feature flags launchdarkly").deleted_ids == [b.id]
     with pytest.raises(InvalidInput, match="Give memory_id, query or input_value"):
         forget()
+    before = table_counts()
+    with pytest.raises(InvalidInput, match="Query cannot be empty"):
+        forget(input_value="   ")
+    with pytest.raises(InvalidInput, match="Query is too long"):
+        forget(input_value="deploy " * 1000)
+    assert table_counts() == before
 
 
 def test_purge_erases_the_row_and_logs_only_that_it_happened(embedder) -> None:

@@ -4,7 +4,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from fastapi import APIRouter
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from memsys import runner
 from memsys.schemas import (
@@ -23,6 +23,9 @@ router = APIRouter(prefix="/preferences", tags=["preferences"])
 
 
 class PreferenceBody(BaseModel):
+    # The namespace is a query parameter; a stray one in the body must not be ignored silently.
+    model_config = ConfigDict(extra="forbid")
+
     value: Any
     lifecycle: Literal["personal", "project", "session"] = "personal"
 
