@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -54,3 +57,30 @@ def test_upgrade_and_downgrade_on_an_empty_database(scratch_database: None) -> N
     assert "Can't locate revision" in fails("db", "downgrade", "nonexistent")
     assert run("db", "upgrade", "head").exit_code == 0
     assert run_json("db", "current")["current"] == head
+
+
+def test_upgrade_on_a_server_without_pgvector_names_the_fix(scratch_database: None) -> None:
+    # A real server that offers no pgvector: PostgreSQL 18 looks for extensions only under
+    # extension_control_path (in its "extension" subfolder), here an empty folder that the
+    # server's own user can read.
+    empty = Path(tempfile.mkdtemp(prefix="msnoext-", dir="/tmp"))
+    (empty / "extension").mkdir()
+    for folder in (empty, empty / "extension"):
+        folder.chmod(0o755)
+    try:
+        with db.get_engine().connect() as conn:
+            conn.execute(
+                text(f"ALTER DATABASE \"{SCRATCH}\" SET extension_control_path = '{empty}'")
+            )
+            conn.commit()
+        db.get_engine().dispose()  # new connections pick the setting up
+
+        line = fails("db", "upgrade", code=1)
+        assert "no pgvector extension" in line and "pgvector/pgvector" in line
+        with db.get_engine().connect() as conn:
+            tables = conn.execute(
+                text("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")
+            ).scalar()
+        assert tables == 0  # nothing was created
+    finally:
+        shutil.rmtree(empty)
