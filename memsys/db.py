@@ -15,12 +15,12 @@ import os
 import tempfile
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from sqlalchemy import Connection, Engine, create_engine, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from memsys.config import Settings, get_settings
@@ -197,11 +197,37 @@ def session_scope() -> Iterator[Session]:
     try:
         yield session
         session.commit()
+    except DBAPIError as exc:
+        lost = connection_lost(exc)
+        if lost is None:
+            session.rollback()
+            raise
+        with suppress(DBAPIError):  # the connection is gone: nothing was committed
+            session.rollback()
+        raise lost from exc
     except BaseException:
         session.rollback()
         raise
     finally:
         session.close()
+
+
+# SQLSTATE classes of a refused or lost connection: 08 connection exception,
+# 57P admin shutdown / crash shutdown / cannot connect now.
+_LOST_SQLSTATES = ("08", "57P")
+
+
+def connection_lost(exc: DBAPIError) -> DatabaseUnavailable | None:
+    """The error every front end shows (HTTP 503, CLI exit 1) when the server went away.
+
+    Only connection failures qualify; a query error or a serialization failure stays what it is.
+    """
+    sqlstate = getattr(exc.orig, "sqlstate", None)
+    refused = isinstance(exc, OperationalError) and sqlstate is None
+    if not (exc.connection_invalidated or refused or str(sqlstate).startswith(_LOST_SQLSTATES)):
+        return None
+    first = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else str(exc)
+    return DatabaseUnavailable(f"Database unavailable: {first}")
 
 
 def pgvector_problem(available: str | None, server_version_num: int) -> str | None:

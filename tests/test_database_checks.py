@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from sqlalchemy import text
 
@@ -51,3 +53,52 @@ def test_an_unreachable_server_is_reported_with_its_address(monkeypatch) -> None
     finally:
         db._engine = saved
         get_settings.cache_clear()
+
+
+@pytest.fixture
+def server_gone(embedder) -> Iterator[None]:
+    """memsys is up, then its PostgreSQL stops answering (nothing listens on port 1)."""
+    from memsys import db
+
+    db.set_engine(db.make_engine("postgresql+psycopg://memsys@127.0.0.1:1/memsys"))
+    try:
+        yield
+    finally:
+        db.set_engine(None)  # the next session reconnects to the test database
+
+
+def test_a_server_that_went_away_is_reported_by_every_front_end(server_gone: None) -> None:
+    from fastapi.testclient import TestClient
+
+    from memsys.api.app import create_app
+    from memsys.mcp import tools
+    from tests.cli.helpers import fails
+
+    with TestClient(create_app(background=False), base_url="http://127.0.0.1:8700") as c:
+        health = c.get("/v1/health")
+        assert health.status_code == 503 and health.json()["status"] == "unavailable"
+        for answer in (
+            c.get("/v1/memories/count"),
+            c.post("/v1/memories", json={"content": "kept for later"}),
+            c.post("/v1/memories/recall", json={"query": "later"}),
+        ):
+            assert answer.status_code == 503
+            body = answer.json()
+            assert body["success"] is False
+            assert body["error"].startswith("Database unavailable: ")
+            assert "Connection refused" in body["error"]
+
+    mcp_answer = tools.memory_count()
+    assert mcp_answer["success"] is False
+    assert mcp_answer["error"].startswith("Database unavailable: ")
+    assert fails("count", code=1).startswith("error: Database unavailable: ")
+
+
+def test_a_query_error_is_not_mistaken_for_a_lost_connection() -> None:
+    from sqlalchemy.exc import DBAPIError
+
+    from memsys.db import connection_lost, session_scope
+
+    with pytest.raises(DBAPIError) as raised, session_scope() as session:
+        session.execute(text("SELECT 1 / 0"))
+    assert connection_lost(raised.value) is None

@@ -3,9 +3,10 @@
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 
 from memsys import runner, schema
-from memsys.db import session_scope
+from memsys.db import connection_lost, session_scope
 from memsys.errors import MemsysError
 from memsys.schemas import NamespaceListOut
 from memsys.services import namespaces
@@ -22,10 +23,10 @@ def health() -> JSONResponse:
         current, head = schema.current(), schema.head()
     except MemsysError as exc:
         return JSONResponse({"status": "unavailable", "error": exc.message}, status_code=503)
-    except Exception as exc:  # the database is down: say so rather than crash
-        return JSONResponse(
-            {"status": "unavailable", "error": f"{type(exc).__name__}: {exc}"}, status_code=503
-        )
+    except DBAPIError as exc:  # lost between the two checks: say so rather than crash
+        lost = connection_lost(exc)
+        message = lost.message if lost else str(exc.orig).strip().splitlines()[0]
+        return JSONResponse({"status": "unavailable", "error": message}, status_code=503)
     body = {"status": "ok" if current == head else "outdated", "schema": current, "head": head}
     return JSONResponse(body, status_code=200 if current == head else 503)
 
