@@ -34,6 +34,9 @@ class Settings(BaseSettings):
     candidate_pool: int = 60
     hnsw_ef_search: int = 100
 
+    # auto | onnx | sentence-transformers (memsys/embeddings.py).
+    embedding_provider: str = "auto"
+
     @property
     def pgdata(self) -> Path:
         return self.home / "pgdata"

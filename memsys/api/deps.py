@@ -7,6 +7,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 OPEN_PATHS = {"/v1/health", "/docs", "/openapi.json", "/docs/oauth2-redirect"}
+DOCS_ASSETS = "/docs/assets"  # Swagger UI's JS and CSS (memsys.api.docs)
 
 
 class BearerTokenMiddleware(BaseHTTPMiddleware):
@@ -17,7 +18,8 @@ class BearerTokenMiddleware(BaseHTTPMiddleware):
         self._expected = f"Bearer {token}".encode()
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
-        if request.url.path in OPEN_PATHS:
+        path = request.url.path
+        if path in OPEN_PATHS or path.startswith(DOCS_ASSETS + "/"):
             return await call_next(request)
         given = request.headers.get("authorization", "").encode()
         if not hmac.compare_digest(given, self._expected):

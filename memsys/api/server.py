@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import signal
+import socket
+from types import FrameType
 
 import uvicorn
 
@@ -29,14 +32,41 @@ def check_bind(host: str) -> None:
         )
 
 
+def check_port(host: str, port: int) -> None:
+    """Refuse a port that is taken before announcing anything (uvicorn would only log it)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise InvalidInput(
+                f"Cannot listen on {host}:{port}: {exc.strerror or exc}. Another memsys serve? "
+                "(`memsys status` tells) Pick another port with --port or MEMSYS_PORT."
+            ) from None
+
+
+def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    # uvicorn shuts down gracefully on SIGTERM, then re-raises the signal; with the default
+    # action the process would die there, skipping the exit hooks that stop the embedded
+    # PostgreSQL. Exiting normally runs them (as Ctrl-C does).
+    raise SystemExit(0)
+
+
 def serve(host: str = "127.0.0.1", port: int = 8700) -> None:
     """Migrate the database to the newest schema, then serve until interrupted."""
     check_bind(host)
+    check_port(host, port)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("mcp").setLevel(logging.WARNING)
-    from memsys import schema
+    from memsys import runtime_info, schema
     from memsys.api.app import create_app
 
     schema.ensure_current()
     extra = [] if is_loopback(host) else [host, f"{host}:*"]
-    uvicorn.run(create_app(extra_hosts=extra), host=host, port=port, log_level="info")
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    runtime_info.announce(host, port)
+    try:
+        uvicorn.run(create_app(extra_hosts=extra), host=host, port=port, log_level="info")
+    finally:
+        runtime_info.withdraw()

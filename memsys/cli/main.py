@@ -12,7 +12,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from memsys.cli import db, documents, memory, preferences, search, server
+from memsys.cli import db, documents, memory, preferences, search, server, status
 from memsys.errors import DatabaseUnavailable, MemsysError
 
 EXIT_DATABASE = 1
@@ -104,12 +104,19 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,  # locals may hold the database URL
 )
 
+
+@app.callback()
+def _root(version: status.Version = False) -> None:
+    """Long-term memory for LLM agents on one PostgreSQL database."""
+
+
 memory.register(app)
 documents.register(app)
 search.register(app)
 app.add_typer(preferences.app, name="pref", help="Versioned preferences (key → JSON value).")
 app.add_typer(db.app, name="db", help="Database schema migrations (Alembic).")
 server.register(app)
+status.register(app)
 
 
 if __name__ == "__main__":

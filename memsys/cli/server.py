@@ -19,10 +19,11 @@ def serve(
     as_json: Json = False,
 ) -> None:
     """Serve REST (/v1, /docs) and MCP (/mcp) on one port; migrates the schema first."""
-    from memsys.api.server import check_bind
+    from memsys.api.server import check_bind, check_port
     from memsys.api.server import serve as run_server
 
     check_bind(host)  # refuse before announcing anything
+    check_port(host, port)
     shown = f"[{host}]" if ":" in host else host
     urls = {
         "rest_url": f"http://{shown}:{port}/v1",

@@ -19,7 +19,8 @@ from sqlalchemy import bindparam, text
 from sqlalchemy.orm import Session
 
 from memsys.config import get_settings
-from memsys.embeddings import DIMENSIONS, get_embedder
+from memsys.embeddings import DIMENSIONS
+from memsys.embeddings import embed_query as cached_query_embedding
 from memsys.models.log import ALL_NAMESPACES
 from memsys.schemas import (
     SearchBudgetOut,
@@ -140,7 +141,7 @@ def _statement(filters: dict[str, Any]):  # type: ignore[no-untyped-def]
 
 
 def embed_query(query: str) -> np.ndarray:
-    return get_embedder().embed_one(query)
+    return cached_query_embedding(query)
 
 
 def hybrid(

@@ -7,6 +7,7 @@ from sqlalchemy.exc import DBAPIError
 
 from memsys import runner, schema
 from memsys.db import connection_lost, session_scope
+from memsys.embeddings import model_state
 from memsys.errors import MemsysError
 from memsys.schemas import NamespaceListOut
 from memsys.services import namespaces
@@ -16,7 +17,8 @@ router = APIRouter(tags=["system"])
 
 @router.get("/health")
 def health() -> JSONResponse:
-    """Checks the database answers and its schema is the newest; 503 otherwise."""
+    """200 when the database answers, its schema is the newest and the embedding model is
+    loaded; 503 otherwise (status "starting" while the model loads)."""
     try:
         with session_scope() as session:
             session.execute(text("SELECT 1"))
@@ -27,8 +29,17 @@ def health() -> JSONResponse:
         lost = connection_lost(exc)
         message = lost.message if lost else str(exc.orig).strip().splitlines()[0]
         return JSONResponse({"status": "unavailable", "error": message}, status_code=503)
-    body = {"status": "ok" if current == head else "outdated", "schema": current, "head": head}
-    return JSONResponse(body, status_code=200 if current == head else 503)
+    model = model_state()
+    if current != head:
+        status = "outdated"
+    elif model in ("not loaded", "loading"):
+        status = "starting"
+    elif model != "ready":
+        status = "unavailable"
+    else:
+        status = "ok"
+    body = {"status": status, "schema": current, "head": head, "model": model}
+    return JSONResponse(body, status_code=200 if status == "ok" else 503)
 
 
 @router.get("/namespaces", response_model=NamespaceListOut)

