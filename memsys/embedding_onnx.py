@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 MODEL_NAME = "all-MiniLM-L6-v2"
 MAX_SEQ_LENGTH = 256  # the model's sentence_bert_config.json
 OPSET = 17
+LONG_TEXT_CHARS = 600  # ~128+ tokens: batched 8 at a time instead of 32
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 
 
@@ -150,12 +151,18 @@ class OnnxEmbedder:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         self.load()
-        # Batches of similar length pad less (sentence-transformers sorts the same way).
+        # Batches of similar length pad less (sentence-transformers sorts the same way), and
+        # long texts go in smaller batches: attention memory grows with batch × length², and
+        # onnxruntime keeps its peak allocation for the life of the process.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.empty((len(texts), self.dimensions), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            picked = order[start : start + self.batch_size]
+        start = 0
+        while start < len(order):
+            longest = len(texts[order[min(start + self.batch_size, len(order)) - 1]])
+            size = self.batch_size if longest < LONG_TEXT_CHARS else self.batch_size // 4
+            picked = order[start : start + size]
             out[picked] = self._batch([texts[i] for i in picked])
+            start += size
         return out
 
     def embed_one(self, text: str) -> np.ndarray:
