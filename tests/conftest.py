@@ -74,7 +74,7 @@ def embedder():
 
 TABLES = (
     "chunk, document, preference, edge, fact, entity, event, query_trace, "
-    "validation_event, agent_trace, namespace"
+    "validation_event, agent_trace, namespace, term_stat, corpus_stat"
 )
 
 

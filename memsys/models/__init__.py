@@ -3,6 +3,7 @@
 from memsys.models.base import Base
 from memsys.models.chunk import Chunk, Document
 from memsys.models.graph import Edge, Entity, Fact
+from memsys.models.lexicon import CorpusStat, TermStat
 from memsys.models.log import AgentTrace, Event, QueryTrace, ValidationEvent
 from memsys.models.namespace import Namespace
 from memsys.models.preference import Preference
@@ -11,6 +12,7 @@ __all__ = [
     "AgentTrace",
     "Base",
     "Chunk",
+    "CorpusStat",
     "Document",
     "Edge",
     "Entity",
@@ -19,5 +21,6 @@ __all__ = [
     "Namespace",
     "Preference",
     "QueryTrace",
+    "TermStat",
     "ValidationEvent",
 ]

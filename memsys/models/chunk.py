@@ -147,6 +147,12 @@ class Chunk(Base):
     tsv: Mapped[Any] = mapped_column(
         TSVECTOR, Computed("to_tsvector('english'::regconfig, content)", persisted=True)
     )
+    # Tokens in that tsvector (BM25's document length); a generated column may not read
+    # another one, hence the tsvector computed again inside the expression.
+    doc_len: Mapped[int] = mapped_column(
+        Integer,
+        Computed("memsys_tsv_length(to_tsvector('english'::regconfig, content))", persisted=True),
+    )
 
     # Memories
     memory_type: Mapped[str | None] = mapped_column(String(32), nullable=True)

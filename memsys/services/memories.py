@@ -187,7 +187,7 @@ def recall(session: Session, params: MemoryRecallIn) -> MemoryRecallOut:
         query=params.query,
         filters=filters,
         stores=["vector", "fulltext"],
-        routing="hybrid: pgvector kNN + full text, reciprocal rank fusion",
+        routing=search.ROUTING,
         candidates=found.candidates(),
         retrieved=[{"id": h.id, "score": h.score} for h in hits],
         timings=timings,

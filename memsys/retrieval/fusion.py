@@ -1,0 +1,98 @@
+"""Fusion of the channels: every weight in one versioned place.
+
+Each query's candidates (the union of every channel's pool) carry every channel's exact score:
+a chunk found only by the dense channel still gets its BM25 score and vice versa. Fusion is
+score-aware: each channel's scores are standardised over the query's candidates (z-scores),
+so a channel's vote is large exactly where it is confident — a chunk that stands far above
+the channel's other candidates — and small where its scores are flat. Rank-only fusion (RRF)
+gives a weak channel's 1st place the same weight as a strong one's, which is how the old
+equal-weight RRF dragged the fused result below its best channel (benchmarks/README.md).
+
+`FUSION_VERSION` names the method and weights; traces record it, and a change of any number
+here must change it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+FUSION_VERSION = "zfuse-1"
+
+
+@dataclass(frozen=True)
+class Weights:
+    version: str = FUSION_VERSION
+    dense: float = 1.0
+    lexical: float = 1.0
+    # A z-score below this adds nothing: a channel may lift a chunk it likes, but the
+    # long tail of its weak candidates does not push anything down.
+    floor: float = 0.0
+    rrf_k: int = 60  # only for the "rrf" method, kept to measure against
+
+    def as_dict(self) -> dict[str, float | int | str]:
+        return asdict(self)
+
+
+CURRENT = Weights()
+KNOWN = {CURRENT.version: CURRENT}
+
+
+def _standardised(scores: Sequence[float | None]) -> list[float]:
+    present = [s for s in scores if s is not None]
+    if len(present) < 2:
+        return [0.0 if s is None else 1.0 for s in scores]
+    mean = sum(present) / len(present)
+    spread = math.sqrt(sum((s - mean) ** 2 for s in present) / len(present))
+    if spread == 0:
+        return [0.0 for _ in scores]
+    lowest = (min(present) - mean) / spread
+    return [lowest if s is None else (s - mean) / spread for s in scores]
+
+
+def zfuse(
+    dense: Sequence[float | None], lexical: Sequence[float], weights: Weights = CURRENT
+) -> list[float]:
+    """Weighted sum of each channel's z-scores over the candidates (floored)."""
+    zd = _standardised(dense)
+    zl = _standardised(lexical) if any(s > 0 for s in lexical) else [0.0] * len(lexical)
+    return [
+        weights.dense * max(d, weights.floor) + weights.lexical * max(lx, weights.floor)
+        for d, lx in zip(zd, zl, strict=True)
+    ]
+
+
+def ranks(scores: Sequence[float | None]) -> list[int | None]:
+    """1-based rank of each score (None and zero-BM25 entries get no rank)."""
+    order = sorted(
+        (i for i, s in enumerate(scores) if s is not None), key=lambda i: -(scores[i] or 0)
+    )
+    out: list[int | None] = [None] * len(scores)
+    for rank, i in enumerate(order, start=1):
+        out[i] = rank
+    return out
+
+
+def rrf(
+    dense: Sequence[float | None], lexical: Sequence[float], weights: Weights = CURRENT
+) -> list[float]:
+    """Plain reciprocal rank fusion (the old method), for the benchmark's ablation."""
+    rd = ranks(dense)
+    rl = ranks([s if s > 0 else None for s in lexical])
+    return [
+        (1 / (weights.rrf_k + a) if a else 0.0) + (1 / (weights.rrf_k + b) if b else 0.0)
+        for a, b in zip(rd, rl, strict=True)
+    ]
+
+
+def relevance(similarity: float | None, bm25: float, bm25_max: float) -> float:
+    """An absolute relevance in [0, 1] for people and cut-offs (min_relevance).
+
+    Noisy-OR of the cosine similarity (clipped at 0) and the share of the query's BM25 weight
+    the chunk matches: an unrelated chunk scores low whatever else was found, unlike a score
+    normalised to the best hit.
+    """
+    sim = max(0.0, similarity or 0.0)
+    coverage = min(1.0, bm25 / bm25_max) if bm25_max > 0 else 0.0
+    return 1 - (1 - sim) * (1 - coverage)

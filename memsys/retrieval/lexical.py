@@ -1,0 +1,197 @@
+"""The lexical channel: Okapi BM25 computed inside PostgreSQL.
+
+Term statistics come from `term_stat` / `corpus_stat`, which triggers keep in step with every
+chunk write (migration 7c1e5a9b2d40); document lengths from `chunk.doc_len`. The query is
+analysed by the same English configuration as the documents (stemming, stop words).
+
+Cost is bounded: candidates come from the GIN index for the query's rarest terms only — terms
+are added rarest first while their summed document frequency stays within
+`POSTINGS_BUDGET` — and at most `CANDIDATE_CAP` of them are scored. Every query term still
+counts in each candidate's score, so on a corpus where all terms fit the budget the ranking is
+exactly BM25; on a large one a chunk that holds only very common query terms can be missed,
+which costs little (such chunks score low) and keeps a query at 100k chunks in milliseconds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from memsys.retrieval import filters as sql_filters
+
+K1 = 1.2
+B = 0.75
+POSTINGS_BUDGET = 20_000
+CANDIDATE_CAP = 4_000
+
+_TERMS = text(
+    """
+    SELECT q.lexeme,
+           coalesce((SELECT sum(t.df) FROM term_stat t
+                     WHERE t.lexeme = q.lexeme
+                       AND (CAST(:namespace AS text) IS NULL OR t.namespace = :namespace)), 0)
+               AS df
+    FROM (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', :query))) q
+    ORDER BY q.lexeme
+    """
+)
+_CORPUS = text(
+    """
+    SELECT coalesce(sum(doc_count), 0) AS n, coalesce(sum(total_len), 0) AS total
+    FROM corpus_stat WHERE CAST(:namespace AS text) IS NULL OR namespace = :namespace
+    """
+)
+
+# Score = Σ over query terms in the chunk of idf · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl)).
+_SCORE = """
+SELECT cand.namespace, cand.id,
+       sum(t.idf * (x.tf * (:k1 + 1))
+           / (x.tf + :k1 * (1 - :b + :b * cand.doc_len / :avgdl))) AS score
+FROM cand
+CROSS JOIN LATERAL (
+    SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf FROM unnest(cand.tsv) u
+) x
+JOIN unnest(CAST(:lexemes AS text[]), CAST(:idfs AS float8[])) AS t(lexeme, idf)
+  ON t.lexeme = x.lexeme
+GROUP BY cand.namespace, cand.id
+"""
+
+_SEARCH = (
+    """
+WITH cand AS (
+    SELECT c.namespace, c.id, c.tsv, c.doc_len FROM chunk c
+    WHERE c.tsv @@ CAST(:tsquery AS tsquery) AND {where}
+    LIMIT :cap
+)
+"""
+    + _SCORE
+    + """
+ORDER BY score DESC, cand.id
+LIMIT :pool
+"""
+)
+
+_SCORE_KEYS = (
+    """
+WITH cand AS (
+    SELECT c.namespace, c.id, c.tsv, c.doc_len FROM chunk c
+    JOIN unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])) AS k(namespace, id)
+      ON c.namespace = k.namespace AND c.id = k.id
+)
+"""
+    + _SCORE
+)
+
+
+@dataclass(frozen=True)
+class QueryTerms:
+    """The analysed query with its statistics in the searched scope."""
+
+    lexemes: list[str]
+    df: list[int]
+    idf: list[float]
+    doc_count: int
+    avgdl: float
+
+    @property
+    def searchable(self) -> bool:
+        return self.doc_count > 0 and any(d > 0 for d in self.df)
+
+    def trace(self) -> dict[str, Any]:
+        return {
+            "terms": dict(zip(self.lexemes, self.df, strict=True)),
+            "doc_count": self.doc_count,
+            "avgdl": round(self.avgdl, 3),
+        }
+
+
+def idf(df: int, n: int) -> float:
+    """Okapi BM25's inverse document frequency (the +1 form: never negative)."""
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+def analyse(session: Session, query: str, namespace: str | None) -> QueryTerms:
+    params = {"query": query, "namespace": namespace}
+    rows = session.execute(_TERMS, params).all()
+    corpus = session.execute(_CORPUS, {"namespace": namespace}).one()
+    n, total = int(corpus.n), int(corpus.total)
+    lexemes = [r.lexeme for r in rows]
+    dfs = [int(r.df) for r in rows]
+    return QueryTerms(
+        lexemes=lexemes,
+        df=dfs,
+        idf=[idf(d, n) for d in dfs],
+        doc_count=n,
+        avgdl=(total / n) if n else 1.0,
+    )
+
+
+def _tsquery(lexemes: list[str]) -> str:
+    """An OR of already-normalised lexemes in tsquery syntax (quoted, no re-analysis)."""
+    quoted = ["'" + lex.replace("\\", "\\\\").replace("'", "''") + "'" for lex in lexemes]
+    return " | ".join(quoted)
+
+
+def candidate_terms(terms: QueryTerms) -> list[str]:
+    """Rarest terms first, while their postings fit the budget (always at least one)."""
+    present = sorted((d, lex) for lex, d in zip(terms.lexemes, terms.df, strict=True) if d > 0)
+    chosen: list[str] = []
+    postings = 0
+    for df, lexeme in present:
+        if chosen and postings + df > POSTINGS_BUDGET:
+            break
+        chosen.append(lexeme)
+        postings += df
+    return chosen
+
+
+def _score_params(terms: QueryTerms) -> dict[str, Any]:
+    return {
+        "lexemes": terms.lexemes,
+        "idfs": terms.idf,
+        "k1": K1,
+        "b": B,
+        "avgdl": terms.avgdl,
+    }
+
+
+def search(
+    session: Session,
+    terms: QueryTerms,
+    filters: dict[str, Any],
+    as_of: datetime | None,
+    pool: int,
+) -> list[tuple[tuple[str, str], float]]:
+    """The `pool` best chunks by BM25: ((namespace, id), score), best first."""
+    if not terms.searchable:
+        return []
+    statement = text(_SEARCH.format(where=sql_filters.where(filters, as_of)))
+    params = {
+        **sql_filters.binds(filters, as_of),
+        **_score_params(terms),
+        "tsquery": _tsquery(candidate_terms(terms)),
+        "cap": CANDIDATE_CAP,
+        "pool": pool,
+    }
+    rows = session.execute(statement, params).all()
+    return [((r.namespace, r.id), float(r.score)) for r in rows]
+
+
+def score(
+    session: Session, terms: QueryTerms, keys: list[tuple[str, str]]
+) -> dict[tuple[str, str], float]:
+    """BM25 of given chunks (those another channel found); 0 for chunks with no query term."""
+    if not keys or not terms.searchable:
+        return {}
+    params = {
+        **_score_params(terms),
+        "namespaces": [k[0] for k in keys],
+        "ids": [k[1] for k in keys],
+    }
+    rows = session.execute(text(_SCORE_KEYS), params).all()
+    return {(r.namespace, r.id): float(r.score) for r in rows}

@@ -1,0 +1,211 @@
+"""Runs the stages for one query and keeps what each saw: plan → channels → fuse → hits.
+
+Access counting is not done here (the caller counts what it hands out), so a replay or a
+benchmark never changes the data. `as_of` makes every channel see only the rows valid then.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import bindparam, text
+from sqlalchemy.orm import Session
+
+from memsys.config import get_settings
+from memsys.embeddings import DIMENSIONS, embed_query
+from memsys.retrieval import dense, fusion, lexical
+from memsys.retrieval import filters as sql_filters
+
+Key = tuple[str, str]
+
+_DETAILS = text(
+    """
+    SELECT c.namespace, c.id, c.doc_type, c.content, c.content_hash, c.token_count,
+           c.memory_type, c.importance, c.confidence, c.tags, c.metadata, c.source_file,
+           c.chunk_index, c.header_path, c.created_at,
+           CASE WHEN c.embedding IS NULL THEN NULL
+                ELSE 1 - (c.embedding <=> :embedding) END AS similarity
+    FROM chunk c
+    JOIN unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])) AS k(namespace, id)
+      ON c.namespace = k.namespace AND c.id = k.id
+    """
+).bindparams(bindparam("embedding", type_=Vector(DIMENSIONS)))
+
+
+@dataclass
+class Hit:
+    namespace: str
+    id: str
+    doc_type: str
+    content: str
+    token_count: int
+    score: float  # relevance in [0, 1] (fusion.relevance), non-increasing down the list
+    similarity: float | None
+    vec_rank: int | None
+    fts_rank: int | None
+    memory_type: str | None
+    importance: float
+    confidence: float
+    tags: list[str]
+    metadata: dict[str, Any]
+    source_file: str | None
+    chunk_index: int | None
+    header_path: str | None
+    created_at: datetime
+    bm25: float = 0.0
+    fused: float = 0.0
+
+    def trace_row(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "namespace": self.namespace,
+            "score": round(self.score, 6),
+            "fused": round(self.fused, 6),
+            "similarity": None if self.similarity is None else round(self.similarity, 6),
+            "bm25": round(self.bm25, 6),
+            "vec_rank": self.vec_rank,
+            "fts_rank": self.fts_rank,
+            "tokens": self.token_count,
+        }
+
+
+@dataclass
+class Retrieval:
+    hits: list[Hit]
+    vec_count: int
+    fts_count: int
+    timings: dict[str, float] = field(default_factory=dict)
+    channels: dict[str, Any] = field(default_factory=dict)
+    fusion: dict[str, Any] = field(default_factory=dict)
+
+    def candidates(self) -> list[dict[str, Any]]:
+        return [h.trace_row() for h in self.hits]
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.last = time.perf_counter()
+        self.timings: dict[str, float] = {}
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.timings[name] = round((now - self.last) * 1000, 3)
+        self.last = now
+
+
+def retrieve(
+    session: Session,
+    query: str,
+    *,
+    filters: dict[str, Any] | None = None,
+    limit: int,
+    pool: int | None = None,
+    as_of: datetime | None = None,
+    vector: np.ndarray | None = None,
+    weights: fusion.Weights = fusion.CURRENT,
+    method: str = "zfuse",
+) -> Retrieval:
+    """The best `limit` chunks for `query` under `filters` (keys of filters.FILTER_SQL)."""
+    given = sql_filters.active(filters)
+    pool = max(pool or get_settings().candidate_pool, limit)
+    clock = _Clock()
+    if vector is None:
+        vector = embed_query(query)
+    clock.lap("embed_ms")
+    dense_hits = dense.search(session, vector, given, as_of, pool)
+    clock.lap("dense_ms")
+    terms = lexical.analyse(session, query, given.get("namespace"))
+    lexical_hits = lexical.search(session, terms, given, as_of, pool)
+    clock.lap("lexical_ms")
+
+    keys: list[Key] = list(dict.fromkeys([k for k, _ in dense_hits] + [k for k, _ in lexical_hits]))
+    bm25 = dict(lexical_hits)
+    missing = [k for k in keys if k not in bm25]
+    bm25.update(lexical.score(session, terms, missing))
+    rows = {}
+    if keys:
+        params = {
+            "embedding": vector,
+            "namespaces": [k[0] for k in keys],
+            "ids": [k[1] for k in keys],
+        }
+        rows = {(r["namespace"], r["id"]): r for r in session.execute(_DETAILS, params).mappings()}
+    keys = [k for k in keys if k in rows]
+    clock.lap("details_ms")
+
+    sims = [None if rows[k]["similarity"] is None else float(rows[k]["similarity"]) for k in keys]
+    lex = [bm25.get(k, 0.0) for k in keys]
+    fuse = fusion.rrf if method == "rrf" else fusion.zfuse
+    fused = fuse(sims, lex, weights)
+    vec_rank = {k: i for i, (k, _) in enumerate(dense_hits, start=1)}
+    fts_rank = {k: i for i, (k, _) in enumerate(lexical_hits, start=1)}
+    bm25_max = sum(terms.idf)
+    order = sorted(range(len(keys)), key=lambda i: (-fused[i], -(sims[i] or 0.0), keys[i][1]))
+    hits: list[Hit] = []
+    seen_content: set[str] = set()
+    for i in order:
+        row = rows[keys[i]]
+        if row["content_hash"] in seen_content:  # the same text twice: keep the better one
+            continue
+        seen_content.add(row["content_hash"])
+        hits.append(_hit(row, keys[i], sims[i], lex[i], fused[i], bm25_max, vec_rank, fts_rank))
+        if len(hits) == limit:
+            break
+    # Scores read down the list never rise: a hit is never shown as more relevant than one
+    # ranked above it.
+    for above, below in zip(hits, hits[1:], strict=False):
+        below.score = min(below.score, above.score)
+    clock.lap("fuse_ms")
+    return Retrieval(
+        hits=hits,
+        vec_count=len(dense_hits),
+        fts_count=len(lexical_hits),
+        timings=clock.timings,
+        channels={
+            "dense": [{"id": k[1], "similarity": round(s, 6)} for k, s in dense_hits],
+            "lexical": {
+                **terms.trace(),
+                "hits": [{"id": k[1], "bm25": round(s, 6)} for k, s in lexical_hits],
+            },
+        },
+        fusion={"method": method, **weights.as_dict()},
+    )
+
+
+def _hit(
+    row: Any,
+    key: Key,
+    similarity: float | None,
+    bm25: float,
+    fused: float,
+    bm25_max: float,
+    vec_rank: dict[Key, int],
+    fts_rank: dict[Key, int],
+) -> Hit:
+    return Hit(
+        namespace=row["namespace"],
+        id=row["id"],
+        doc_type=row["doc_type"],
+        content=row["content"],
+        token_count=row["token_count"],
+        score=fusion.relevance(similarity, bm25, bm25_max),
+        similarity=None if similarity is None else max(0.0, similarity),
+        vec_rank=vec_rank.get(key),
+        fts_rank=fts_rank.get(key),
+        memory_type=row["memory_type"],
+        importance=row["importance"],
+        confidence=row["confidence"],
+        tags=list(row["tags"] or []),
+        metadata=dict(row["metadata"] or {}),
+        source_file=row["source_file"],
+        chunk_index=row["chunk_index"],
+        header_path=row["header_path"],
+        created_at=row["created_at"],
+        bm25=bm25,
+        fused=fused,
+    )
