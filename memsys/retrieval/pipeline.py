@@ -6,6 +6,7 @@ benchmark never changes the data. `as_of` makes every channel see only the rows 
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -82,6 +83,9 @@ class Retrieval:
     timings: dict[str, float] = field(default_factory=dict)
     channels: dict[str, Any] = field(default_factory=dict)
     fusion: dict[str, Any] = field(default_factory=dict)
+    # Every candidate's channel scores, (id, similarity, bm25): what fusion saw, for the trace
+    # and for measuring other fusion methods on the same candidates (benchmarks).
+    features: list[tuple[str, float | None, float]] = field(default_factory=list)
 
     def candidates(self) -> list[dict[str, Any]]:
         return [h.trace_row() for h in self.hits]
@@ -158,7 +162,7 @@ def retrieve(
             break
     # Scores read down the list never rise: a hit is never shown as more relevant than one
     # ranked above it.
-    for above, below in zip(hits, hits[1:], strict=False):
+    for above, below in itertools.pairwise(hits):
         below.score = min(below.score, above.score)
     clock.lap("fuse_ms")
     return Retrieval(
@@ -174,6 +178,7 @@ def retrieve(
             },
         },
         fusion={"method": method, **weights.as_dict()},
+        features=[(k[1], sims[i], lex[i]) for i, k in enumerate(keys)],
     )
 
 

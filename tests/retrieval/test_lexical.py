@@ -1,0 +1,94 @@
+"""BM25 inside PostgreSQL: the formula on a hand-computed example, and statistics that follow
+every write (insert, forget, purge) in the same transaction."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from sqlalchemy import text
+
+from memsys import runner
+from memsys.db import session_scope
+from memsys.retrieval import lexical, pipeline
+from memsys.schemas import MemoryForgetIn
+from memsys.services import memories
+from tests.factories import store
+
+NS = "project:bm25"
+
+
+def stats(lexeme: str) -> tuple[int, int, int]:
+    """(df of lexeme, live chunks, total length) in NS, as the triggers keep them."""
+    with session_scope() as s:
+        df = s.execute(
+            text("SELECT coalesce(sum(df), 0) FROM term_stat WHERE namespace = :n AND lexeme = :l"),
+            {"n": NS, "l": lexeme},
+        ).scalar_one()
+        corpus = s.execute(
+            text("SELECT doc_count, total_len FROM corpus_stat WHERE namespace = :n"), {"n": NS}
+        ).one()
+    return int(df), int(corpus.doc_count), int(corpus.total_len)
+
+
+def test_bm25_matches_a_hand_computed_example(embedder) -> None:
+    # Words that the English stemmer leaves alone; lengths 3, 2 and 4 tokens.
+    store("cat dog bird", namespace=NS)
+    store("cat cat", namespace=NS)
+    a = store("fish bird bird tree", namespace=NS)
+    # N = 3, avgdl = 9 / 3 = 3. Query "bird": df = 2, idf = ln(1 + (3 - 2 + 0.5) / 2.5).
+    idf = math.log(1 + 1.5 / 2.5)
+
+    def bm25(tf: int, dl: int) -> float:
+        return idf * tf * 2.2 / (tf + 1.2 * (1 - 0.75 + 0.75 * dl / 3))
+
+    with session_scope() as s:
+        terms = lexical.analyse(s, "bird", NS)
+        found = lexical.search(s, terms, {"namespace": NS}, None, pool=10)
+    assert terms.doc_count == 3 and terms.avgdl == pytest.approx(3.0)
+    assert terms.df == [2] and terms.idf[0] == pytest.approx(idf)
+    scores = {key[1]: score for key, score in found}
+    assert len(scores) == 2
+    assert scores[a.id] == pytest.approx(bm25(2, 4))  # tf 2 in a 4-token chunk ranks first
+    assert found[0][0][1] == a.id
+    assert sorted(scores.values())[0] == pytest.approx(bm25(1, 3))
+
+
+def test_statistics_follow_insert_forget_and_purge(embedder) -> None:
+    first = store("the migration runbook covers rollback", namespace=NS)
+    second = store("rollback needs the previous wheel", namespace=NS)
+    df, n, total = stats("rollback")
+    assert (df, n) == (2, 2) and total > 0
+    runner.execute(memories.forget, MemoryForgetIn, {"memory_id": first.id, "namespace": NS})
+    assert stats("rollback")[:2] == (1, 1)
+    runner.execute(
+        memories.forget, MemoryForgetIn, {"memory_id": second.id, "namespace": NS, "purge": True}
+    )
+    assert stats("rollback") == (0, 0, 0)
+
+
+def test_a_failed_write_leaves_the_statistics_unchanged(embedder) -> None:
+    store("kubernetes ingress controller", namespace=NS)
+    before = stats("ingress")
+    with pytest.raises(RuntimeError), session_scope() as s:
+        s.execute(
+            text(
+                "INSERT INTO chunk (namespace, id, doc_type, content, content_hash, token_count,"
+                " memory_type) VALUES (:n, 'mem_x', 'memory', 'ingress ingress', 'h', 2, 'fact')"
+            ),
+            {"n": NS},
+        )
+        assert stats("ingress")[0] == 1  # another transaction does not see it yet
+        raise RuntimeError("abort halfway")
+    assert stats("ingress") == before
+
+
+def test_lexical_channel_finds_rare_terms_beyond_the_dense_pool(embedder) -> None:
+    # A distinctive identifier that a sentence embedding barely notices.
+    store("Deploy target is cluster zx81-eu", namespace=NS)
+    for i in range(30):
+        store(f"Deployment note {i}: clusters are deployed by the release pipeline", namespace=NS)
+    with session_scope() as s:
+        found = pipeline.retrieve(s, "zx81-eu", filters={"namespace": NS}, limit=3)
+    assert "zx81-eu" in found.hits[0].content
+    assert found.hits[0].fts_rank == 1

@@ -1,0 +1,110 @@
+"""The pipeline: fusion order, relevance that means something, as_of, dedup, and the floor
+(never below the best single channel) on real slices of the evaluation sets."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from memsys import runner
+from memsys.db import session_scope
+from memsys.retrieval import fusion, pipeline
+from memsys.schemas import MemoryForgetIn
+from memsys.services import memories
+from tests.factories import store
+
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+def test_zfuse_rewards_agreement_and_a_confident_channel() -> None:
+    # Candidates: 0 is top in both, 1 stands out in the lexical channel only, 2 is middling
+    # in both, 3 is weak everywhere.
+    dense = [0.80, 0.40, 0.55, 0.30]
+    lexical = [9.0, 12.0, 3.0, 0.0]
+    fused = fusion.zfuse(dense, lexical)
+    order = sorted(range(4), key=lambda i: -fused[i])
+    assert order[0] == 0 and order[-1] == 3
+    assert fused[1] > fused[2]  # one confident channel beats two lukewarm ones
+    # RRF on the same candidates cannot tell: 1 and 2 get ranks 3+1 and 2+3.
+    assert fusion.rrf(dense, lexical)[1] > fusion.rrf(dense, lexical)[2]
+
+
+def test_relevance_is_low_for_unrelated_hits(embedder) -> None:
+    store("Never commit secrets to the repository", memory_type="golden_rule")
+    store("The user prefers dark mode in every editor", memory_type="preference")
+    with session_scope() as s:
+        found = pipeline.retrieve(s, "how do we deploy", limit=2)
+    assert found.hits and all(h.score < 0.35 for h in found.hits), [h.score for h in found.hits]
+    with session_scope() as s:
+        found = pipeline.retrieve(s, "which theme does the user like in editors", limit=2)
+    assert found.hits[0].content.startswith("The user prefers dark mode")
+    assert found.hits[0].score > 0.5
+
+
+def test_as_of_sees_the_rows_valid_then(embedder) -> None:
+    kept = store("Postgres runs with shared_buffers of one gigabyte", namespace="project:a")
+    gone = store("Postgres used to run with 128 megabytes of shared buffers", namespace="project:a")
+    before = datetime.now(UTC)
+    runner.execute(memories.forget, MemoryForgetIn, {"memory_id": gone.id})
+    with session_scope() as s:
+        now = pipeline.retrieve(s, "postgres shared buffers", limit=5)
+        then = pipeline.retrieve(s, "postgres shared buffers", limit=5, as_of=before)
+    assert {h.id for h in now.hits} == {kept.id}
+    assert {h.id for h in then.hits} == {kept.id, gone.id}
+
+
+def test_the_same_text_in_two_namespaces_is_returned_once(embedder) -> None:
+    store("Use ruff for linting", namespace="project:a")
+    store("Use ruff for linting", namespace="project:b")
+    with session_scope() as s:
+        found = pipeline.retrieve(s, "which linter", limit=5)
+    assert [h.content for h in found.hits].count("Use ruff for linting") == 1
+
+
+def _recall(gold: set[str], got: list[str], k: int) -> float:
+    return len(gold & set(got[:k])) / len(gold)
+
+
+def _floor(ns: str, questions: list[tuple[str, set[str]]], k: int) -> dict[str, float]:
+    totals = {"dense": 0.0, "lexical": 0.0, "fused": 0.0}
+    with session_scope() as s:
+        for query, gold in questions:
+            found = pipeline.retrieve(s, query, filters={"namespace": ns}, limit=k)
+            totals["dense"] += _recall(gold, [h["id"] for h in found.channels["dense"]], k)
+            totals["lexical"] += _recall(
+                gold, [h["id"] for h in found.channels["lexical"]["hits"]], k
+            )
+            totals["fused"] += _recall(gold, [h.id for h in found.hits], k)
+    return {name: value / len(questions) for name, value in totals.items()}
+
+
+def _bulk(ns: str, texts: list[str]) -> list[str]:
+    from memsys.schemas import MemoryStoreIn
+
+    return [
+        runner.execute(memories.store, MemoryStoreIn, {"content": t, "namespace": ns}).id
+        for t in texts
+    ]
+
+
+@pytest.mark.skipif(not DATA.exists(), reason="the shared evaluation data is not beside the repo")
+def test_fused_is_never_below_the_best_channel_on_locomo(embedder) -> None:
+    conv = json.loads((DATA / "locomo" / "locomo10.json").read_text())[0]
+    c = conv["conversation"]
+    turns, dia = [], []
+    for key in sorted((k for k in c if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k[8:])):
+        for turn in c[key]:
+            turns.append(f"{turn['speaker']}: {turn['text']}")
+            dia.append(turn["dia_id"])
+    ids = dict(zip(dia, _bulk("locomo:0", turns), strict=True))
+    questions = []
+    for qa in conv["qa"]:
+        gold = {ids[d] for d in re.findall(r"D\d+:\d+", " ".join(qa["evidence"])) if d in ids}
+        if gold:
+            questions.append((qa["question"], gold))
+    scores = _floor("locomo:0", questions, 10)
+    assert scores["fused"] >= max(scores["dense"], scores["lexical"]) - 0.01, scores
