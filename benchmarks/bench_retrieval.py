@@ -25,6 +25,7 @@ import math
 import re
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,7 @@ def load(ns: str, texts: list[str], meta: list[dict[str, Any]]) -> tuple[list[st
     from memsys import ids
     from memsys.db import session_scope
     from memsys.models import Chunk
-    from memsys.services import namespaces
+    from memsys.services import mentions, namespaces
     from memsys.services.memories import content_hash
     from memsys.tokens import count_tokens_batch
 
@@ -86,6 +87,7 @@ def load(ns: str, texts: list[str], meta: list[dict[str, Any]]) -> tuple[list[st
                 for i in range(start, min(start + 2000, len(texts)))
             ]
             s.execute(insert(Chunk), rows)
+            mentions.link(s, ns, [(r["id"], r["content"]) for r in rows])
     return chunk_ids, vectors
 
 
@@ -144,6 +146,7 @@ def rankings(ns: str, query: str, k: int, pool: int) -> dict[str, list[str]]:
     ids = [f[0] for f in feats]
     sims = [f[1] for f in feats]
     lex = [f[2] for f in feats]
+    ppr = [f[3] for f in feats]
 
     def order(scores: list[float]) -> list[str]:
         return [ids[i] for i in sorted(range(len(ids)), key=lambda i: -scores[i])][:k]
@@ -151,7 +154,10 @@ def rankings(ns: str, query: str, k: int, pool: int) -> dict[str, list[str]]:
     return {
         "dense": [h["id"] for h in found.channels["dense"]][:k],
         "lexical": [h["id"] for h in found.channels["lexical"]["hits"]][:k],
+        "graph": [h["id"] for h in found.channels["graph"]][:k],
         "fused": [h.id for h in found.hits],
+        "fused_no_graph": order(fusion.zfuse(sims, lex)),
+        "fused_graph_1": order(fusion.zfuse(sims, lex, replace(fusion.CURRENT, graph=1.0), ppr)),
         "rrf": order(fusion.rrf(sims, lex)),
     }
 
@@ -257,9 +263,9 @@ def hotpotqa(data: Path, quick: bool, distractors: bool) -> dict[str, Any]:
     ns = "hotpotqa"
     if distractors:
         extra = json.loads((data / "hotpotqa" / "2wikimultihopqa_corpus.json").read_text())
-        for title, sentences in extra.items():
-            if title not in corpus:
-                texts.append(f"{title}: {''.join(sentences).strip()}")
+        for passage in extra:
+            if passage["title"] not in corpus:
+                texts.append(f"{passage['title']}: {passage['text'].strip()}")
         ns = "hotpotqa-2wiki"
     ids, vectors = load(ns, texts, [{} for _ in texts])
     by_title = dict(zip(titles, ids, strict=False))
@@ -320,7 +326,8 @@ def main() -> None:
 
 
 def print_set(name: str, result: dict[str, Any]) -> None:
-    rows = ["baseline_dense", "baseline_bm25", "dense", "lexical", "rrf", "fused"]
+    rows = ["baseline_dense", "baseline_bm25", "dense", "lexical", "graph", "rrf"]
+    rows += ["fused_no_graph", "fused_graph_1", "fused"]
     metrics = [m for m in result["fused"] if not m.startswith("all@")]
     print(f"\n{name}: {result['questions']} questions, {result['documents']} documents")
     print(f"{'ranking':<16}" + "".join(f"{m:>9}" for m in metrics))

@@ -193,6 +193,11 @@ class RecallFilters(Input):
 class MemoryRecallIn(RecallFilters):
     query: str
     n_results: int = 5
+    min_relevance: float | None = None
+
+    _min_relevance = field_validator("min_relevance")(
+        classmethod(lambda c, v: check_unit("min_relevance", v))
+    )
 
     _query = field_validator("query")(classmethod(lambda c, v: check_query(v)))
     _n = field_validator("n_results")(classmethod(lambda c, v: check_n_results(v)))
@@ -378,6 +383,11 @@ class SearchFilters(Input):
 class SearchIn(Input):
     query: str
     n_results: int = 5
+    min_relevance: float | None = None
+
+    _min_relevance = field_validator("min_relevance")(
+        classmethod(lambda c, v: check_unit("min_relevance", v))
+    )
 
     _query = field_validator("query")(classmethod(lambda c, v: check_query(v)))
     _n = field_validator("n_results")(classmethod(lambda c, v: check_n_results(v)))
@@ -391,6 +401,11 @@ class SearchWithBudgetIn(Input):
     query: str
     max_tokens: int
     filters: SearchFilters | None = None
+    min_relevance: float | None = None
+
+    _min_relevance = field_validator("min_relevance")(
+        classmethod(lambda c, v: check_unit("min_relevance", v))
+    )
 
     _query = field_validator("query")(classmethod(lambda c, v: check_query(v)))
 

@@ -9,6 +9,7 @@ import typer
 from memsys.cli.output import (
     Json,
     MemoryType,
+    MinRelevance,
     Namespace,
     NResults,
     echo,
@@ -78,6 +79,7 @@ def recall(
     memory_type: MemoryType = None,
     min_importance: Annotated[float | None, typer.Option(help="0.0-1.0.")] = None,
     min_confidence: Annotated[float | None, typer.Option(help="0.0-1.0.")] = None,
+    min_relevance: MinRelevance = None,
     as_json: Json = False,
 ) -> None:
     """Recall the memories most relevant to a query."""
@@ -92,6 +94,7 @@ def recall(
         memory_type=memory_type,
         min_importance=min_importance,
         min_confidence=min_confidence,
+        min_relevance=min_relevance,
     )
     emit(runner.execute(memories.recall, MemoryRecallIn, data), as_json, _recalled)
 
@@ -102,7 +105,11 @@ def _recalled(r: MemoryRecallOut) -> None:
         return
     show_records(
         [
-            (f"{m.id}  score {score(m.score)}  {m.memory_type}  {m.namespace}", m.content)
+            (
+                f"{m.id}  relevance {score(m.score)}  similarity {score(m.similarity)}  "
+                f"{m.memory_type}  {m.namespace}",
+                m.content,
+            )
             for m in r.memories
         ]
     )

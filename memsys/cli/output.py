@@ -32,6 +32,10 @@ MemoryType = Annotated[
 NResults = Annotated[
     int | None, typer.Option("--n-results", "-k", help="Number of results (1-50, default 5).")
 ]
+MinRelevance = Annotated[
+    float | None,
+    typer.Option(help="Only results at least this relevant (0.0-1.0; unrelated hits score low)."),
+]
 DocType = Annotated[
     str | None, typer.Option("--doc-type", help="Only 'memory' or only 'document' chunks.")
 ]

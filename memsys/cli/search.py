@@ -9,6 +9,7 @@ import typer
 from memsys.cli.output import (
     DocType,
     Json,
+    MinRelevance,
     Namespace,
     NResults,
     SourceFile,
@@ -26,13 +27,18 @@ if TYPE_CHECKING:
 Query = Annotated[str, typer.Argument(help="What to look for.")]
 
 
-def search(query: Query, n_results: NResults = None, as_json: Json = False) -> None:
+def search(
+    query: Query,
+    n_results: NResults = None,
+    min_relevance: MinRelevance = None,
+    as_json: Json = False,
+) -> None:
     """Search every namespace, documents and memories alike (hybrid vector + full text)."""
     from memsys import runner
     from memsys.schemas import SearchIn
     from memsys.services import search as search_service
 
-    data = given(query=query, n_results=n_results)
+    data = given(query=query, n_results=n_results, min_relevance=min_relevance)
     emit(runner.execute(search_service.search, SearchIn, data), as_json, _found)
 
 
@@ -86,7 +92,8 @@ def _hits(results: list[SearchHit]) -> None:
     show_records(
         [
             (
-                f"{h.id}  score {score(h.score)}  {h.tokens} tokens  {h.namespace}  {_where(h)}",
+                f"{h.id}  relevance {score(h.score)}  similarity {score(h.similarity)}  "
+                f"{h.tokens} tokens  {h.namespace}  {_where(h)}",
                 short(h.content, 500),
             )
             for h in results

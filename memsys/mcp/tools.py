@@ -78,6 +78,11 @@ def _run(service: Callable[..., Any], model: type[BaseModel], args: dict[str, An
     return envelope(lambda: runner.execute(service, model, args))
 
 
+MIN_RELEVANCE = Field(
+    description="Only results at least this relevant (0.0-1.0; relevance is absolute: "
+    "unrelated hits score low)",
+    json_schema_extra={"minimum": 0.0, "maximum": 1.0},
+)
 N_RESULTS = Field(
     description=f"Maximum number of results to return (1-{MAX_RESULTS})",
     json_schema_extra={"minimum": 1, "maximum": MAX_RESULTS},
@@ -172,6 +177,7 @@ def get_index_stats() -> Envelope:
 def search(
     query: Annotated[str, Field(description="Natural language search query")],
     n_results: Annotated[int, N_RESULTS] = 5,
+    min_relevance: Annotated[float | None, MIN_RELEVANCE] = None,
 ) -> Envelope:
     """Search indexed documents and memories (semantic + keyword, fused)."""
     return _run(search_service.search, SearchIn, locals())
@@ -182,6 +188,7 @@ def search_with_filters(
     query: Annotated[str, Field(description="Natural language search query")],
     filters: Annotated[Filters, Field(description="Metadata filters to apply")],
     n_results: Annotated[int, N_RESULTS] = 5,
+    min_relevance: Annotated[float | None, MIN_RELEVANCE] = None,
 ) -> Envelope:
     """Search within a namespace, a doc_type ('memory' or 'document') or one source file."""
     args = {**locals(), "filters": filters.model_dump(exclude_none=True)}
@@ -192,6 +199,7 @@ def search_with_filters(
 def search_with_budget(
     query: Annotated[str, Field(description="Search query")],
     max_tokens: Annotated[int, Field(description="Maximum tokens in results")],
+    min_relevance: Annotated[float | None, MIN_RELEVANCE] = None,
 ) -> Envelope:
     """The best results that fit in a token budget; the budget is never exceeded."""
     return _run(search_service.search_with_budget, SearchWithBudgetIn, locals())
@@ -226,6 +234,7 @@ def memory_recall(
     memory_type: Annotated[str | None, MEMORY_TYPE_FILTER] = None,
     min_importance: Annotated[float | None, Field(description="Minimum importance")] = None,
     min_confidence: Annotated[float | None, Field(description="Minimum confidence")] = None,
+    min_relevance: Annotated[float | None, MIN_RELEVANCE] = None,
 ) -> Envelope:
     """Recall the memories most relevant to a query. Use before acting on a task."""
     return _run(memories.recall, MemoryRecallIn, locals())

@@ -26,6 +26,8 @@ class Weights:
     version: str = FUSION_VERSION
     dense: float = 1.0
     lexical: float = 1.0
+    graph: float = 0.5
+    graph_seeds: int = 5  # first-stage hits whose entities seed the graph walk
     # A z-score below this adds nothing: a channel may lift a chunk it likes, but the
     # long tail of its weak candidates does not push anything down.
     floor: float = 0.0
@@ -51,15 +53,26 @@ def _standardised(scores: Sequence[float | None]) -> list[float]:
     return [lowest if s is None else (s - mean) / spread for s in scores]
 
 
+def _signal(scores: Sequence[float]) -> list[float]:
+    """z-scores of a channel that found something, zeros for one that found nothing."""
+    return _standardised(scores) if any(s > 0 for s in scores) else [0.0] * len(scores)
+
+
 def zfuse(
-    dense: Sequence[float | None], lexical: Sequence[float], weights: Weights = CURRENT
+    dense: Sequence[float | None],
+    lexical: Sequence[float],
+    weights: Weights = CURRENT,
+    graph: Sequence[float] | None = None,
 ) -> list[float]:
     """Weighted sum of each channel's z-scores over the candidates (floored)."""
     zd = _standardised(dense)
-    zl = _standardised(lexical) if any(s > 0 for s in lexical) else [0.0] * len(lexical)
+    zl = _signal(lexical)
+    zg = _signal(graph) if graph is not None else [0.0] * len(zd)
     return [
-        weights.dense * max(d, weights.floor) + weights.lexical * max(lx, weights.floor)
-        for d, lx in zip(zd, zl, strict=True)
+        weights.dense * max(d, weights.floor)
+        + weights.lexical * max(lx, weights.floor)
+        + weights.graph * max(g, weights.floor)
+        for d, lx, g in zip(zd, zl, zg, strict=True)
     ]
 
 

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from memsys.config import get_settings
 from memsys.embeddings import DIMENSIONS, embed_query
-from memsys.retrieval import dense, fusion, lexical
+from memsys.retrieval import dense, fusion, graph, lexical
 from memsys.retrieval import filters as sql_filters
 
 Key = tuple[str, str]
@@ -83,9 +83,9 @@ class Retrieval:
     timings: dict[str, float] = field(default_factory=dict)
     channels: dict[str, Any] = field(default_factory=dict)
     fusion: dict[str, Any] = field(default_factory=dict)
-    # Every candidate's channel scores, (id, similarity, bm25): what fusion saw, for the trace
+    # Every candidate's channel scores, (id, similarity, bm25, ppr): what fusion saw, for the trace
     # and for measuring other fusion methods on the same candidates (benchmarks).
-    features: list[tuple[str, float | None, float]] = field(default_factory=list)
+    features: list[tuple[str, float | None, float, float]] = field(default_factory=list)
 
     def candidates(self) -> list[dict[str, Any]]:
         return [h.trace_row() for h in self.hits]
@@ -129,23 +129,30 @@ def retrieve(
 
     keys: list[Key] = list(dict.fromkeys([k for k, _ in dense_hits] + [k for k, _ in lexical_hits]))
     bm25 = dict(lexical_hits)
-    missing = [k for k in keys if k not in bm25]
-    bm25.update(lexical.score(session, terms, missing))
-    rows = {}
-    if keys:
-        params = {
-            "embedding": vector,
-            "namespaces": [k[0] for k in keys],
-            "ids": [k[1] for k in keys],
-        }
-        rows = {(r["namespace"], r["id"]): r for r in session.execute(_DETAILS, params).mappings()}
-    keys = [k for k in keys if k in rows]
+    rows: dict[Key, Any] = {}
+    keys = _complete(session, vector, terms, keys, bm25, rows)
     clock.lap("details_ms")
 
-    sims = [None if rows[k]["similarity"] is None else float(rows[k]["similarity"]) for k in keys]
+    graph_scores: dict[Key, float] = {}
+    graph_hits: list[tuple[Key, float]] = []
+    if weights.graph > 0 and keys:
+        first = fuse_scores(keys, rows, bm25, weights, method, {})
+        best = sorted(range(len(keys)), key=lambda i: -first[i])[: weights.graph_seeds]
+        seeds = graph.seeds(
+            session,
+            query,
+            [(keys[i], 1.0 / rank) for rank, i in enumerate(best, start=1)],
+            given.get("namespace"),
+        )
+        graph_hits = graph.search(session, seeds, given, as_of, pool)
+        graph_scores = dict(graph_hits)
+        new = [k for k, _ in graph_hits if k not in rows]
+        keys += _complete(session, vector, terms, new, bm25, rows)
+    clock.lap("graph_ms")
+
+    sims = [_similarity(rows[k]) for k in keys]
     lex = [bm25.get(k, 0.0) for k in keys]
-    fuse = fusion.rrf if method == "rrf" else fusion.zfuse
-    fused = fuse(sims, lex, weights)
+    fused = fuse_scores(keys, rows, bm25, weights, method, graph_scores)
     vec_rank = {k: i for i, (k, _) in enumerate(dense_hits, start=1)}
     fts_rank = {k: i for i, (k, _) in enumerate(lexical_hits, start=1)}
     bm25_max = sum(terms.idf)
@@ -176,10 +183,51 @@ def retrieve(
                 **terms.trace(),
                 "hits": [{"id": k[1], "bm25": round(s, 6)} for k, s in lexical_hits],
             },
+            "graph": [{"id": k[1], "ppr": round(s, 8)} for k, s in graph_hits],
         },
         fusion={"method": method, **weights.as_dict()},
-        features=[(k[1], sims[i], lex[i]) for i, k in enumerate(keys)],
+        features=[(k[1], sims[i], lex[i], graph_scores.get(k, 0.0)) for i, k in enumerate(keys)],
     )
+
+
+def _similarity(row: Any) -> float | None:
+    return None if row["similarity"] is None else float(row["similarity"])
+
+
+def _complete(
+    session: Session,
+    vector: np.ndarray,
+    terms: lexical.QueryTerms,
+    keys: list[Key],
+    bm25: dict[Key, float],
+    rows: dict[Key, Any],
+) -> list[Key]:
+    """Fetch the columns and exact similarity of `keys`, and their BM25 where unknown;
+    returns the keys that exist."""
+    if not keys:
+        return []
+    missing = [k for k in keys if k not in bm25]
+    bm25.update(lexical.score(session, terms, missing))
+    params = {"embedding": vector, "namespaces": [k[0] for k in keys], "ids": [k[1] for k in keys]}
+    for row in session.execute(_DETAILS, params).mappings():
+        rows[(row["namespace"], row["id"])] = row
+    return [k for k in keys if k in rows]
+
+
+def fuse_scores(
+    keys: list[Key],
+    rows: dict[Key, Any],
+    bm25: dict[Key, float],
+    weights: fusion.Weights,
+    method: str,
+    graph_scores: dict[Key, float],
+) -> list[float]:
+    sims = [_similarity(rows[k]) for k in keys]
+    lex = [bm25.get(k, 0.0) for k in keys]
+    if method == "rrf":
+        return fusion.rrf(sims, lex, weights)
+    graph_list = [graph_scores.get(k, 0.0) for k in keys] if graph_scores else None
+    return fusion.zfuse(sims, lex, weights, graph_list)
 
 
 def _hit(

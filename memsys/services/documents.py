@@ -37,7 +37,7 @@ from memsys.schemas import (
     IndexFileOut,
     IndexStatsOut,
 )
-from memsys.services import events, namespaces
+from memsys.services import events, mentions, namespaces
 from memsys.services.memories import GOLDEN_CONFIDENCE, content_hash, is_golden
 from memsys.tokens import count_tokens_batch
 
@@ -193,6 +193,7 @@ def index_file(session: Session, params: IndexFileIn, *, embed_now: bool = True)
                 for i, piece in enumerate(pieces)
             ],
         )
+        mentions.link(session, params.namespace, list(zip(chunk_ids, texts, strict=True)))
     events.record(
         session,
         namespace=params.namespace,

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from memsys import ids
 from memsys.embeddings import get_embedder
 from memsys.errors import InvalidInput, NotFound
-from memsys.models import Chunk, ValidationEvent
+from memsys.models import Chunk, Edge, ValidationEvent
 from memsys.models.log import ALL_NAMESPACES
 from memsys.schemas import (
     MemoryContextIn,
@@ -31,7 +31,7 @@ from memsys.schemas import (
     MemoryStoreIn,
     MemoryStoreOut,
 )
-from memsys.services import events, namespaces, search
+from memsys.services import events, mentions, namespaces, search
 from memsys.tokens import count_tokens
 
 GOLDEN_CONFIDENCE = 0.9
@@ -130,6 +130,7 @@ def store(session: Session, params: MemoryStoreIn) -> MemoryStoreOut:
         winner = _existing(session, params.namespace, digest)
         assert winner is not None
         return _stored(winner, duplicate=True)
+    mentions.link(session, params.namespace, [(memory_id, params.content)])
     events.record(
         session,
         namespace=params.namespace,
@@ -176,9 +177,9 @@ def _recall_hits(
 def recall(session: Session, params: MemoryRecallIn) -> MemoryRecallOut:
     """Memories most relevant to a query, with S001's filters applied in SQL."""
     started = time.perf_counter()
-    filters = params.model_dump(exclude={"query", "n_results"})
+    filters = params.model_dump(exclude={"query", "n_results", "min_relevance"})
     found = _recall_hits(session, params.query, filters, params.n_results)
-    hits = [_hit(h) for h in found.hits]
+    hits = [_hit(h) for h in search.relevant(found.hits, params.min_relevance)]
     timings = {**found.timings, "total_ms": round((time.perf_counter() - started) * 1000, 3)}
     trace_id = events.trace_query(
         session,
@@ -205,6 +206,13 @@ def _close(session: Session, targets: list[Chunk], operation: str, purge: bool) 
                 delete(ValidationEvent).where(
                     ValidationEvent.namespace == chunk.namespace,
                     ValidationEvent.memory_id == chunk.id,
+                )
+            )
+            session.execute(
+                delete(Edge).where(
+                    Edge.namespace == chunk.namespace,
+                    Edge.source_kind == "chunk",
+                    Edge.source_id == chunk.id,
                 )
             )
             session.delete(chunk)

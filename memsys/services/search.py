@@ -54,6 +54,13 @@ def hybrid(
     return found
 
 
+def relevant(hits: list[Hit], min_relevance: float | None) -> list[Hit]:
+    """The hits at or above the caller's relevance cut-off (all of them without one)."""
+    if min_relevance is None:
+        return hits
+    return [h for h in hits if h.score >= min_relevance]
+
+
 def touch(session: Session, memory_ids: list[str]) -> None:
     """Count one access for each memory handed to a caller (feeds decay and hot/cold)."""
     if memory_ids:
@@ -115,12 +122,17 @@ def _traced(
 
 
 def _run(
-    session: Session, operation: str, query: str, filters: dict[str, Any], n: int
+    session: Session,
+    operation: str,
+    query: str,
+    filters: dict[str, Any],
+    n: int,
+    min_relevance: float | None,
 ) -> SearchOut:
     started = time.perf_counter()
     namespaces.require(session, filters.get("namespace"))
     found = hybrid(session, query, filters=filters, limit=n)
-    results = [_document_hit(h) for h in found.hits]
+    results = [_document_hit(h) for h in relevant(found.hits, min_relevance)]
     trace_id = _traced(session, operation, query, filters, found, results, started)
     return SearchOut(
         results=results,
@@ -133,12 +145,19 @@ def _run(
 
 def search(session: Session, params: SearchIn) -> SearchOut:
     """Search every namespace, documents and memories alike."""
-    return _run(session, "search", params.query, {}, params.n_results)
+    return _run(session, "search", params.query, {}, params.n_results, params.min_relevance)
 
 
 def search_with_filters(session: Session, params: SearchWithFiltersIn) -> SearchOut:
     filters = params.filters.model_dump(exclude_none=True)
-    return _run(session, "search_with_filters", params.query, filters, params.n_results)
+    return _run(
+        session,
+        "search_with_filters",
+        params.query,
+        filters,
+        params.n_results,
+        params.min_relevance,
+    )
 
 
 def search_with_budget(session: Session, params: SearchWithBudgetIn) -> SearchBudgetOut:
@@ -153,7 +172,7 @@ def search_with_budget(session: Session, params: SearchWithBudgetIn) -> SearchBu
     found = hybrid(session, params.query, filters=filters, limit=BUDGET_CANDIDATES)
     chosen: list[SearchHit] = []
     used = 0
-    for hit in found.hits:
+    for hit in relevant(found.hits, params.min_relevance):
         if used + hit.token_count <= params.max_tokens:
             chosen.append(_document_hit(hit))
             used += hit.token_count

@@ -108,3 +108,29 @@ def test_fused_is_never_below_the_best_channel_on_locomo(embedder) -> None:
             questions.append((qa["question"], gold))
     scores = _floor("locomo:0", questions, 10)
     assert scores["fused"] >= max(scores["dense"], scores["lexical"]) - 0.01, scores
+
+
+def test_min_relevance_cuts_unrelated_hits_in_every_front_end(embedder) -> None:
+    from fastapi.testclient import TestClient
+
+    from memsys.api.app import create_app
+    from memsys.schemas import MemoryRecallIn, SearchIn
+    from memsys.services import search
+    from tests.cli.helpers import run_json
+
+    store("Never commit secrets to the repository", memory_type="golden_rule")
+    store("The user prefers dark mode in every editor", memory_type="preference")
+    unrelated = {"query": "how do we deploy", "min_relevance": 0.5}
+    assert runner.execute(memories.recall, MemoryRecallIn, unrelated).memories == []
+    assert runner.execute(search.search, SearchIn, unrelated).results == []
+    related = {"query": "which theme does the user like in editors", "min_relevance": 0.5}
+    got = runner.execute(memories.recall, MemoryRecallIn, related).memories
+    assert [m.content for m in got] == ["The user prefers dark mode in every editor"]
+
+    with TestClient(create_app(background=False), base_url="http://127.0.0.1:8700") as client:
+        body = client.post("/v1/memories/recall", json=unrelated).json()
+        assert body["memories"] == []
+        bad = client.post("/v1/search", json={"query": "x", "min_relevance": 2})
+        assert bad.status_code == 422 and "min_relevance" in bad.json()["error"]
+    cli = run_json("recall", related["query"], "--min-relevance", "0.5")
+    assert [m["content"] for m in cli["memories"]] == ["The user prefers dark mode in every editor"]

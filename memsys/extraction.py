@@ -1,0 +1,87 @@
+"""Rule-based entity extraction: the names a chunk talks about, without any LLM.
+
+What counts as a mention (each normalised to a stable key `concept#<lowercase words>`):
+- proper names: runs of capitalised words ("Shirley Temple", "Kiss and Tell") joined by
+  short lowercase connectors ("of", "and", "de", …), minus sentence-initial function words;
+- quoted terms ("…", '…', `…`) of 1–6 words;
+- code identifiers and file names: snake_case, CamelCase, dotted.names, name.ext.
+Single capitalised words are kept (names like "Paris" matter) unless they are common
+sentence starters. The extractor is deliberately simple and predictable: it links chunks that
+share a name, which is what graph retrieval (memsys/retrieval/graph.py) walks.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_MENTIONS = 24  # per chunk: long chunks do not flood the graph
+CONNECTORS = {"of", "and", "de", "la", "le", "van", "von", "der", "den", "du", "da", "the", "&"}
+STARTERS = {
+    "a", "an", "the", "this", "that", "these", "those", "it", "its", "he", "she", "they", "we",
+    "i", "you", "his", "her", "their", "our", "my", "your", "in", "on", "at", "for", "from",
+    "by", "with", "as", "but", "and", "or", "if", "when", "while", "after", "before", "since",
+    "what", "which", "who", "whom", "whose", "where", "why", "how", "is", "are", "was", "were",
+    "do", "does", "did", "yes", "no", "not", "so", "also", "then", "there", "here", "some",
+    "all", "any", "each", "both", "one", "two", "many", "most", "more", "other", "such",
+    "hey", "hi", "oh", "wow", "thanks", "thank", "sure", "well", "just", "really", "that's",
+    "it's", "i'm", "i've", "i'd", "i'll", "you're", "we're", "they're", "can", "could",
+    "would", "should", "will", "may", "might", "must", "have", "has", "had", "be", "been",
+}  # fmt: skip
+
+_WORD = r"[A-Z][\w'’\-]*"
+_NAME = re.compile(
+    rf"{_WORD}(?:\s+(?:(?:{'|'.join(sorted(c for c in CONNECTORS if c != '&'))}|&)\s+)?{_WORD})*"
+)
+_QUOTED = re.compile(r"[\"“`']([^\"”`'\n]{2,60})[\"”`']")
+_IDENT = re.compile(
+    r"\b(?:[a-z]+(?:_[a-z0-9]+)+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+|"
+    r"[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)+)\b"
+)
+
+
+@dataclass(frozen=True)
+class Mention:
+    key: str
+    name: str
+
+
+def normalise(name: str) -> str:
+    return " ".join(re.sub(r"[^\w\s.\-]", " ", name.lower()).split())
+
+
+def key_for(name: str) -> str:
+    return f"concept#{normalise(name)}"
+
+
+def _trim(words: list[str]) -> list[str]:
+    while words and (words[0].lower() in STARTERS or words[0].lower() in CONNECTORS):
+        words = words[1:]
+    while words and words[-1].lower() in CONNECTORS:
+        words = words[:-1]
+    return words
+
+
+def extract(text: str) -> list[Mention]:
+    """Distinct mentions in order of first appearance (at most MAX_MENTIONS)."""
+    found: dict[str, Mention] = {}
+
+    def add(name: str) -> None:
+        norm = normalise(name)
+        if len(norm) < 2 or norm.isdigit() or len(norm) > 80:
+            return
+        key = f"concept#{norm}"
+        if key not in found and len(found) < MAX_MENTIONS:
+            found[key] = Mention(key=key, name=name.strip())
+
+    for match in _NAME.finditer(text):
+        words = _trim(match.group(0).split())
+        if words:
+            add(" ".join(words))
+    for match in _QUOTED.finditer(text):
+        inner = match.group(1).strip()
+        if 1 <= len(inner.split()) <= 6:
+            add(inner)
+    for match in _IDENT.finditer(text):
+        add(match.group(0))
+    return list(found.values())

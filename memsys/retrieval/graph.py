@@ -1,0 +1,150 @@
+"""The graph channel (HippoRAG): Personalized PageRank over chunks and the entities they
+mention, seeded by the query's own names and by the entities of the best first-stage hits.
+
+The subgraph is fetched in SQL (chunk → entity 'mentions' edges written at write time by
+memsys/services/mentions.py): the seed entities, minus hubs (entities mentioned by more than
+`HUB_CAP` chunks carry no information and would pull in half the corpus), and every live chunk
+mentioning them under the caller's filters. PageRank runs in numpy on that bipartite graph
+(restart probability `RESTART` to the seeds), so a chunk that shares a rare name with the
+query or with a strong hit — the bridge passage of a multi-hop question — scores high even
+when it shares few words with the query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from memsys import extraction
+from memsys.retrieval import filters as sql_filters
+
+Key = tuple[str, str]
+HUB_CAP = 40
+RESTART = 0.5
+ITERATIONS = 25
+
+_QUERY_ENTITIES = text(
+    """
+    SELECT namespace, id FROM entity
+    WHERE valid_to IS NULL AND key = ANY(CAST(:keys AS text[]))
+      AND (CAST(:namespace AS text) IS NULL OR namespace = :namespace)
+    """
+)
+_HIT_ENTITIES = text(
+    """
+    SELECT e.namespace, e.source_id, e.target_id FROM edge e
+    JOIN unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])) AS k(namespace, id)
+      ON e.namespace = k.namespace AND e.source_id = k.id
+    WHERE e.relation = 'mentions' AND e.source_kind = 'chunk' AND e.valid_to IS NULL
+    """
+)
+_NEIGHBOURS = """
+WITH seeds AS (
+    SELECT * FROM unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])) AS s(namespace, id)
+), degree AS (
+    SELECT e.namespace, e.target_id, count(*) AS n FROM edge e
+    JOIN seeds s ON e.namespace = s.namespace AND e.target_id = s.id
+    WHERE e.relation = 'mentions' AND e.valid_to IS NULL
+    GROUP BY e.namespace, e.target_id
+)
+SELECT e.namespace, e.source_id AS chunk_id, e.target_id AS entity_id
+FROM edge e
+JOIN degree d ON e.namespace = d.namespace AND e.target_id = d.target_id AND d.n <= :hub_cap
+JOIN chunk c ON c.namespace = e.namespace AND c.id = e.source_id
+WHERE e.relation = 'mentions' AND e.valid_to IS NULL AND {where}
+"""
+
+
+def seeds(
+    session: Session,
+    query: str,
+    hits: Sequence[tuple[Key, float]],
+    namespace: str | None,
+) -> dict[Key, float]:
+    """Entity → restart weight: the query's names (weight 1 each), then the entities of the
+    first-stage hits, each hit's weight shared among its entities."""
+    weights: dict[Key, float] = {}
+    keys = [m.key for m in extraction.extract(query)]
+    if keys:
+        rows = session.execute(_QUERY_ENTITIES, {"keys": keys, "namespace": namespace}).all()
+        for row in rows:
+            weights[(row.namespace, row.id)] = 1.0
+    if hits:
+        params = {"namespaces": [k[0] for k, _ in hits], "ids": [k[1] for k, _ in hits]}
+        by_chunk: dict[Key, list[Key]] = {}
+        for row in session.execute(_HIT_ENTITIES, params):
+            by_chunk.setdefault((row.namespace, row.source_id), []).append(
+                (row.namespace, row.target_id)
+            )
+        for key, weight in hits:
+            entities = by_chunk.get(key, [])
+            for entity in entities:
+                weights[entity] = weights.get(entity, 0.0) + weight / len(entities)
+    return weights
+
+
+def search(
+    session: Session,
+    seed_weights: dict[Key, float],
+    filters: dict[str, Any],
+    as_of: datetime | None,
+    pool: int,
+) -> list[tuple[Key, float]]:
+    """Chunks by PageRank personalised on `seed_weights`, best first."""
+    if not seed_weights:
+        return []
+    entities = list(seed_weights)
+    statement = text(_NEIGHBOURS.format(where=sql_filters.where(filters, as_of)))
+    params = {
+        **sql_filters.binds(filters, as_of),
+        "namespaces": [e[0] for e in entities],
+        "ids": [e[1] for e in entities],
+        "hub_cap": HUB_CAP,
+    }
+    edges = [
+        ((r.namespace, r.chunk_id), (r.namespace, r.entity_id))
+        for r in session.execute(statement, params)
+    ]
+    if not edges:
+        return []
+    scores = personalized_pagerank(edges, seed_weights)
+    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0][1]))
+    return ranked[:pool]
+
+
+def personalized_pagerank(
+    edges: Sequence[tuple[Key, Key]], seed_weights: dict[Key, float]
+) -> dict[Key, float]:
+    """PageRank with restarts to the seed entities on the bipartite chunk–entity graph;
+    returns the chunks' scores (a probability distribution over the walk's positions)."""
+    chunks = sorted({c for c, _ in edges})
+    entities = sorted({e for _, e in edges} | set(seed_weights))
+    ci = {c: i for i, c in enumerate(chunks)}
+    ei = {e: len(chunks) + i for i, e in enumerate(entities)}
+    size = len(chunks) + len(entities)
+    rows = [ci[c] for c, _ in edges] + [ei[e] for _, e in edges]
+    cols = [ei[e] for _, e in edges] + [ci[c] for c, _ in edges]
+    adjacency = sparse.csr_matrix(
+        (np.ones(len(rows)), (rows, cols)), shape=(size, size), dtype=np.float64
+    )
+    adjacency.data[:] = 1.0  # a chunk naming an entity twice is still one edge
+    out_degree = np.asarray(adjacency.sum(axis=1)).ravel()
+    inverse = np.divide(1.0, out_degree, out=np.zeros(size), where=out_degree > 0)
+    transition = sparse.diags(inverse) @ adjacency
+    restart = np.zeros(size)
+    for entity, weight in seed_weights.items():
+        restart[ei[entity]] = weight
+    restart /= restart.sum()
+    dangling = out_degree == 0
+    rank = restart.copy()
+    for _ in range(ITERATIONS):
+        # Mass at a node with no edges (an isolated seed) returns to the seeds.
+        lost = rank[dangling].sum()
+        rank = RESTART * restart + (1 - RESTART) * (transition.T @ rank + lost * restart)
+    return {chunk: float(rank[ci[chunk]]) for chunk in chunks}

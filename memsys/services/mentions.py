@@ -1,0 +1,79 @@
+"""Links every chunk to the entities it mentions, at write time, in the writer's transaction.
+
+Shape (what memsys/retrieval/graph.py walks): an `entity` row per distinct name in a
+namespace (key `concept#<normalised name>`, type `concept`), and an `edge` per mention:
+source_kind 'chunk' → target_kind 'entity', relation 'mentions', weight 1. Entities are
+upserted by their stable key (the partial unique index on live keys), so concurrent writers
+converge on one row. Work per write is proportional to the chunk, never to the corpus.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from memsys import extraction, ids
+
+MENTIONS = "mentions"
+
+_UPSERT = text(
+    """
+    INSERT INTO entity (namespace, id, key, name, entity_type)
+    SELECT :namespace, e.id, e.key, e.name, 'concept'
+    FROM unnest(CAST(:ids AS text[]), CAST(:keys AS text[]), CAST(:names AS text[]))
+         AS e(id, key, name)
+    ORDER BY e.key
+    ON CONFLICT (namespace, key) WHERE valid_to IS NULL DO NOTHING
+    """
+)
+_RESOLVE = text(
+    """
+    SELECT key, id FROM entity
+    WHERE namespace = :namespace AND valid_to IS NULL AND key = ANY(CAST(:keys AS text[]))
+    """
+)
+_EDGES = text(
+    """
+    INSERT INTO edge (namespace, source_kind, source_id, target_kind, target_id, relation)
+    SELECT :namespace, 'chunk', m.chunk_id, 'entity', m.entity_id, 'mentions'
+    FROM unnest(CAST(:chunk_ids AS text[]), CAST(:entity_ids AS text[]))
+         AS m(chunk_id, entity_id)
+    """
+)
+
+
+def link(session: Session, namespace: str, chunks: Sequence[tuple[str, str]]) -> int:
+    """Extract mentions from (chunk_id, text) pairs of one namespace; returns edges written."""
+    per_chunk = [(chunk_id, extraction.extract(body)) for chunk_id, body in chunks]
+    names: dict[str, str] = {}
+    for _, mentions in per_chunk:
+        for m in mentions:
+            names.setdefault(m.key, m.name)
+    if not names:
+        return 0
+    keys = sorted(names)
+    session.execute(
+        _UPSERT,
+        {
+            "namespace": namespace,
+            "ids": [ids.new_id(ids.ENTITY) for _ in keys],
+            "keys": keys,
+            "names": [names[k] for k in keys],
+        },
+    )
+    resolved: dict[str, str] = dict(
+        session.execute(_RESOLVE, {"namespace": namespace, "keys": keys}).all()
+    )
+    pairs = [(cid, resolved[m.key]) for cid, ms in per_chunk for m in ms if m.key in resolved]
+    if pairs:
+        session.execute(
+            _EDGES,
+            {
+                "namespace": namespace,
+                "chunk_ids": [p[0] for p in pairs],
+                "entity_ids": [p[1] for p in pairs],
+            },
+        )
+    return len(pairs)
