@@ -393,7 +393,8 @@ def channel_times(qs: list[str], namespace: str | None) -> dict[str, Any]:
     from sqlalchemy import bindparam, text
 
     from memsys.db import session_scope
-    from memsys.embeddings import DIMENSIONS, get_embedder
+    from memsys.embeddings import get_embedder
+    from memsys.models.chunk import DIMENSIONS
 
     ns = "AND c.namespace = :ns" if namespace else ""
     vec = text(VECTOR_SQL.format(ns=ns)).bindparams(
@@ -438,7 +439,8 @@ def explain(query: str) -> list[str]:
 
     from memsys.config import get_settings
     from memsys.db import session_scope
-    from memsys.embeddings import DIMENSIONS, get_embedder
+    from memsys.embeddings import get_embedder
+    from memsys.models.chunk import DIMENSIONS
     from memsys.services import search
 
     hybrid = search._statement({"namespace": NAMESPACE, "doc_type": "memory"})

@@ -87,7 +87,8 @@ def channels(ns: str, query: str, k: int) -> dict[str, list[str]]:
 
     from memsys import runner
     from memsys.db import session_scope
-    from memsys.embeddings import DIMENSIONS, get_embedder
+    from memsys.embeddings import get_embedder
+    from memsys.models.chunk import DIMENSIONS
     from memsys.schemas import MemoryRecallIn
     from memsys.services import memories
 

@@ -46,9 +46,9 @@ def private_home(prefix: str) -> Path:
 def start_database() -> dict[str, Any]:
     """Migrate, then restart the embedded server so memsys's own tuning (shared_buffers,
     written by ALTER SYSTEM on first start) is in effect, as on any later start."""
-    from memsys import db, schema
+    from memsys import db, migrator
 
-    schema.upgrade()
+    migrator.upgrade()
     db.stop_embedded()
     return server_settings()
 

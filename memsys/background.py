@@ -10,13 +10,13 @@ import logging
 import threading
 
 from memsys.db import session_scope
-from memsys.services import documents
+from memsys.services import embedding_queue
 
 log = logging.getLogger(__name__)
 
 
 class EmbeddingWorker:
-    def __init__(self, batch: int = documents.EMBED_BATCH, idle_seconds: float = 5.0) -> None:
+    def __init__(self, batch: int = embedding_queue.EMBED_BATCH, idle_seconds: float = 5.0) -> None:
         self.batch = batch
         self.idle_seconds = idle_seconds
         self._wake = threading.Event()
@@ -25,7 +25,7 @@ class EmbeddingWorker:
 
     def run_once(self) -> int:
         with session_scope() as session:
-            return documents.embed_pending(session, limit=self.batch)
+            return embedding_queue.embed_pending(session, limit=self.batch)
 
     def drain(self) -> int:
         total = 0

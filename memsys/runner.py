@@ -18,10 +18,28 @@ def execute(service: Callable[[Session, In], Out], model: type[In], data: dict[s
     return run(service, parse(model, data))
 
 
+def before_transaction(
+    prepare: Callable[[Any], Any],
+) -> Callable[[Callable[..., Out]], Callable[..., Out]]:
+    """Mark a service's slow step that needs no transaction (reading a file, embedding):
+    `run` calls `prepare(params)` before the transaction opens, so a slow model never holds
+    a pooled connection or a row lock, and passes a result that is not None as `prepared=`."""
+
+    def mark(service: Callable[..., Out]) -> Callable[..., Out]:
+        setattr(service, "prepare", prepare)  # noqa: B010 (an attribute of a function)
+        return service
+
+    return mark
+
+
 def run(service: Callable[[Session, In], Out], params: In) -> Out:
-    """Run a service on input that is already validated."""
+    """Run a service on input that is already validated, in one transaction."""
+    prepare = getattr(service, "prepare", None)
+    prepared = prepare(params) if prepare is not None else None
     with session_scope() as session:
-        return service(session, params)
+        if prepared is None:
+            return service(session, params)
+        return service(session, params, prepared=prepared)  # type: ignore[call-arg]
 
 
 def execute_bare(service: Callable[[Session], Out]) -> Out:

@@ -10,11 +10,6 @@ config = context.config
 target_metadata = Base.metadata
 
 
-def include_object(obj, name, type_, reflected, compare_to):  # type: ignore[no-untyped-def]
-    # The generated tsvector's GIN index and the HNSW index are compared by name only.
-    return True
-
-
 def run_migrations_online() -> None:
     connection = config.attributes.get("connection")
     if connection is not None:
@@ -30,7 +25,6 @@ def _run(connection) -> None:  # type: ignore[no-untyped-def]
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
-        include_object=include_object,
         compare_type=True,
         transaction_per_migration=True,
     )

@@ -56,9 +56,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def migrated() -> Iterator[None]:
-    from memsys import schema
+    from memsys import migrator
 
-    schema.upgrade("head")
+    migrator.upgrade("head")
     yield
 
 
@@ -72,10 +72,11 @@ def embedder():
     return model
 
 
-TABLES = (
-    "chunk, document, preference, edge, fact, entity, event, query_trace, "
-    "validation_event, agent_trace, namespace, term_stat, corpus_stat"
-)
+def tables() -> list[str]:
+    """Every table of memsys's metadata: a table added by a model is cleaned and counted too."""
+    from memsys.models import Base
+
+    return sorted(Base.metadata.tables)
 
 
 @pytest.fixture(autouse=True)
@@ -84,16 +85,7 @@ def clean_tables(migrated: None) -> Iterator[None]:
     from memsys.db import get_engine
 
     with get_engine().begin() as conn:
-        conn.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
-
-
-@pytest.fixture
-def session(embedder):
-    """A session in its own transaction, committed at the end (tables are truncated after)."""
-    from memsys.db import session_scope
-
-    with session_scope() as s:
-        yield s
+        conn.execute(text(f"TRUNCATE {', '.join(tables())} RESTART IDENTITY CASCADE"))
 
 
 def table_counts() -> dict[str, int]:
@@ -102,6 +94,6 @@ def table_counts() -> dict[str, int]:
 
     with get_engine().connect() as conn:
         return {
-            name.strip(): conn.execute(text(f"SELECT count(*) FROM {name.strip()}")).scalar_one()
-            for name in TABLES.split(",")
+            name: conn.execute(text(f"SELECT count(*) FROM {name}")).scalar_one()
+            for name in tables()
         }

@@ -7,7 +7,7 @@ from typing import Any
 
 from memsys import runner
 from memsys.schemas import IndexFileIn, MemoryStoreIn, MemoryStoreOut, PreferenceSetIn
-from memsys.services import documents, memories, preferences
+from memsys.services import indexing, memories, preferences
 
 
 def store(content: str, **fields: Any) -> MemoryStoreOut:
@@ -21,7 +21,7 @@ def set_preference(key: str, value: Any, **fields: Any):  # type: ignore[no-unty
 
 
 def index(path: Path, **fields: Any):  # type: ignore[no-untyped-def]
-    return runner.execute(documents.index_file, IndexFileIn, {"file_path": str(path), **fields})
+    return runner.execute(indexing.index_file, IndexFileIn, {"file_path": str(path), **fields})
 
 
 def write_docs(root: Path) -> dict[str, Path]:

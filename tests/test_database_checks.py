@@ -71,7 +71,8 @@ def test_a_server_that_went_away_is_reported_by_every_front_end(server_gone: Non
     from fastapi.testclient import TestClient
 
     from memsys.api.app import create_app
-    from memsys.mcp import tools
+    from memsys.mcp.server import call
+    from memsys.operations import BY_NAME
     from tests.cli.helpers import fails
 
     with TestClient(create_app(background=False), base_url="http://127.0.0.1:8700") as c:
@@ -88,7 +89,7 @@ def test_a_server_that_went_away_is_reported_by_every_front_end(server_gone: Non
             assert body["error"].startswith("Database unavailable: ")
             assert "Connection refused" in body["error"]
 
-    mcp_answer = tools.memory_count()
+    mcp_answer = call(BY_NAME["memory_count"], {})
     assert mcp_answer["success"] is False
     assert mcp_answer["error"].startswith("Database unavailable: ")
     assert fails("count", code=1).startswith("error: Database unavailable: ")

@@ -12,7 +12,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, create_engine, inspect, text
 from sqlalchemy.engine import make_url
 
-from memsys import schema
+from memsys import migrator
 from memsys.models import Base
 
 SCRATCH = "memsys_migrations_test"
@@ -35,7 +35,7 @@ def scratch_engine() -> Iterator[Engine]:
 
 def _run(engine: Engine, action: str, revision: str) -> None:
     with engine.begin() as conn:
-        getattr(command, action)(schema.alembic_config(conn), revision)
+        getattr(command, action)(migrator.alembic_config(conn), revision)
 
 
 def test_upgrade_downgrade_upgrade_and_models_match(scratch_engine: Engine) -> None:
@@ -47,7 +47,7 @@ def test_upgrade_downgrade_upgrade_and_models_match(scratch_engine: Engine) -> N
     _run(scratch_engine, "upgrade", "head")
     with scratch_engine.connect() as conn:
         context = MigrationContext.configure(conn, opts={"compare_type": True})
-        assert context.get_current_revision() == schema.head()
+        assert context.get_current_revision() == migrator.head()
         assert compare_metadata(context, Base.metadata) == []
         extensions = conn.execute(text("SELECT extname FROM pg_extension")).scalars().all()
         assert "vector" in extensions
@@ -61,8 +61,3 @@ def test_upgrade_downgrade_upgrade_and_models_match(scratch_engine: Engine) -> N
                 {"t": name},
             )
             assert dict(o.split("=", 1) for o in options or []) == wanted, name
-
-
-def test_migrations_are_found_without_the_checkout_layout() -> None:
-    found = schema.migrations_dir()
-    assert (found / "env.py").exists() and any((found / "versions").glob("*.py"))

@@ -5,35 +5,54 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
+import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 ROOT = Path(__file__).resolve().parents[1]
+PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
 SCRATCH = "memsys_wheel_test"
 
 PROBE = """
 import memsys, sys
-from memsys import schema
+from memsys import migrator
 assert memsys.__file__.startswith(sys.argv[1]), memsys.__file__
-assert "_migrations" in str(schema.migrations_dir()), schema.migrations_dir()
-schema.upgrade("head")
-print(schema.current(), schema.head())
+assert "_migrations" in str(migrator.migrations_dir()), migrator.migrations_dir()
+migrator.upgrade("head")
+print(migrator.current(), migrator.head())
 """
 
 
-def test_wheel_ships_migrations_and_upgrades_a_database(tmp_path: Path) -> None:
-    dist, target = tmp_path / "dist", tmp_path / "site"
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    dist = tmp_path_factory.mktemp("dist")
     subprocess.run(
-        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(dist), str(ROOT)],
+        [*PIP, "wheel", "--no-deps", "--no-build-isolation", "-w", str(dist), str(ROOT)],
         check=True,
         capture_output=True,
     )
-    wheel = next(dist.glob("memsys-*.whl"))
+    return next(dist.glob("memsys-*.whl"))
+
+
+def test_the_wheel_holds_every_migration_of_the_checkout(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = {
+            Path(name).name
+            for name in archive.namelist()
+            if name.startswith("memsys/_migrations/versions/") and name.endswith(".py")
+        }
+        assert "memsys/_migrations/env.py" in archive.namelist()
+    in_checkout = {p.name for p in (ROOT / "migrations" / "versions").glob("*.py")}
+    assert in_checkout and shipped == in_checkout
+
+
+def test_wheel_ships_migrations_and_upgrades_a_database(wheel: Path, tmp_path: Path) -> None:
+    target = tmp_path / "site"
     subprocess.run(
-        [*pip, "install", "--no-deps", "--no-index", "--target", str(target), str(wheel)],
+        [*PIP, "install", "--no-deps", "--no-index", "--target", str(target), str(wheel)],
         check=True,
         capture_output=True,
     )

@@ -1,4 +1,5 @@
-"""The FastAPI app: /v1 routes, one error mapping, MCP streamable HTTP at /mcp.
+"""The FastAPI app: /v1 routes (from the operation table), one error mapping, MCP streamable
+HTTP at /mcp.
 
 Built by a factory: the MCP session manager can run once per instance, so each app (and
 each test client) gets its own.
@@ -14,19 +15,14 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from memsys import __version__
-from memsys.api import docs
+from memsys import __version__, envelope
+from memsys.api import docs, operations, system
 from memsys.api.deps import BearerTokenMiddleware
-from memsys.api.routes import documents, memories, preferences, search, system
 from memsys.background import worker
 from memsys.config import get_settings
 from memsys.embeddings import warm_up
 from memsys.errors import MemsysError
 from memsys.mcp.server import build_server, http_routes
-
-
-def error_body(message: str) -> dict[str, object]:
-    return {"success": False, "error": message}
 
 
 def create_app(extra_hosts: list[str] | None = None, background: bool = True) -> FastAPI:
@@ -57,14 +53,14 @@ def create_app(extra_hosts: list[str] | None = None, background: bool = True) ->
 
     @app.exception_handler(MemsysError)
     async def _memsys_error(request: Request, exc: MemsysError) -> JSONResponse:
-        return JSONResponse(error_body(exc.message), status_code=exc.status_code)
+        return JSONResponse(envelope.failure(exc.message), status_code=exc.status_code)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse(error_body(_describe_request_errors(exc)), status_code=422)
+        return JSONResponse(envelope.failure(_describe_request_errors(exc)), status_code=422)
 
-    for module in (system, memories, search, documents, preferences):
-        app.include_router(module.router, prefix="/v1")
+    app.include_router(system.router, prefix="/v1")
+    app.include_router(operations.router(), prefix="/v1")
     app.router.routes.extend(routes)
     token = get_settings().api_token
     if token:

@@ -59,10 +59,10 @@ def serve(host: str = "127.0.0.1", port: int = 8700) -> None:
     check_port(host, port)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("mcp").setLevel(logging.WARNING)
-    from memsys import runtime_info, schema
+    from memsys import migrator, runtime_info
     from memsys.api.app import create_app
 
-    schema.ensure_current()
+    migrator.ensure_current()
     extra = [] if is_loopback(host) else [host, f"{host}:*"]
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     runtime_info.announce(host, port)

@@ -13,9 +13,9 @@ app = typer.Typer(no_args_is_help=True)
 
 
 def _revisions() -> dict[str, Any]:
-    from memsys import schema
+    from memsys import migrator
 
-    current, head = schema.current(), schema.head()
+    current, head = migrator.current(), migrator.head()
     return {"current": current, "head": head, "up_to_date": current == head}
 
 
@@ -46,9 +46,9 @@ def upgrade(
     as_json: Json = False,
 ) -> None:
     """Upgrade the database schema (to the newest revision by default)."""
-    from memsys import schema
+    from memsys import migrator
 
-    _migrate(lambda: schema.upgrade(revision))
+    _migrate(lambda: migrator.upgrade(revision))
     _show(_revisions(), as_json)
 
 
@@ -58,9 +58,9 @@ def downgrade(
     as_json: Json = False,
 ) -> None:
     """Downgrade the database schema to a revision."""
-    from memsys import schema
+    from memsys import migrator
 
-    _migrate(lambda: schema.downgrade(revision))
+    _migrate(lambda: migrator.downgrade(revision))
     _show(_revisions(), as_json)
 
 

@@ -1,5 +1,5 @@
-"""Document commands: index-file, index-directory, delete-chunks, delete-file, clear-index,
-stats."""
+"""Document commands: how their results read, and index-directory, the one command written
+by hand (progress bars on a terminal, and it drains the embedding queue itself)."""
 
 from __future__ import annotations
 
@@ -34,21 +34,7 @@ if TYPE_CHECKING:
     )
 
 
-def index_file(
-    path: Annotated[str, typer.Argument(help="The file to index (markdown, text, code, PDF).")],
-    namespace: Namespace = None,
-    as_json: Json = False,
-) -> None:
-    """Index one file; an unchanged file is skipped, a changed one replaces its chunks."""
-    from memsys import runner
-    from memsys.schemas import IndexFileIn
-    from memsys.services import documents
-
-    data = given(file_path=path, namespace=namespace)
-    emit(runner.execute(documents.index_file, IndexFileIn, data), as_json, _indexed_file)
-
-
-def _indexed_file(r: IndexFileOut) -> None:
+def indexed_file(r: IndexFileOut) -> None:
     if r.skipped_unchanged:
         echo(f"Unchanged: {r.source_file} ({len(r.chunk_ids)} chunks, {r.document_id})")
         return
@@ -86,13 +72,13 @@ def index_directory(
     """Index every supported file below a folder, with progress bars on a terminal."""
     from memsys import runner
     from memsys.schemas import IndexDirectoryIn
-    from memsys.services import documents
+    from memsys.services import indexing
 
     data = given(
         dir_path=directory, namespace=namespace, recursive=recursive, async_mode=async_mode
     )
     with progress_bar(progress_wanted(as_json)) as report:
-        service = functools.partial(documents.index_directory, progress=report)
+        service = functools.partial(indexing.index_directory, progress=report)
         result = runner.execute(service, IndexDirectoryIn, data)
         if async_mode and not no_wait:  # also finishes what earlier --no-wait runs queued
             remaining = drain_queue(report)
@@ -132,10 +118,9 @@ def drain_queue(report: Report | None) -> int:
 def _pending() -> int:
     """Chunks in the embedding queue (every namespace)."""
     from memsys import runner
-    from memsys.services import documents
+    from memsys.services import embedding_queue
 
-    # runner's Out is bound to BaseModel; pending_count returns a plain int.
-    return runner.execute_bare(documents.pending_count)
+    return runner.execute_bare(embedding_queue.pending_count)
 
 
 def _indexed_directory(r: IndexDirectoryOut, waited: bool) -> None:
@@ -157,20 +142,7 @@ def _indexed_directory(r: IndexDirectoryOut, waited: bool) -> None:
         )
 
 
-def delete_chunks(
-    ids: Annotated[list[str], typer.Argument(help="Chunk or memory ids.")],
-    as_json: Json = False,
-) -> None:
-    """Delete chunks by id (golden-rule memories are protected)."""
-    from memsys import runner
-    from memsys.schemas import DeleteChunksIn
-    from memsys.services import documents
-
-    result = runner.execute(documents.delete_chunks, DeleteChunksIn, {"ids": ids})
-    emit(result, as_json, _deleted_chunks)
-
-
-def _deleted_chunks(r: DeleteChunksOut) -> None:
+def deleted_chunks(r: DeleteChunksOut) -> None:
     echo(f"Deleted {plural(r.deleted_count, 'chunk')}")
     if r.not_found_ids:
         echo(f"Not found: {', '.join(r.not_found_ids)}")
@@ -178,53 +150,17 @@ def _deleted_chunks(r: DeleteChunksOut) -> None:
         echo(f"Protected golden rules (use `memsys forget --force`): {', '.join(r.protected_ids)}")
 
 
-def delete_file(
-    source_file: Annotated[str, typer.Argument(help="The indexed file's path.")],
-    namespace: Namespace = None,
-    as_json: Json = False,
-) -> None:
-    """Delete every chunk indexed from one file."""
-    from memsys import runner
-    from memsys.schemas import DeleteFileIn
-    from memsys.services import documents
-
-    data = given(source_file=source_file, namespace=namespace)
-    emit(runner.execute(documents.delete_file, DeleteFileIn, data), as_json, _deleted_file)
-
-
-def _deleted_file(r: DeleteFileOut) -> None:
+def deleted_file(r: DeleteFileOut) -> None:
     echo(f"Deleted {plural(r.deleted_count, 'chunk')} from {r.source_file}")
 
 
-def clear_index(
-    confirm: Annotated[bool, typer.Option("--confirm", help="Required: really delete.")] = False,
-    namespace: Namespace = None,
-    as_json: Json = False,
-) -> None:
-    """Delete every indexed document (memories are kept)."""
-    from memsys import runner
-    from memsys.schemas import ClearIndexIn
-    from memsys.services import documents
-
-    data = given(confirm=confirm, namespace=namespace)
-    emit(runner.execute(documents.clear_index, ClearIndexIn, data), as_json, _cleared)
-
-
-def _cleared(r: ClearIndexOut) -> None:
+def cleared(r: ClearIndexOut) -> None:
     echo(
         f"Deleted {plural(r.deleted_count, 'chunk')} from {plural(r.documents_deleted, 'document')}"
     )
 
 
-def stats(as_json: Json = False) -> None:
-    """Show index statistics: documents, sources, namespaces, memories, queued embeddings."""
-    from memsys import runner
-    from memsys.services import documents
-
-    emit(runner.execute_bare(documents.stats), as_json, _stats)
-
-
-def _stats(r: IndexStatsOut) -> None:
+def show_stats(r: IndexStatsOut) -> None:
     echo(f"document chunks:    {r.total_documents}")
     echo(f"source files:       {r.unique_sources}")
     echo(f"memories:           {r.memory_count} ({r.golden_rule_count} golden rules)")
@@ -234,16 +170,3 @@ def _stats(r: IndexStatsOut) -> None:
         echo(f"  {source}")
     if len(r.source_files) > SHOWN_SOURCES:
         echo(f"  … and {len(r.source_files) - SHOWN_SOURCES} more (--json lists all)")
-
-
-def register(app: typer.Typer) -> None:
-    """Add the document commands to the top level of `app`."""
-    for fn, name in (
-        (index_file, "index-file"),
-        (index_directory, "index-directory"),
-        (delete_chunks, "delete-chunks"),
-        (delete_file, "delete-file"),
-        (clear_index, "clear-index"),
-        (stats, "stats"),
-    ):
-        app.command(name)(fn)

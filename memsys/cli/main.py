@@ -12,7 +12,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from memsys.cli import db, documents, memory, preferences, search, server, status
+from memsys.cli import commands, db, preferences, server, status
 from memsys.errors import DatabaseUnavailable, MemsysError
 
 EXIT_DATABASE = 1
@@ -110,9 +110,7 @@ def _root(version: status.Version = False) -> None:
     """Long-term memory for LLM agents on one PostgreSQL database."""
 
 
-memory.register(app)
-documents.register(app)
-search.register(app)
+commands.register(app, {"pref": preferences.app})
 app.add_typer(preferences.app, name="pref", help="Versioned preferences (key → JSON value).")
 app.add_typer(db.app, name="db", help="Database schema migrations (Alembic).")
 server.register(app)

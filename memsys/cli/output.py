@@ -26,22 +26,6 @@ M = TypeVar("M", bound="BaseModel")
 # apply: the CLI sends only what the user gave.
 Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
 Namespace = Annotated[str | None, typer.Option("--namespace", "-n", help="Namespace.")]
-MemoryType = Annotated[
-    str | None, typer.Option("--type", "-t", help="Memory type (e.g. fact, decision, session).")
-]
-NResults = Annotated[
-    int | None, typer.Option("--n-results", "-k", help="Number of results (1-50, default 5).")
-]
-MinRelevance = Annotated[
-    float | None,
-    typer.Option(help="Only results at least this relevant (0.0-1.0; unrelated hits score low)."),
-]
-DocType = Annotated[
-    str | None, typer.Option("--doc-type", help="Only 'memory' or only 'document' chunks.")
-]
-SourceFile = Annotated[
-    str | None, typer.Option("--source-file", help="Only chunks indexed from this file.")
-]
 
 
 def given(**fields: Any) -> dict[str, Any]:
@@ -57,6 +41,14 @@ def parse_json(text: str, option: str) -> Any:
         raise InvalidInput(
             f"{option} is not valid JSON: {exc.msg} (at character {exc.pos})"
         ) from None
+
+
+def value_of(text: str) -> Any:
+    """A value given as text: JSON when it parses (42, true, {"a": 1}), else the text itself."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
 
 
 PIPE_WIDTH = 120

@@ -1,1 +1,2 @@
-"""The MCP front end: server.py holds the only SDK import; tools.py the tools."""
+"""The MCP front end: server.py holds the only SDK import and builds the tools from the
+operation table (memsys.operations)."""

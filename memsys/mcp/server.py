@@ -1,9 +1,12 @@
 """The MCP server: the only module that imports the `mcp` SDK.
 
-Tools come from tools.py. Every result is a CallToolResult whose structured content (and
-text) is the S001 envelope; failures are marked isError. Failures the SDK raises itself
-(arguments that do not fit the schema, an unknown tool, a crash) become envelopes too: the
-plain SDK would reduce a crash to "Error executing tool X" and drop its message.
+Every tool comes from the operation table (memsys.operations). Its input schema is the
+input model's fields, stripped of memsys's validators: the SDK checks types, memsys checks
+values, so a bad value gets memsys's message. Every result is a CallToolResult whose
+structured content (and text) is the S001 envelope; failures are marked isError. Failures
+the SDK raises itself (arguments that do not fit the schema, an unknown tool, a crash)
+become envelopes too, and so do arguments a tool does not take: they are refused, never
+dropped.
 """
 
 from __future__ import annotations
@@ -13,17 +16,19 @@ import inspect
 import json
 import logging
 import sys
-from collections.abc import Callable
-from typing import Any
+import types
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.fields import FieldInfo
 
-from memsys import __version__
-from memsys.mcp.tools import TOOLS, Envelope
+from memsys import __version__, envelope
+from memsys.errors import MemsysError
+from memsys.operations import OPERATIONS, Operation
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +39,7 @@ INSTRUCTIONS = (
 )
 
 
-def to_result(env: Envelope) -> CallToolResult:
+def to_result(env: envelope.Envelope) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=json.dumps(env, default=str))],
         structured_content=env,
@@ -42,20 +47,87 @@ def to_result(env: Envelope) -> CallToolResult:
     )
 
 
-def _as_result_tool(fn: Callable[..., Envelope]) -> Callable[..., CallToolResult]:
-    """Same parameters (so the same input schema), but returns a CallToolResult."""
+# ------------------------------------------------------------------ schemas from the models
 
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> CallToolResult:
-        return to_result(fn(*args, **kwargs))
 
-    signature = inspect.signature(fn, eval_str=True)
-    wrapper.__signature__ = signature.replace(return_annotation=CallToolResult)  # type: ignore[attr-defined]
-    wrapper.__annotations__ = {
+def bare(annotation: Any) -> Any:
+    """The type without memsys's validators (kept for the memsys-side validation)."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return bare(get_args(annotation)[0])
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return bare_model(annotation)
+    if origin in (Union, types.UnionType):
+        return Union[tuple(bare(a) for a in get_args(annotation))]  # noqa: UP007
+    if origin in (list, dict):
+        return origin[tuple(bare(a) for a in get_args(annotation))]
+    return annotation
+
+
+def published(info: FieldInfo, required: bool = False) -> FieldInfo:
+    """What the JSON schema shows of a field: description, bounds, default."""
+    schema: dict[str, Any] = {"description": info.description}
+    if isinstance(info.json_schema_extra, dict):
+        schema["json_schema_extra"] = info.json_schema_extra
+    if not required and not info.is_required():
+        schema["default"] = info.default
+    return Field(**schema)  # type: ignore[no-any-return]
+
+
+@functools.cache
+def bare_model(model: type[BaseModel]) -> type[BaseModel]:
+    fields: dict[str, Any] = {
+        name: (Annotated[bare(info.annotation), published(info)], info.default)
+        for name, info in model.model_fields.items()
+    }
+    return create_model(model.__name__, __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def tool_signature(op: Operation) -> inspect.Signature:
+    params = []
+    fields = op.input.model_fields if op.input else {}
+    for name, info in fields.items():
+        if name in op.mcp_hidden:
+            continue
+        required = info.is_required() or name in op.mcp_required
+        params.append(
+            inspect.Parameter(
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=inspect.Parameter.empty if required else info.default,
+                annotation=Annotated[bare(info.annotation), published(info, required)],
+            )
+        )
+    return inspect.Signature(params, return_annotation=CallToolResult)
+
+
+def call(op: Operation, arguments: dict[str, Any]) -> envelope.Envelope:
+    data = {
+        k: v.model_dump(exclude_unset=True) if isinstance(v, BaseModel) else v
+        for k, v in arguments.items()
+    }
+    try:
+        return envelope.ok(op.run(data).model_dump(mode="json"))
+    except MemsysError as exc:
+        return envelope.failure(exc.message)
+
+
+def make_tool(op: Operation) -> Any:
+    def tool(**arguments: Any) -> CallToolResult:
+        return to_result(call(op, arguments))
+
+    signature = tool_signature(op)
+    tool.__signature__ = signature  # type: ignore[attr-defined]
+    tool.__annotations__ = {
         **{name: p.annotation for name, p in signature.parameters.items()},
         "return": CallToolResult,
     }
-    return wrapper
+    tool.__name__ = tool.__qualname__ = op.name
+    tool.__doc__ = op.summary
+    return tool
+
+
+# ------------------------------------------------------------------ the server
 
 
 def _argument_error(exc: ValidationError) -> str:
@@ -67,36 +139,48 @@ def _argument_error(exc: ValidationError) -> str:
 
 
 class MemsysMCPServer(MCPServer):
-    async def call_tool(self, name, arguments, context=None):  # type: ignore[no-untyped-def,override]
+    accepted: dict[str, frozenset[str]]
+
+    async def call_tool(self, name, arguments, context=None):  # type: ignore[no-untyped-def]
+        known = self.accepted.get(name)
+        unknown = sorted(set(arguments or {}) - known) if known is not None else []
+        if unknown:
+            takes = ", ".join(sorted(known or ())) or "no arguments"
+            return to_result(
+                envelope.failure(
+                    f"Unknown argument(s) for {name}: {', '.join(unknown)} (it takes: {takes})"
+                )
+            )
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:
             log.error("tool %s crashed", name, exc_info=exc.__cause__)
-            cause = exc.__cause__
-            detail = f": {type(cause).__name__}: {cause}" if cause else ""
-            return to_result({"success": False, "error": f"Internal error in {name}{detail}"})
+            return to_result(envelope.failure(f"Internal error in {name}; see the server log"))
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError):
                 message = _argument_error(cause)
             else:
                 message = str(cause) if cause else str(exc)
-            return to_result({"success": False, "error": message})
+            return to_result(envelope.failure(message))
 
 
 def build_server() -> MemsysMCPServer:
     server = MemsysMCPServer(
         name="memsys", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
     )
-    for spec in TOOLS:
+    server.accepted = {}
+    for op in OPERATIONS:
+        fn = make_tool(op)
+        server.accepted[op.name] = frozenset(inspect.signature(fn).parameters)
         server.add_tool(
-            _as_result_tool(spec.fn),
-            name=spec.fn.__name__,
-            description=inspect.getdoc(spec.fn),
+            fn,
+            name=op.name,
+            description=op.summary,
             annotations=ToolAnnotations(
-                read_only_hint=spec.read_only,
-                destructive_hint=spec.destructive,
-                idempotent_hint=spec.idempotent,
+                read_only_hint=op.read_only,
+                destructive_hint=op.destructive,
+                idempotent_hint=op.idempotent,
                 open_world_hint=False,
             ),
         )
@@ -124,10 +208,10 @@ def http_routes(server: MemsysMCPServer, extra_hosts: list[str] | None = None): 
 def run_stdio() -> None:
     """`memsys mcp`: serve over stdio. Logs go to stderr; stdout belongs to the protocol."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(message)s")
-    from memsys import schema
+    from memsys import migrator
     from memsys.background import worker
 
-    schema.ensure_current()
+    migrator.ensure_current()
     server = build_server()
     worker().start()
     try:

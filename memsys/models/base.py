@@ -1,9 +1,13 @@
 """Declarative base, naming convention and the column helpers every model shares."""
 
-from datetime import UTC, datetime
+from datetime import datetime
 
-from sqlalchemy import DateTime, MetaData, String, text
+from sqlalchemy import DateTime, MetaData, func, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from memsys.vocabulary import LIFECYCLES
+
+__all__ = ["LIFECYCLES", "Base", "in_list", "timestamp_column"]
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -13,26 +17,21 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 
-LIFECYCLES = ("personal", "project", "session")
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
-def namespace_column() -> Mapped[str]:
-    """The tenancy column: first in every primary key so a sharded Postgres can split by it."""
-    return mapped_column(String(128), primary_key=True)
-
-
-def timestamp_column(nullable: bool = False) -> Mapped[datetime]:
+def timestamp_column(nullable: bool = False, on_update: bool = False) -> Mapped[datetime]:
+    """A timestamptz column; `on_update` sets it to now() whenever the ORM updates the row."""
     if nullable:
         return mapped_column(DateTime(timezone=True), nullable=True)
-    return mapped_column(DateTime(timezone=True), nullable=False, server_default=text("now()"))
+    return mapped_column(
+        DateTime(timezone=True),
+        nullable=False,
+        server_default=text("now()"),
+        onupdate=func.now() if on_update else None,
+    )
 
 
 def in_list(column: str, values: tuple[str, ...]) -> str:

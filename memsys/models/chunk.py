@@ -13,6 +13,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     CheckConstraint,
+    ColumnElement,
     Computed,
     Float,
     ForeignKey,
@@ -21,34 +22,17 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
+    or_,
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
+from sqlalchemy.ext.hybrid import hybrid_property
 from sqlalchemy.orm import Mapped, mapped_column
 
-from memsys.embeddings import DIMENSIONS
 from memsys.models.base import LIFECYCLES, Base, in_list, timestamp_column
+from memsys.vocabulary import DOC_TYPES, GOLDEN_CONFIDENCE, GOLDEN_RULE, MEMORY_TYPES, is_golden
 
-DOC_TYPES = ("memory", "document")
-# S001 memory types, S003 memory types, and S001's golden_rule.
-MEMORY_TYPES = (
-    "preference",
-    "decision",
-    "pattern",
-    "session",
-    "fact",
-    "golden_rule",
-    "solution",
-    "fix",
-    "configuration",
-    "problem",
-    "workflow",
-    "code_pattern",
-    "error",
-    "general",
-    "procedure",
-    "insight",
-)
+DIMENSIONS = 384  # all-MiniLM-L6-v2; the embedders check their output against it
 STAGES = ("active", "demoted", "archived", "rehydratable")
 DOCUMENT_STATUSES = ("pending", "ready")
 
@@ -173,6 +157,16 @@ class Chunk(Base):
     header_path: Mapped[str | None] = mapped_column(Text, nullable=True)
 
     created_at: Mapped[datetime] = timestamp_column()
-    updated_at: Mapped[datetime] = timestamp_column()
+    updated_at: Mapped[datetime] = timestamp_column(on_update=True)
     valid_from: Mapped[datetime] = timestamp_column()
     valid_to: Mapped[datetime | None] = timestamp_column(nullable=True)
+
+    @hybrid_property
+    def golden(self) -> bool:
+        """The golden-rule rule (memsys.vocabulary.is_golden), in Python and in SQL."""
+        return is_golden(self.memory_type, self.confidence)
+
+    @golden.inplace.expression
+    @classmethod
+    def _golden_sql(cls) -> ColumnElement[bool]:
+        return or_(cls.memory_type == GOLDEN_RULE, cls.confidence >= GOLDEN_CONFIDENCE)

@@ -53,7 +53,7 @@ class Entity(Base):
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, server_default="{}")
     lifecycle: Mapped[str] = mapped_column(String(16), server_default="project")
     created_at: Mapped[datetime] = timestamp_column()
-    updated_at: Mapped[datetime] = timestamp_column()
+    updated_at: Mapped[datetime] = timestamp_column(on_update=True)
     valid_from: Mapped[datetime] = timestamp_column()
     valid_to: Mapped[datetime | None] = timestamp_column(nullable=True)
 

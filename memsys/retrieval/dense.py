@@ -11,7 +11,7 @@ from pgvector.sqlalchemy import Vector
 from sqlalchemy import bindparam, text
 from sqlalchemy.orm import Session
 
-from memsys.embeddings import DIMENSIONS
+from memsys.models.chunk import DIMENSIONS
 from memsys.retrieval import filters as sql_filters
 
 _KNN = """

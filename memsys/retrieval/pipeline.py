@@ -18,7 +18,8 @@ from sqlalchemy import bindparam, text
 from sqlalchemy.orm import Session
 
 from memsys.config import get_settings
-from memsys.embeddings import DIMENSIONS, embed_query
+from memsys.embeddings import embed_query
+from memsys.models.chunk import DIMENSIONS
 from memsys.retrieval import dense, fusion, graph, lexical
 from memsys.retrieval import filters as sql_filters
 

@@ -1,4 +1,6 @@
-"""Memories: store (content-hash dedup), recall, forget, context, count, list."""
+"""Memories: store (content-hash dedup), recall, forget, count, list.
+
+memory_context renders them for a prompt in memsys.services.context."""
 
 from __future__ import annotations
 
@@ -6,7 +8,8 @@ import hashlib
 import time
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select, text
+import numpy as np
+from sqlalchemy import Select, delete, func, select, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -15,9 +18,8 @@ from memsys.embeddings import get_embedder
 from memsys.errors import InvalidInput, NotFound
 from memsys.models import Chunk, Edge, ValidationEvent
 from memsys.models.log import ALL_NAMESPACES
+from memsys.runner import before_transaction
 from memsys.schemas import (
-    MemoryContextIn,
-    MemoryContextOut,
     MemoryCountIn,
     MemoryCountOut,
     MemoryForgetIn,
@@ -33,49 +35,24 @@ from memsys.schemas import (
 )
 from memsys.services import events, mentions, namespaces, search
 from memsys.tokens import count_tokens
+from memsys.vocabulary import GOLDEN_RULE
 
-GOLDEN_CONFIDENCE = 0.9
 INITIAL_CONFIDENCE = 0.3  # S001: a new memory is unproven; TRY/LEARN moves it
 DEFAULT_LIFECYCLE = {"preference": "personal", "session": "session"}
-
-# memory_context: section titles in output order (S001's first, then S003's types).
-SECTIONS: dict[str, str] = {
-    "golden_rule": "Golden Rules (High Confidence)",
-    "preference": "Preferences",
-    "decision": "Decisions",
-    "pattern": "Patterns",
-    "fact": "Facts",
-    "procedure": "Procedures",
-    "solution": "Solutions",
-    "fix": "Fixes",
-    "configuration": "Configurations",
-    "workflow": "Workflows",
-    "code_pattern": "Code Patterns",
-    "problem": "Problems",
-    "error": "Errors",
-    "insight": "Insights",
-    "general": "General",
-    "session": "Session",
-}
-CONTEXT_HEADER = "## Relevant Memories\n"
-CONTEXT_CANDIDATES = 50
 
 
 def content_hash(content: str) -> str:
     return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
-def is_golden(memory_type: str | None, confidence: float) -> bool:
-    return memory_type == "golden_rule" or confidence >= GOLDEN_CONFIDENCE
-
-
-def _live_memories():  # type: ignore[no-untyped-def]
+def live_memories() -> Select[Chunk]:
+    """Live memories (not closed), as a select to narrow."""
     return select(Chunk).where(Chunk.doc_type == "memory", Chunk.valid_to.is_(None))
 
 
 def _existing(session: Session, namespace: str, digest: str) -> Chunk | None:
     return session.scalars(
-        _live_memories().where(Chunk.namespace == namespace, Chunk.content_hash == digest)
+        live_memories().where(Chunk.namespace == namespace, Chunk.content_hash == digest)
     ).first()
 
 
@@ -91,17 +68,25 @@ def _stored(chunk: Chunk, duplicate: bool) -> MemoryStoreOut:
     )
 
 
-def store(session: Session, params: MemoryStoreIn) -> MemoryStoreOut:
-    """Store a memory; identical live content in the same namespace returns the existing id."""
+def embed_content(params: MemoryStoreIn) -> np.ndarray:
+    return get_embedder().embed_one(params.content)
+
+
+@before_transaction(embed_content)
+def store(
+    session: Session, params: MemoryStoreIn, prepared: np.ndarray | None = None
+) -> MemoryStoreOut:
+    """Store a memory; identical live content in the same namespace returns the existing id.
+    Through the runner its embedding is computed before the transaction opens."""
     digest = content_hash(params.content)
     namespaces.ensure(session, params.namespace)
     existing = _existing(session, params.namespace, digest)
     if existing is not None:
         return _stored(existing, duplicate=True)
 
-    embedding = get_embedder().embed_one(params.content)
+    embedding = prepared if prepared is not None else get_embedder().embed_one(params.content)
     memory_id = ids.new_id(ids.MEMORY)
-    confidence = 1.0 if params.memory_type == "golden_rule" else INITIAL_CONFIDENCE
+    confidence = 1.0 if params.memory_type == GOLDEN_RULE else INITIAL_CONFIDENCE
     lifecycle = params.lifecycle or DEFAULT_LIFECYCLE.get(params.memory_type, "project")
     inserted = session.execute(
         insert(Chunk)
@@ -161,7 +146,7 @@ def _hit(h: search.Hit) -> MemoryHit:
     )
 
 
-def _recall_hits(
+def recall_hits(
     session: Session, query: str, filters: dict[str, Any], limit: int, count_access: bool = True
 ) -> search.Retrieval:
     namespaces.require(session, filters.get("namespace"))
@@ -174,11 +159,12 @@ def _recall_hits(
     )
 
 
+@before_transaction(search.embed_query_of)
 def recall(session: Session, params: MemoryRecallIn) -> MemoryRecallOut:
     """Memories most relevant to a query, with S001's filters applied in SQL."""
     started = time.perf_counter()
     filters = params.model_dump(exclude={"query", "n_results", "min_relevance"})
-    found = _recall_hits(session, params.query, filters, params.n_results)
+    found = recall_hits(session, params.query, filters, params.n_results)
     hits = [_hit(h) for h in search.relevant(found.hits, params.min_relevance)]
     timings = {**found.timings, "total_ms": round((time.perf_counter() - started) * 1000, 3)}
     trace_id = events.trace_query(
@@ -230,6 +216,7 @@ def _close(session: Session, targets: list[Chunk], operation: str, purge: bool) 
     session.flush()
 
 
+@before_transaction(search.embed_query_of)
 def forget(session: Session, params: MemoryForgetIn) -> MemoryForgetOut:
     """Forget by id, by query, or by `input_value` (an id if it looks like one, else a query)."""
     memory_id, query = params.memory_id, params.query
@@ -244,7 +231,7 @@ def forget(session: Session, params: MemoryForgetIn) -> MemoryForgetOut:
     namespaces.require(session, params.namespace)
 
     if memory_id is not None:
-        stmt = _live_memories().where(Chunk.id == memory_id.strip())
+        stmt = live_memories().where(Chunk.id == memory_id.strip())
         if params.namespace:
             stmt = stmt.where(Chunk.namespace == params.namespace)
         targets = list(session.scalars(stmt))
@@ -252,7 +239,7 @@ def forget(session: Session, params: MemoryForgetIn) -> MemoryForgetOut:
             raise NotFound(f"Memory not found: {memory_id}")
     else:
         assert query is not None
-        found = _recall_hits(
+        found = recall_hits(
             session, query, {"namespace": params.namespace}, params.n_results, count_access=False
         )
         keys = [
@@ -262,7 +249,7 @@ def forget(session: Session, params: MemoryForgetIn) -> MemoryForgetOut:
         ]
         targets = [c for c in (session.get(Chunk, k) for k in keys) if c is not None]
 
-    protected = [c for c in targets if is_golden(c.memory_type, c.confidence) and not params.force]
+    protected = [c for c in targets if c.golden and not params.force]
     doomed = [c for c in targets if c not in protected]
     _close(session, doomed, "memory_forget", params.purge)
     return MemoryForgetOut(
@@ -270,98 +257,6 @@ def forget(session: Session, params: MemoryForgetIn) -> MemoryForgetOut:
         deleted_count=len(doomed),
         protected_ids=[c.id for c in protected],
         purged=params.purge and bool(doomed),
-    )
-
-
-def _context_candidates(session: Session, params: MemoryContextIn) -> list[Chunk | search.Hit]:
-    if params.query:
-        return list(
-            _recall_hits(
-                session,
-                params.query,
-                {"namespace": params.namespace},
-                CONTEXT_CANDIDATES,
-                count_access=False,
-            ).hits
-        )
-    namespaces.require(session, params.namespace)
-    stmt = _live_memories()
-    if params.namespace:
-        stmt = stmt.where(Chunk.namespace == params.namespace)
-    golden = or_(Chunk.memory_type == "golden_rule", Chunk.confidence >= GOLDEN_CONFIDENCE)
-    stmt = stmt.order_by(
-        golden.desc(), Chunk.importance.desc(), Chunk.confidence.desc(), Chunk.created_at.desc()
-    ).limit(200)
-    return list(session.scalars(stmt))
-
-
-def context(session: Session, params: MemoryContextIn) -> MemoryContextOut:
-    """Markdown grouped by type (golden rules first) that never exceeds `token_budget`."""
-    started = time.perf_counter()
-    candidates = _context_candidates(session, params)
-    # Golden rules first, then in retrieval (or importance) order.
-    ordered = sorted(
-        candidates, key=lambda c: not is_golden(c.memory_type, c.confidence)
-    )  # stable sort keeps the rank order within each group
-    chosen: dict[str, list[tuple[str, str]]] = {}
-    used = count_tokens(CONTEXT_HEADER)
-    if used > params.token_budget:
-        ordered = []
-    for item in ordered:
-        section = (
-            "golden_rule" if is_golden(item.memory_type, item.confidence) else item.memory_type
-        )
-        assert section is not None
-        line = f"- {' '.join(item.content.split())} [confidence: {item.confidence:.2f}]\n"
-        cost = count_tokens(line)
-        if section not in chosen:
-            cost += count_tokens(f"\n### {SECTIONS[section]}\n")
-        if used + cost > params.token_budget:
-            continue  # a shorter memory further down may still fit
-        chosen.setdefault(section, []).append((item.id, line))
-        used += cost
-
-    def render(picked: dict[str, list[tuple[str, str]]]) -> str:
-        if not picked:
-            return ""
-        parts = [CONTEXT_HEADER]
-        for key, title in SECTIONS.items():
-            if key in picked:
-                parts.append(f"\n### {title}\n")
-                parts.extend(line for _, line in picked[key])
-        return "".join(parts)
-
-    rendered = render(chosen)
-    # The budget is a promise: count what is returned, and drop from the end if ever over.
-    while rendered and count_tokens(rendered) > params.token_budget:
-        last = next(k for k in reversed(SECTIONS) if chosen.get(k))
-        chosen[last].pop()
-        if not chosen[last]:
-            del chosen[last]
-        rendered = render(chosen)
-
-    memory_ids = [mid for key in SECTIONS for mid, _ in chosen.get(key, [])]
-    search.touch(session, memory_ids)
-    timings = {"total_ms": round((time.perf_counter() - started) * 1000, 3)}
-    trace_id = events.trace_query(
-        session,
-        namespace=params.namespace or ALL_NAMESPACES,
-        operation="memory_context",
-        query=params.query or "",
-        filters={"namespace": params.namespace, "token_budget": params.token_budget},
-        stores=["vector", "fulltext"] if params.query else ["relational"],
-        routing="hybrid recall" if params.query else "importance order",
-        candidates=[{"id": c.id} for c in ordered],
-        retrieved=[{"id": mid} for mid in memory_ids],
-        timings=timings,
-    )
-    return MemoryContextOut(
-        context=rendered,
-        token_estimate=count_tokens(rendered),
-        memory_count=len(memory_ids),
-        golden_rule_count=len(chosen.get("golden_rule", [])),
-        memory_ids=memory_ids,
-        trace_id=trace_id,
     )
 
 
@@ -386,7 +281,7 @@ def list_memories(session: Session, params: MemoryListIn) -> MemoryListOut:
     total = count(session, params).count
     column = getattr(Chunk, params.order_by)
     order = column.desc() if params.descending else column.asc()
-    stmt = _filtered(_live_memories(), params).order_by(order, Chunk.id)
+    stmt = _filtered(live_memories(), params).order_by(order, Chunk.id)
     rows = session.scalars(stmt.limit(params.limit).offset(params.offset)).all()
     items = [
         MemoryItem(

@@ -12,8 +12,11 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from memsys import ids
+from memsys.embeddings import embed_query
 from memsys.models.log import ALL_NAMESPACES
 from memsys.retrieval import pipeline
+from memsys.runner import before_transaction
 from memsys.schemas import (
     SearchBudgetOut,
     SearchHit,
@@ -36,6 +39,14 @@ _TOUCH = text(
 ROUTING = "hybrid: pgvector kNN + BM25 (PostgreSQL), score-aware fusion"
 Hit = pipeline.Hit
 Retrieval = pipeline.Retrieval
+
+
+def embed_query_of(params: Any) -> None:
+    """Before the transaction: embed the call's query into the query cache, where the
+    retrieval pipeline finds it (a call without a query embeds nothing)."""
+    query = getattr(params, "query", None) or getattr(params, "input_value", None)
+    if query and not ids.looks_like_memory_id(query):
+        embed_query(query)
 
 
 def hybrid(
@@ -143,11 +154,13 @@ def _run(
     )
 
 
+@before_transaction(embed_query_of)
 def search(session: Session, params: SearchIn) -> SearchOut:
     """Search every namespace, documents and memories alike."""
     return _run(session, "search", params.query, {}, params.n_results, params.min_relevance)
 
 
+@before_transaction(embed_query_of)
 def search_with_filters(session: Session, params: SearchWithFiltersIn) -> SearchOut:
     filters = params.filters.model_dump(exclude_none=True)
     return _run(
@@ -160,6 +173,7 @@ def search_with_filters(session: Session, params: SearchWithFiltersIn) -> Search
     )
 
 
+@before_transaction(embed_query_of)
 def search_with_budget(session: Session, params: SearchWithBudgetIn) -> SearchBudgetOut:
     """The best results whose content fits in max_tokens, highest score first.
 

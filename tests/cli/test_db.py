@@ -12,14 +12,14 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from memsys import db, schema
+from memsys import db, migrator
 from tests.cli.helpers import fails, run, run_json
 
 SCRATCH = "memsys_cli_db_test"
 
 
 def test_current_prints_head() -> None:
-    head = schema.head()
+    head = migrator.head()
     assert head
     out = run_json("db", "current")
     assert out == {"current": head, "head": head, "up_to_date": True}
@@ -46,7 +46,7 @@ def scratch_database() -> Iterator[None]:
 
 
 def test_upgrade_and_downgrade_on_an_empty_database(scratch_database: None) -> None:
-    head = schema.head()
+    head = migrator.head()
     assert run_json("db", "current")["current"] is None
     assert "memsys db upgrade" in fails("count", code=1)  # no schema yet: says what to do
 

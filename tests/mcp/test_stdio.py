@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
+from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from tests.conftest import table_counts
@@ -61,14 +65,38 @@ def types_of(prop: dict[str, Any]) -> set[str]:
     return {"object" if "$ref" in t else t.get("type") for t in prop.get("anyOf", [])}
 
 
-async def session_run(check) -> None:  # type: ignore[no-untyped-def]
-    with anyio.fail_after(120):
-        async with (
-            stdio_client(server_params()) as (read, write),
-            ClientSession(read, write) as session,
-        ):
+class Stdio:
+    """One `memsys mcp` process for the module, driven from sync tests through a portal."""
+
+    def __init__(self, portal: BlockingPortal, session: ClientSession) -> None:
+        self.portal, self.session = portal, session
+
+    def call(self, name: str, args: dict[str, Any]) -> Any:
+        return self.portal.call(lambda: self.session.call_tool(name, args))
+
+    def envelope(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        return envelope(self.call(name, args))
+
+    def tools(self) -> dict[str, Any]:
+        listed = self.portal.call(self.session.list_tools)
+        return {t.name: t for t in listed.tools}
+
+
+@contextlib.asynccontextmanager
+async def _connected() -> Any:
+    async with (
+        stdio_client(server_params()) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        with anyio.fail_after(120):
             await session.initialize()
-            await check(session)
+        yield session
+
+
+@pytest.fixture(scope="module")
+def mcp() -> Iterator[Stdio]:
+    with start_blocking_portal() as portal, portal.wrap_async_context_manager(_connected()) as s:
+        yield Stdio(portal, s)
 
 
 def check_schema(name: str, ours: dict[str, Any]) -> None:
@@ -92,93 +120,104 @@ def check_schema(name: str, ours: dict[str, Any]) -> None:
         assert set(filters) == {"namespace", "doc_type", "source_file"}
 
 
-def test_tools_match_s001_and_work_over_stdio(tmp_path) -> None:
+def test_tools_match_s001(mcp: Stdio) -> None:
+    tools = mcp.tools()
+    assert set(tools) == SLICE_TOOLS
+    for name in S001:
+        check_schema(name, tools[name].input_schema)
+    for name, t in tools.items():
+        assert t.description, name
+        assert t.annotations.read_only_hint == (name in READ_ONLY), name
+        assert t.annotations.destructive_hint == (name in DESTRUCTIVE), name
+
+
+PYTEST_PREFERENCE = {"content": "User prefers pytest over unittest", "memory_type": "preference"}
+
+
+def test_memory_store_and_recall(mcp: Stdio) -> None:
+    stored = mcp.envelope(
+        "memory_store",
+        {"content": "User prefers pytest over unittest", "memory_type": "preference"},
+    )
+    assert stored["success"] and stored["data"]["id"].startswith("mem_")
+    again = mcp.envelope("memory_store", {"content": "User prefers pytest over unittest"})
+    assert again["data"]["duplicate"] and again["data"]["id"] == stored["data"]["id"]
+    recalled = mcp.envelope("memory_recall", {"query": "test framework"})
+    assert recalled["data"]["memories"][0]["id"] == stored["data"]["id"]
+
+
+def test_index_file_and_search(mcp: Stdio, tmp_path: Path) -> None:
     doc = tmp_path / "guide.md"
     doc.write_text("# Guide\n\n## Retries\n\nThe client retries three times with jitter.\n")
-    notes = tmp_path / "notes.rtf"
-    notes.write_text("{\\rtf1 not a supported format}")
+    indexed = mcp.envelope("index_file", {"file_path": str(doc)})
+    assert indexed["data"]["chunks_created"] == 1
+    found = mcp.envelope("search", {"query": "how many retries"})
+    assert found["data"]["results"][0]["metadata"]["header_path"] == "Guide > Retries"
+    within = mcp.envelope("search_with_budget", {"query": "retries", "max_tokens": 20})
+    assert within["data"]["tokens_used"] <= 20
 
-    async def check(session: ClientSession) -> None:
-        tools = {t.name: t for t in (await session.list_tools()).tools}
-        assert set(tools) == SLICE_TOOLS
-        for name in S001:
-            check_schema(name, tools[name].input_schema)
-        for name, t in tools.items():
-            assert t.description, name
-            assert t.annotations.read_only_hint == (name in READ_ONLY), name
-            assert t.annotations.destructive_hint == (name in DESTRUCTIVE), name
 
-        stored = envelope(
-            await session.call_tool(
-                "memory_store",
-                {"content": "User prefers pytest over unittest", "memory_type": "preference"},
-            )
-        )
-        assert stored["success"] and stored["data"]["id"].startswith("mem_")
-        again = envelope(
-            await session.call_tool(
-                "memory_store", {"content": "User prefers pytest over unittest"}
-            )
-        )
-        assert again["data"]["duplicate"] and again["data"]["id"] == stored["data"]["id"]
-        recalled = envelope(await session.call_tool("memory_recall", {"query": "test framework"}))
-        assert recalled["data"]["memories"][0]["id"] == stored["data"]["id"]
+def test_memory_context_and_namespaces(mcp: Stdio, tmp_path: Path) -> None:
+    mcp.envelope(
+        "memory_store",
+        {"content": "User prefers pytest over unittest", "memory_type": "preference"},
+    )
+    doc = tmp_path / "guide.md"
+    doc.write_text("# Guide\n\nShort.\n")
+    mcp.envelope("index_file", {"file_path": str(doc)})
+    ctx = mcp.envelope("memory_context", {"token_budget": 50})
+    assert "### Preferences" in ctx["data"]["context"]
+    namespaces = mcp.envelope("memory_list_namespaces", {})
+    assert {n["namespace"] for n in namespaces["data"]["namespaces"]} == {"global", "default"}
 
-        indexed = envelope(await session.call_tool("index_file", {"file_path": str(doc)}))
-        assert indexed["data"]["chunks_created"] == 1
-        found = envelope(await session.call_tool("search", {"query": "how many retries"}))
-        assert found["data"]["results"][0]["metadata"]["header_path"] == "Guide > Retries"
-        within = envelope(
-            await session.call_tool("search_with_budget", {"query": "retries", "max_tokens": 20})
-        )
-        assert within["data"]["tokens_used"] <= 20
-        ctx = envelope(await session.call_tool("memory_context", {"token_budget": 50}))
-        assert "### Preferences" in ctx["data"]["context"]
-        namespaces = envelope(await session.call_tool("memory_list_namespaces", {}))
-        assert {n["namespace"] for n in namespaces["data"]["namespaces"]} == {"global", "default"}
-        pref = envelope(
-            await session.call_tool("preference_set", {"key": "editor", "value": {"name": "vim"}})
-        )
-        assert pref["data"]["version"] == 1
-        got = envelope(await session.call_tool("preference_get", {"key": "editor"}))
-        assert got["data"]["value"] == {"name": "vim"}
 
-        rule = envelope(
-            await session.call_tool(
-                "memory_store", {"content": "Never push to main", "memory_type": "golden_rule"}
-            )
-        )["data"]["id"]
-        kept = envelope(await session.call_tool("memory_forget", {"memory_id": rule}))
-        assert kept["data"]["deleted_count"] == 0 and kept["data"]["protected_ids"] == [rule]
+def test_preference_set_and_get(mcp: Stdio) -> None:
+    pref = mcp.envelope("preference_set", {"key": "editor", "value": {"name": "vim"}})
+    assert pref["data"]["version"] == 1
+    got = mcp.envelope("preference_get", {"key": "editor"})
+    assert got["data"]["value"] == {"name": "vim"}
 
-        big = "word " * 7000  # 34,999 characters once stripped: over the 32,000 limit
-        errors = [
-            ("search", {"query": "   "}, "Query cannot be empty"),
-            ("memory_recall", {"query": "x", "n_results": 500}, "n_results must be between 1"),
-            ("memory_store", {"content": "x", "memory_type": "vibe"}, "Invalid memory type: vibe"),
-            ("memory_store", {"content": "x", "importance": 1.5}, "importance must be between"),
-            ("memory_store", {"content": big}, "Content is too long: 34999 characters"),
-            ("memory_forget", {"input_value": "  "}, "Query cannot be empty"),
-            ("clear_index", {"confirm": False}, "Safety check: Set confirm=True to delete all"),
-            ("index_file", {"file_path": str(tmp_path / "nope.md")}, "File not found:"),
-            ("index_file", {"file_path": str(notes)}, "Unsupported file type: .rtf"),
-            ("index_directory", {"dir_path": str(tmp_path / "gone")}, "Directory not found:"),
-            ("index_directory", {"dir_path": ""}, "Directory path cannot be empty"),
-            ("memory_count", {"namespace": "project:ghost"}, "Namespace not found: project:ghost"),
-            ("search_with_budget", {"query": "x"}, "Invalid arguments: max_tokens: Field required"),
-            (
-                "search_with_filters",
-                {"query": "x", "filters": {"memory_type": "fact"}},
-                "memory_type",
-            ),
-        ]
-        before = table_counts()
-        for name, args, message in errors:
-            result = envelope(await session.call_tool(name, args))
-            assert result == {"success": False, "error": result["error"]}, name
-            assert message in result["error"], (name, result["error"])
-        assert table_counts() == before
-        unknown = await session.call_tool("no_such_tool", {})
-        assert unknown.is_error
 
-    anyio.run(session_run, check)
+def test_memory_forget_keeps_golden_rules(mcp: Stdio) -> None:
+    rule = mcp.envelope(
+        "memory_store", {"content": "Never push to main", "memory_type": "golden_rule"}
+    )["data"]["id"]
+    kept = mcp.envelope("memory_forget", {"memory_id": rule})
+    assert kept["data"]["deleted_count"] == 0 and kept["data"]["protected_ids"] == [rule]
+
+
+BIG = "word " * 7000  # 34,999 characters once stripped: over the 32,000 limit
+BAD_INPUT = [
+    ("search", {"query": "   "}, "Query cannot be empty"),
+    ("memory_recall", {"query": "x", "n_results": 500}, "n_results must be between 1"),
+    ("memory_store", {"content": "x", "memory_type": "vibe"}, "Invalid memory type: vibe"),
+    ("memory_store", {"content": "x", "importance": 1.5}, "importance must be between"),
+    ("memory_store", {"content": BIG}, "Content is too long: 34999 characters"),
+    ("memory_forget", {"input_value": "  "}, "Query cannot be empty"),
+    ("clear_index", {"confirm": False}, "Safety check: Set confirm=True to delete all"),
+    ("index_file", {"file_path": "{tmp}/nope.md"}, "File not found:"),
+    ("index_file", {"file_path": "{tmp}/notes.rtf"}, "Unsupported file type: .rtf"),
+    ("index_directory", {"dir_path": "{tmp}/gone"}, "Directory not found:"),
+    ("index_directory", {"dir_path": ""}, "Directory path cannot be empty"),
+    ("memory_count", {"namespace": "project:ghost"}, "Namespace not found: project:ghost"),
+    ("search_with_budget", {"query": "x"}, "Invalid arguments: max_tokens: Field required"),
+    ("search_with_filters", {"query": "x", "filters": {"memory_type": "fact"}}, "memory_type"),
+    ("memory_count", {"namespace": "global", "colour": "red"}, "Unknown argument(s)"),
+]
+
+
+@pytest.mark.parametrize(("name", "args", "message"), BAD_INPUT, ids=[b[0] for b in BAD_INPUT])
+def test_bad_input_is_an_error_envelope_and_writes_nothing(
+    mcp: Stdio, tmp_path: Path, name: str, args: dict[str, Any], message: str
+) -> None:
+    (tmp_path / "notes.rtf").write_text("{\\rtf1 not a supported format}")
+    args = {k: v.format(tmp=tmp_path) if isinstance(v, str) else v for k, v in args.items()}
+    before = table_counts()
+    result = mcp.envelope(name, args)
+    assert result == {"success": False, "error": result["error"]}, name
+    assert message in result["error"], (name, result["error"])
+    assert table_counts() == before
+
+
+def test_an_unknown_tool_is_an_error(mcp: Stdio) -> None:
+    assert mcp.call("no_such_tool", {}).is_error

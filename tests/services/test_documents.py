@@ -18,7 +18,7 @@ from memsys.schemas import (
     IndexDirectoryIn,
     SearchWithFiltersIn,
 )
-from memsys.services import documents
+from memsys.services import documents, index_stats, indexing
 from memsys.services import search as search_service
 from tests.conftest import table_counts
 from tests.factories import index, store, write_docs, write_pdf
@@ -37,7 +37,7 @@ def live_chunks(source: Path) -> list[Chunk]:
 
 def index_dir(path: Path, **fields):  # type: ignore[no-untyped-def]
     return runner.execute(
-        documents.index_directory, IndexDirectoryIn, {"dir_path": str(path), **fields}
+        indexing.index_directory, IndexDirectoryIn, {"dir_path": str(path), **fields}
     )
 
 
@@ -163,7 +163,7 @@ def test_async_mode_queues_embeddings_and_full_text_works_at_once(tmp_path, embe
     write_docs(tmp_path)
     out = index_dir(tmp_path, namespace="docs", async_mode=True)
     assert out.pending_embeddings == out.total_chunks > 0
-    stats = runner.execute_bare(documents.stats)
+    stats = runner.execute_bare(index_stats.stats)
     assert stats.pending_embeddings == out.total_chunks
     found = runner.execute(
         search_service.search_with_filters,
@@ -174,7 +174,7 @@ def test_async_mode_queues_embeddings_and_full_text_works_at_once(tmp_path, embe
     from memsys.background import EmbeddingWorker
 
     assert EmbeddingWorker().drain() == out.total_chunks
-    assert runner.execute_bare(documents.stats).pending_embeddings == 0
+    assert runner.execute_bare(index_stats.stats).pending_embeddings == 0
     with session_scope() as s:
         assert set(s.scalars(select(Document.status))) == {"ready"}
 
@@ -223,7 +223,7 @@ def test_delete_chunks_file_and_clear(tmp_path, embedder) -> None:
     assert table_counts() == before
     cleared = runner.execute(documents.clear_index, ClearIndexIn, {"confirm": True})
     assert cleared.deleted_count > 0
-    stats = runner.execute_bare(documents.stats)
+    stats = runner.execute_bare(index_stats.stats)
     assert stats.total_documents == 0 and stats.memory_count == 1  # memories are kept
 
 
@@ -232,9 +232,30 @@ def test_stats_describe_the_collection(tmp_path, embedder) -> None:
     index(files["auth"], namespace="docs")
     index(files["notes"])
     store("rule", memory_type="golden_rule", namespace="project:x")
-    stats = runner.execute_bare(documents.stats)
+    stats = runner.execute_bare(index_stats.stats)
     assert stats.total_documents == 3 + 1  # notes.txt: two short paragraphs, one chunk
     assert stats.unique_sources == 2
     assert stats.source_files == sorted(str(files[k].resolve()) for k in ("auth", "notes"))
     assert stats.namespaces == ["default", "docs", "project:x"]
     assert stats.memory_count == 1 and stats.golden_rule_count == 1
+
+
+def test_pipes_devices_and_symlink_loops_are_refused_without_hanging(tmp_path, embedder) -> None:
+    import os
+
+    os.mkfifo(tmp_path / "pipe.md")  # reading it would block forever
+    (tmp_path / "zero.txt").symlink_to("/dev/zero")  # a device never ends
+    (tmp_path / "loop.md").symlink_to(tmp_path / "loop.md")
+    (tmp_path / "real.md").write_text("# Real\n\nThe only file worth indexing.\n")
+    before = table_counts()
+    for name, message in (
+        ("pipe.md", "Not a regular file"),
+        ("zero.txt", "Not a regular file"),
+        ("loop.md", "Cannot resolve path"),
+    ):
+        with pytest.raises(InvalidInput, match=message):
+            index(tmp_path / name)
+    assert table_counts() == before
+    out = index_dir(tmp_path, async_mode=False)
+    assert out.files_indexed == 1
+    assert sorted(Path(f.file).name for f in out.failed_files) == ["loop.md", "pipe.md", "zero.txt"]

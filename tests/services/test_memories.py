@@ -19,6 +19,7 @@ from memsys.schemas import (
     MemoryRecallIn,
     MemoryStoreIn,
 )
+from memsys.services import context as context_service
 from memsys.services import memories, namespaces
 from memsys.tokens import count_tokens
 from tests.conftest import table_counts
@@ -34,7 +35,7 @@ def forget(**fields):  # type: ignore[no-untyped-def]
 
 
 def context(**fields):  # type: ignore[no-untyped-def]
-    return runner.execute(memories.context, MemoryContextIn, fields)
+    return runner.execute(context_service.context, MemoryContextIn, fields)
 
 
 def test_store_returns_id_and_recall_finds_it(embedder) -> None:

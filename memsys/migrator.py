@@ -1,4 +1,6 @@
-"""Alembic driven from code: `memsys db upgrade|downgrade|current` from a checkout or a wheel."""
+"""The database schema's version, driven through Alembic from code: upgrade, downgrade,
+current and head for `memsys db …`, `memsys serve` and `memsys mcp`, from a checkout or a
+wheel. (Pydantic input and output models are `memsys.schemas`.)"""
 
 from pathlib import Path
 

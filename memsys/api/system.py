@@ -1,16 +1,14 @@
-"""Health and namespaces."""
+"""Health: the one REST route that is not an operation (it answers 503 with its own body)."""
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from memsys import runner, schema
+from memsys import migrator
 from memsys.db import connection_lost, session_scope
 from memsys.embeddings import model_state
 from memsys.errors import MemsysError
-from memsys.schemas import NamespaceListOut
-from memsys.services import namespaces
 
 router = APIRouter(tags=["system"])
 
@@ -22,7 +20,7 @@ def health() -> JSONResponse:
     try:
         with session_scope() as session:
             session.execute(text("SELECT 1"))
-        current, head = schema.current(), schema.head()
+        current, head = migrator.current(), migrator.head()
     except MemsysError as exc:
         return JSONResponse({"status": "unavailable", "error": exc.message}, status_code=503)
     except DBAPIError as exc:  # lost between the two checks: say so rather than crash
@@ -40,9 +38,3 @@ def health() -> JSONResponse:
         status = "ok"
     body = {"status": status, "schema": current, "head": head, "model": model}
     return JSONResponse(body, status_code=200 if status == "ok" else 503)
-
-
-@router.get("/namespaces", response_model=NamespaceListOut)
-def list_namespaces() -> NamespaceListOut:
-    """Every namespace with its counts (MCP: memory_list_namespaces)."""
-    return runner.execute_bare(namespaces.list_with_counts)

@@ -1,0 +1,116 @@
+"""REST routes built from the operation table (memsys.operations).
+
+A POST or PUT route takes the input model as its JSON body (so OpenAPI shows its fields,
+descriptions and bounds); GET and DELETE take it from the query string. Fields in the path
+(`{key}`) or listed in `Rest.query` are separate parameters, and the body or query model is
+then the input model without them. Either way memsys validates the whole input once more
+through the operation, so a path or query value gets the same checks as a body value.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Path, Query, Response
+from pydantic import BaseModel, create_model
+from pydantic.fields import FieldInfo
+
+from memsys import schemas as s
+from memsys.operations import OPERATIONS, Operation, Rest
+
+PATH_PARAM = re.compile(r"{(\w+)(?::\w+)?}")
+
+
+@functools.cache
+def part_of(model: type[s.Input], names: tuple[str, ...], suffix: str) -> type[BaseModel]:
+    """`model` limited to `names` (validators are applied later, on the whole input)."""
+    fields: dict[str, Any] = {
+        name: (info.annotation, _copy(info))
+        for name, info in model.model_fields.items()
+        if name in names
+    }
+    return create_model(f"{model.__name__}{suffix}", __base__=s.Input, **fields)
+
+
+def _copy(info: FieldInfo) -> FieldInfo:
+    copied = FieldInfo.merge_field_infos(info)
+    copied.metadata = [m for m in info.metadata if not callable(getattr(m, "func", None))]
+    return copied
+
+
+def _parameter(name: str, annotation: Any) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation)
+
+
+def endpoint(op: Operation, rest: Rest) -> Any:
+    """The FastAPI endpoint of one route: parameters from the input model, the operation run
+    on their union."""
+    model = op.input
+    wanted = tuple(model.model_fields) if model else ()
+    if rest.fields is not None:
+        wanted = tuple(n for n in wanted if n in rest.fields)
+    in_path = tuple(PATH_PARAM.findall(rest.path))
+    in_query = tuple(n for n in wanted if n in rest.query and n not in in_path)
+    rest_of = tuple(n for n in wanted if n not in in_path and n not in in_query)
+    as_query = rest.method in ("GET", "DELETE")
+
+    params: list[inspect.Parameter] = [_parameter("response", Response)]
+    for name in in_path:
+        info = model.model_fields[name] if model else None
+        description = info.description if info else None
+        params.append(_parameter(name, Annotated[str, Path(description=description)]))
+    for name in in_query:
+        assert model is not None
+        info = model.model_fields[name]
+        params.append(
+            inspect.Parameter(
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                annotation=Annotated[info.annotation, Query(description=info.description)],
+                default=info.default,
+            )
+        )
+    whole = model is not None and rest_of == tuple(model.model_fields)
+    if model is not None and rest_of:
+        carrier = model if whole else part_of(model, rest_of, "Query" if as_query else "Body")
+        marker = Query() if as_query else Body()
+        params.append(_parameter("_input", Annotated[carrier, marker]))
+
+    def run(response: Response, **given: Any) -> s.Output:
+        carried = given.pop("_input", None)
+        if whole and isinstance(carried, s.Input):
+            result = op.run_parsed(carried)
+        else:
+            data = dict(given)
+            if carried is not None:
+                data.update(carried.model_dump(exclude_unset=True))
+            result = op.run(data)
+        if rest.status == 201 and getattr(result, "duplicate", False):
+            response.status_code = 200  # an identical memory already stored: nothing created
+        return result
+
+    run.__signature__ = inspect.Signature(params, return_annotation=op.output)  # type: ignore[attr-defined]
+    run.__name__ = f"{op.name}_{rest.method.lower()}"
+    run.__doc__ = (rest.summary or op.summary) + f" (MCP: {op.name})"
+    return run
+
+
+def router() -> APIRouter:
+    """Every operation's routes; literal paths before those ending in a catch-all `{key:path}`."""
+    routes = [(op, rest) for op in OPERATIONS for rest in op.rest]
+    routes.sort(key=lambda pair: (":path}" in pair[1].path, -len(pair[1].path)))
+    api = APIRouter()
+    for op, rest in routes:
+        api.add_api_route(
+            rest.path,
+            endpoint(op, rest),
+            methods=[rest.method],
+            response_model=op.output,
+            status_code=rest.status,
+            tags=[rest.path.strip("/").split("/")[0]],
+            operation_id=f"{op.name}_{rest.method.lower()}",
+        )
+    return api

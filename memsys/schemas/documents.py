@@ -1,0 +1,120 @@
+"""Documents: index a file or a folder, delete chunks or files, clear, statistics."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AfterValidator, Field
+
+from memsys.schemas.common import Input, NamespaceName, Output, path_checker
+
+DocumentNamespace = Annotated[
+    NamespaceName, Field(description="Namespace for organizing documents")
+]
+MAX_DELETE_IDS = 1000
+
+
+def _ids(v: list[str]) -> list[str]:
+    if not v:
+        raise ValueError("ids cannot be empty: give the chunk ids to delete")
+    if len(v) > MAX_DELETE_IDS:
+        raise ValueError(f"At most {MAX_DELETE_IDS} ids per call, got {len(v)}")
+    return list(dict.fromkeys(i.strip() for i in v))
+
+
+class IndexFileIn(Input):
+    file_path: Annotated[
+        str,
+        path_checker("File"),
+        Field(description="Absolute or relative path to the document"),
+    ]
+    namespace: DocumentNamespace = "default"
+
+
+class IndexFileOut(Output):
+    chunks_created: int
+    source_file: str
+    namespace: str
+    chunk_ids: list[str]
+    skipped_unchanged: bool
+    replaced_chunks: int
+    document_id: str
+
+
+class IndexDirectoryIn(Input):
+    dir_path: Annotated[
+        str, path_checker("Directory"), Field(description="Directory path to scan for documents")
+    ]
+    recursive: Annotated[bool, Field(description="Scan subdirectories recursively")] = True
+    namespace: DocumentNamespace = "default"
+    async_mode: Annotated[
+        bool,
+        Field(
+            description="Return at once and finish embeddings in the background "
+            "(full-text search works immediately). False waits for every embedding."
+        ),
+    ] = True
+
+
+class FailedFile(Output):
+    file: str
+    error: str
+
+
+class IndexDirectoryOut(Output):
+    files_indexed: int
+    total_chunks: int
+    failed_files: list[FailedFile]
+    skipped_duplicates: int
+    pending_embeddings: int
+    namespace: str
+
+
+class DeleteChunksIn(Input):
+    ids: Annotated[
+        list[str], AfterValidator(_ids), Field(description="List of chunk IDs to delete")
+    ]
+
+
+class DeleteChunksOut(Output):
+    deleted_count: int
+    deleted_ids: list[str]
+    not_found_ids: list[str]
+    protected_ids: list[str]
+
+
+class DeleteFileIn(Input):
+    source_file: Annotated[
+        str,
+        path_checker("Source file"),
+        Field(description="Source file path to delete chunks for"),
+    ]
+    namespace: Annotated[
+        NamespaceName | None,
+        Field(description="Only this namespace (e.g. 'global', 'project:myapp')"),
+    ] = None
+
+
+class DeleteFileOut(Output):
+    deleted_count: int
+    source_file: str
+
+
+class ClearIndexIn(Input):
+    confirm: Annotated[bool, Field(description="Safety gate - must be true to proceed")] = False
+    namespace: Annotated[NamespaceName | None, Field(description="Only this namespace")] = None
+
+
+class ClearIndexOut(Output):
+    deleted_count: int
+    documents_deleted: int
+
+
+class IndexStatsOut(Output):
+    total_documents: int
+    unique_sources: int
+    source_files: list[str]
+    namespaces: list[str]
+    memory_count: int
+    golden_rule_count: int
+    pending_embeddings: int

@@ -1,0 +1,262 @@
+"""Memories: store, recall, forget, context, count, list, namespaces."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, Field, field_validator
+
+from memsys import ids
+from memsys.config import get_settings
+from memsys.schemas.common import (
+    Input,
+    Lifecycle,
+    MemoryType,
+    MemoryTypeFilter,
+    MinRelevance,
+    NamespaceFilter,
+    NamespaceName,
+    NResults,
+    OptionalQuery,
+    Output,
+    QueryText,
+    TokenBudget,
+    UnitInterval,
+    check_query,
+)
+
+MAX_TAGS = 50
+MAX_OFFSET = 1_000_000_000
+MAX_METADATA_BYTES = 65_536  # a memory's metadata as JSON
+LIST_ORDER_FIELDS = ("created_at", "updated_at", "importance", "confidence", "access_count")
+
+
+def _content(v: str) -> str:
+    v = v.strip()
+    if not v:
+        raise ValueError("Content cannot be empty")
+    limit = get_settings().max_content_chars
+    if len(v) > limit:
+        raise ValueError(
+            f"Content is too long: {len(v)} characters (limit {limit}, "
+            "MEMSYS_MAX_CONTENT_CHARS). Split it or index it as a document."
+        )
+    return v
+
+
+def _tags(v: list[str]) -> list[str]:
+    cleaned = sorted({t.strip() for t in v if t.strip()})
+    if any(len(t) > 64 for t in cleaned):
+        raise ValueError("Tags must be at most 64 characters each")
+    if len(cleaned) > MAX_TAGS:
+        raise ValueError(f"Too many tags: {len(cleaned)} (limit {MAX_TAGS})")
+    return cleaned
+
+
+def _metadata(v: dict[str, Any]) -> dict[str, Any]:
+    size = len(json.dumps(v, default=str).encode())
+    if size > MAX_METADATA_BYTES:
+        raise ValueError(
+            f"Metadata is too large: {size} bytes as JSON (limit {MAX_METADATA_BYTES}). "
+            "Keep large text in content or index it as a document."
+        )
+    return v
+
+
+class MemoryStoreIn(Input):
+    content: Annotated[str, AfterValidator(_content), Field(description="The memory content text")]
+    memory_type: MemoryType = "session"
+    namespace: Annotated[
+        NamespaceName,
+        Field(description="Scope of the memory: 'global', 'default' or 'project:{name}'"),
+    ] = "global"
+    importance: Annotated[UnitInterval, Field(description="Importance score 0.0-1.0")] = 0.5
+    metadata: Annotated[
+        Annotated[dict[str, Any], AfterValidator(_metadata)] | None,
+        Field(description="Optional additional metadata"),
+    ] = None
+    tags: Annotated[
+        Annotated[list[str], AfterValidator(_tags)] | None, Field(description="Optional tags")
+    ] = None
+    lifecycle: Annotated[
+        Lifecycle | None,
+        Field(description="personal | project | session (default by memory type)"),
+    ] = None
+
+
+class MemoryStoreOut(Output):
+    id: str
+    content_hash: str
+    namespace: str
+    memory_type: str
+    duplicate: bool
+    confidence: float
+    importance: float
+
+
+class MemoryRecallIn(Input):
+    query: Annotated[QueryText, Field(description="Search query text")]
+    n_results: NResults = 5
+    namespace: NamespaceFilter = None
+    memory_type: MemoryTypeFilter = None
+    min_importance: Annotated[UnitInterval | None, Field(description="Minimum importance")] = None
+    min_confidence: Annotated[UnitInterval | None, Field(description="Minimum confidence")] = None
+    min_relevance: MinRelevance = None
+
+
+class MemoryFields(Output):
+    """What every memory in a result carries."""
+
+    id: str
+    content: str
+    memory_type: str
+    namespace: str
+    confidence: float
+    importance: float
+
+
+class MemoryHit(MemoryFields):
+    score: float
+    similarity: float | None = None
+    tags: list[str] = []
+    metadata: dict[str, Any] = {}
+    created_at: datetime
+
+
+class MemoryRecallOut(Output):
+    memories: list[MemoryHit]
+    total: int
+    query: str
+    filters: dict[str, Any]
+    trace_id: str
+
+
+def _input_value(v: str) -> str:
+    """An id is kept as is; anything else is a query and gets the query's checks."""
+    return v.strip() if ids.looks_like_memory_id(v) else check_query(v)
+
+
+class MemoryForgetIn(Input):
+    memory_id: Annotated[str | None, Field(description="Specific memory ID to delete")] = None
+    query: Annotated[
+        QueryText | None, Field(description="Search query to find memories to delete")
+    ] = None
+    input_value: Annotated[
+        Annotated[str, AfterValidator(_input_value)] | None,
+        Field(description="Smart parameter - auto-detects if ID or query"),
+    ] = None
+    namespace: Annotated[
+        NamespaceName | None, Field(description="Filter deletion to specific namespace")
+    ] = None
+    n_results: Annotated[
+        NResults, Field(description="Number of search results to delete in query mode")
+    ] = 5
+    force: Annotated[bool, Field(description="If true, allow deletion of golden rules")] = False
+    purge: Annotated[
+        bool, Field(description="Erase the memory and its history instead of closing it")
+    ] = False
+    # Query mode forgets only close matches: S001's "top n_results" alone would delete
+    # unrelated memories whenever fewer than n_results are relevant.
+    min_similarity: Annotated[
+        UnitInterval, Field(description="Query mode: forget only matches at least this similar")
+    ] = 0.5
+
+
+class MemoryForgetOut(Output):
+    deleted_ids: list[str]
+    deleted_count: int
+    protected_ids: list[str]
+    purged: bool
+
+
+class MemoryContextIn(Input):
+    query: Annotated[
+        OptionalQuery, Field(description="Optional search query to filter relevant memories")
+    ] = None
+    namespace: Annotated[NamespaceName | None, Field(description="Project namespace")] = None
+    token_budget: Annotated[
+        TokenBudget,
+        Field(
+            description="Maximum tokens for context",
+        ),
+    ] = 4000
+
+
+class MemoryContextOut(Output):
+    context: str
+    token_estimate: int
+    memory_count: int
+    golden_rule_count: int
+    memory_ids: list[str]
+    trace_id: str
+
+
+class MemoryCountIn(Input):
+    namespace: NamespaceFilter = None
+    memory_type: MemoryTypeFilter = None
+
+
+class MemoryCountOut(Output):
+    count: int
+    filters: dict[str, Any]
+
+
+class MemoryListIn(MemoryCountIn):
+    limit: Annotated[
+        int, Field(description="Maximum number of results (default: 100, max: 1000)")
+    ] = 100
+    offset: Annotated[int, Field(description="Number of results to skip for pagination")] = 0
+    order_by: Annotated[str, Field(description="Field to sort by")] = "created_at"
+    descending: Annotated[bool, Field(description="Sort in descending order")] = True
+
+    @field_validator("limit")
+    @classmethod
+    def _limit(cls, v: int) -> int:
+        if not 1 <= v <= 1000:
+            raise ValueError(f"limit must be between 1 and 1000, got {v}")
+        return v
+
+    @field_validator("offset")
+    @classmethod
+    def _offset(cls, v: int) -> int:
+        if not 0 <= v <= MAX_OFFSET:  # PostgreSQL's OFFSET is a bigint: keep far below it
+            raise ValueError(f"offset must be 0 or more and at most {MAX_OFFSET}, got {v}")
+        return v
+
+    @field_validator("order_by")
+    @classmethod
+    def _order(cls, v: str) -> str:
+        if v not in LIST_ORDER_FIELDS:
+            raise ValueError(f"Invalid order_by: {v}. Use one of: {', '.join(LIST_ORDER_FIELDS)}")
+        return v
+
+
+class MemoryItem(MemoryFields):
+    tags: list[str]
+    metadata: dict[str, Any]
+    access_count: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class MemoryListOut(Output):
+    memories: list[MemoryItem]
+    total: int
+    limit: int
+    offset: int
+
+
+class NamespaceInfo(Output):
+    namespace: str
+    memory_count: int
+    chunk_count: int
+    document_count: int
+    preference_count: int
+    created_at: datetime
+
+
+class NamespaceListOut(Output):
+    namespaces: list[NamespaceInfo]
+    total: int

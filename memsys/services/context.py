@@ -1,0 +1,131 @@
+"""memory_context: the memories to put into a prompt, as markdown grouped by type, golden
+rules first, never over the token budget (the count is of what is returned)."""
+
+from __future__ import annotations
+
+import time
+
+from sqlalchemy.orm import Session
+
+from memsys.models import Chunk
+from memsys.models.log import ALL_NAMESPACES
+from memsys.runner import before_transaction
+from memsys.schemas import MemoryContextIn, MemoryContextOut
+from memsys.services import events, memories, namespaces, search
+from memsys.tokens import count_tokens
+from memsys.vocabulary import GOLDEN_RULE, is_golden
+
+# memory_context: section titles in output order (S001's first, then S003's types).
+SECTIONS: dict[str, str] = {
+    GOLDEN_RULE: "Golden Rules (High Confidence)",
+    "preference": "Preferences",
+    "decision": "Decisions",
+    "pattern": "Patterns",
+    "fact": "Facts",
+    "procedure": "Procedures",
+    "solution": "Solutions",
+    "fix": "Fixes",
+    "configuration": "Configurations",
+    "workflow": "Workflows",
+    "code_pattern": "Code Patterns",
+    "problem": "Problems",
+    "error": "Errors",
+    "insight": "Insights",
+    "general": "General",
+    "session": "Session",
+}
+CONTEXT_HEADER = "## Relevant Memories\n"
+CONTEXT_CANDIDATES = 50
+
+
+def _context_candidates(session: Session, params: MemoryContextIn) -> list[Chunk | search.Hit]:
+    if params.query:
+        return list(
+            memories.recall_hits(
+                session,
+                params.query,
+                {"namespace": params.namespace},
+                CONTEXT_CANDIDATES,
+                count_access=False,
+            ).hits
+        )
+    namespaces.require(session, params.namespace)
+    stmt = memories.live_memories()
+    if params.namespace:
+        stmt = stmt.where(Chunk.namespace == params.namespace)
+    stmt = stmt.order_by(
+        Chunk.golden.desc(),
+        Chunk.importance.desc(),
+        Chunk.confidence.desc(),
+        Chunk.created_at.desc(),
+    ).limit(200)
+    return list(session.scalars(stmt))
+
+
+@before_transaction(search.embed_query_of)
+def context(session: Session, params: MemoryContextIn) -> MemoryContextOut:
+    """Markdown grouped by type (golden rules first) that never exceeds `token_budget`."""
+    started = time.perf_counter()
+    candidates = _context_candidates(session, params)
+    # Golden rules first, then in retrieval (or importance) order.
+    ordered = sorted(
+        candidates, key=lambda c: not is_golden(c.memory_type, c.confidence)
+    )  # stable sort keeps the rank order within each group
+    chosen: dict[str, list[tuple[str, str]]] = {}
+    used = count_tokens(CONTEXT_HEADER)
+    if used > params.token_budget:
+        ordered = []
+    for item in ordered:
+        section = GOLDEN_RULE if is_golden(item.memory_type, item.confidence) else item.memory_type
+        assert section is not None
+        line = f"- {' '.join(item.content.split())} [confidence: {item.confidence:.2f}]\n"
+        cost = count_tokens(line)
+        if section not in chosen:
+            cost += count_tokens(f"\n### {SECTIONS[section]}\n")
+        if used + cost > params.token_budget:
+            continue  # a shorter memory further down may still fit
+        chosen.setdefault(section, []).append((item.id, line))
+        used += cost
+
+    def render(picked: dict[str, list[tuple[str, str]]]) -> str:
+        if not picked:
+            return ""
+        parts = [CONTEXT_HEADER]
+        for key, title in SECTIONS.items():
+            if key in picked:
+                parts.append(f"\n### {title}\n")
+                parts.extend(line for _, line in picked[key])
+        return "".join(parts)
+
+    rendered = render(chosen)
+    # The budget is a promise: count what is returned, and drop from the end if ever over.
+    while rendered and count_tokens(rendered) > params.token_budget:
+        last = next(k for k in reversed(SECTIONS) if chosen.get(k))
+        chosen[last].pop()
+        if not chosen[last]:
+            del chosen[last]
+        rendered = render(chosen)
+
+    memory_ids = [mid for key in SECTIONS for mid, _ in chosen.get(key, [])]
+    search.touch(session, memory_ids)
+    timings = {"total_ms": round((time.perf_counter() - started) * 1000, 3)}
+    trace_id = events.trace_query(
+        session,
+        namespace=params.namespace or ALL_NAMESPACES,
+        operation="memory_context",
+        query=params.query or "",
+        filters={"namespace": params.namespace, "token_budget": params.token_budget},
+        stores=["vector", "fulltext"] if params.query else ["relational"],
+        routing="hybrid recall" if params.query else "importance order",
+        candidates=[{"id": c.id} for c in ordered],
+        retrieved=[{"id": mid} for mid in memory_ids],
+        timings=timings,
+    )
+    return MemoryContextOut(
+        context=rendered,
+        token_estimate=count_tokens(rendered),
+        memory_count=len(memory_ids),
+        golden_rule_count=len(chosen.get(GOLDEN_RULE, [])),
+        memory_ids=memory_ids,
+        trace_id=trace_id,
+    )

@@ -1,0 +1,58 @@
+"""The embedding queue: chunks written without a vector (index_directory's async_mode) and
+the batches that embed them, from the server's background worker or the CLI.
+
+Safe to drain from several processes at once: a batch locks its rows with SKIP LOCKED.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import text, update
+from sqlalchemy.orm import Session
+
+from memsys.embeddings import get_embedder
+from memsys.models import Chunk
+
+EMBED_BATCH = 64
+
+_PENDING_SQL = """
+    SELECT namespace, id, content FROM chunk
+    WHERE embedding IS NULL AND valid_to IS NULL {only}
+    ORDER BY created_at, id
+    LIMIT :limit
+    FOR UPDATE SKIP LOCKED
+"""
+_READY = text(
+    """
+    UPDATE document d SET status = 'ready'
+    WHERE d.status = 'pending' AND d.valid_to IS NULL AND NOT EXISTS (
+        SELECT 1 FROM chunk c
+        WHERE c.namespace = d.namespace AND c.document_id = d.id
+          AND c.embedding IS NULL AND c.valid_to IS NULL)
+    """
+)
+_PENDING_COUNT = text("SELECT count(*) FROM chunk WHERE embedding IS NULL AND valid_to IS NULL")
+
+
+def embed_pending(session: Session, limit: int = EMBED_BATCH, only: list[str] | None = None) -> int:
+    """Embed up to `limit` queued chunks (safe to run from several processes at once)."""
+    stmt = text(_PENDING_SQL.format(only="" if only is None else "AND id = ANY(:only)"))
+    params: dict[str, object] = {"limit": limit}
+    if only is not None:
+        params["only"] = only
+    rows = session.execute(stmt, params).all()
+    if not rows:
+        return 0
+    vectors = get_embedder().embed([r.content for r in rows])
+    session.execute(
+        update(Chunk),
+        [
+            {"namespace": r.namespace, "id": r.id, "embedding": vectors[i]}
+            for i, r in enumerate(rows)
+        ],
+    )
+    session.execute(_READY)
+    return len(rows)
+
+
+def pending_count(session: Session) -> int:
+    return int(session.scalar(_PENDING_COUNT) or 0)

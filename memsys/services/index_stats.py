@@ -1,0 +1,36 @@
+"""Index statistics (get_index_stats): chunks, sources, namespaces, memories, the queue."""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from memsys.models import Chunk, Document
+from memsys.schemas import IndexStatsOut
+from memsys.services import namespaces
+from memsys.services.embedding_queue import pending_count
+
+
+def stats(session: Session) -> IndexStatsOut:
+    live = Chunk.valid_to.is_(None)
+    total = session.scalar(select(func.count()).where(Chunk.doc_type == "document", live))
+    sources = session.scalars(
+        select(Document.source_file).where(Document.valid_to.is_(None)).distinct()
+    ).all()
+    memories = session.scalar(select(func.count()).where(Chunk.doc_type == "memory", live))
+    golden = session.scalar(
+        select(func.count()).where(
+            Chunk.doc_type == "memory",
+            live,
+            Chunk.golden,
+        )
+    )
+    return IndexStatsOut(
+        total_documents=int(total or 0),
+        unique_sources=len(sources),
+        source_files=sorted(sources),
+        namespaces=namespaces.names(session),
+        memory_count=int(memories or 0),
+        golden_rule_count=int(golden or 0),
+        pending_embeddings=pending_count(session),
+    )

@@ -1,0 +1,267 @@
+"""Indexing: a file becomes one `document` row plus its chunks; a folder, every supported
+file below it.
+
+Re-indexing an unchanged file (same SHA-256) does nothing; a changed file closes its old
+chunks and writes new ones in one transaction. `index_directory` writes chunks without
+embeddings first (full text finds them at once) and then embeds them in batches — in this
+call, or in the background when async_mode is on (memsys.services.embedding_queue).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from sqlalchemy import insert, select
+from sqlalchemy.orm import Session
+
+from memsys import chunking, ids
+from memsys.config import get_settings
+from memsys.db import session_scope
+from memsys.embeddings import get_embedder
+from memsys.errors import InvalidInput, MemsysError, NotFound
+from memsys.models import Chunk, Document
+from memsys.runner import before_transaction
+from memsys.schemas import (
+    FailedFile,
+    IndexDirectoryIn,
+    IndexDirectoryOut,
+    IndexFileIn,
+    IndexFileOut,
+)
+from memsys.services import events, mentions, namespaces
+from memsys.services.documents import close_document, live_document, resolve_path
+from memsys.services.embedding_queue import embed_pending
+from memsys.services.memories import content_hash
+from memsys.tokens import count_tokens_batch
+
+SKIPPED_DIRS = {"node_modules", "__pycache__", "venv", "site-packages"}
+# A synchronous index_directory hands the model this many chunks per call: sentence-transformers
+# sorts by length only inside one call, so bigger calls pad less (benchmarks/README.md, finding 3:
+# blocks of 64 ran ~15% slower than the whole list), while the progress bar still moves.
+SYNC_EMBED_BLOCK = 256
+
+Progress = Callable[[str, int, int], None]  # (phase, done, total)
+
+
+def _read(path: Path, display: str) -> tuple[bytes, str]:
+    if not path.exists():
+        raise NotFound(f"File not found: {display}")
+    if path.is_dir():
+        raise InvalidInput(f"Not a file: {display} (use index_directory for folders)")
+    if not path.is_file():  # a FIFO would block the read forever; a device never ends
+        raise InvalidInput(f"Not a regular file: {display} (a pipe, socket or device)")
+    kind = chunking.file_type(path.suffix)
+    limit = get_settings().max_file_bytes
+    try:
+        size = path.stat().st_size
+        if size > limit:
+            raise InvalidInput(
+                f"Failed to read file: {size} bytes is over the {limit}-byte limit "
+                "(MEMSYS_MAX_FILE_BYTES)"
+            )
+        return path.read_bytes(), kind
+    except OSError as exc:
+        raise InvalidInput(f"Failed to read file: {exc.strerror or exc}") from None
+
+
+@dataclass(frozen=True)
+class ReadFile:
+    """A file read, hashed and chunked, and (when asked) embedded: all before any transaction."""
+
+    source: str
+    kind: str
+    data: bytes
+    digest: str
+    pieces: list[chunking.Piece] | None  # None: not chunked yet (unchanged files never are)
+    vectors: np.ndarray | None
+
+
+def read_file(params: IndexFileIn, embed: bool) -> ReadFile:
+    path = resolve_path(params.file_path)
+    data, kind = _read(path, params.file_path)
+    digest = hashlib.sha256(data).hexdigest()
+    if not embed or _unchanged(params.namespace, str(path), digest):
+        return ReadFile(str(path), kind, data, digest, None, None)
+    pieces = _chunk(data, kind)
+    vectors = get_embedder().embed([p.content for p in pieces]) if pieces else None
+    return ReadFile(str(path), kind, data, digest, pieces, vectors)
+
+
+def _chunk(data: bytes, kind: str) -> list[chunking.Piece]:
+    return chunking.pieces_from_bytes(data, kind, get_settings().chunk_max_tokens)
+
+
+def _unchanged(namespace: str, source: str, digest: str) -> bool:
+    """A short read of its own: is this exact file already indexed? (No embedding then.)"""
+    with session_scope() as session:
+        doc = live_document(session, namespace, source)
+        return doc is not None and doc.sha256 == digest
+
+
+@before_transaction(lambda params: read_file(params, embed=True))
+def index_file(
+    session: Session,
+    params: IndexFileIn,
+    *,
+    embed_now: bool = True,
+    prepared: ReadFile | None = None,
+) -> IndexFileOut:
+    """Index one file; unchanged files are skipped, changed ones replace their chunks.
+
+    Through the runner the file is read and embedded before the transaction opens
+    (`prepared`); index_directory reads each file here and leaves embedding to the queue.
+    """
+    read = prepared or read_file(params, embed=False)
+    source, digest = read.source, read.digest
+    namespaces.ensure(session, params.namespace)
+    existing = live_document(session, params.namespace, source)
+    if existing is not None and existing.sha256 == digest:
+        chunk_ids = session.scalars(
+            select(Chunk.id)
+            .where(
+                Chunk.namespace == params.namespace,
+                Chunk.document_id == existing.id,
+                Chunk.valid_to.is_(None),
+            )
+            .order_by(Chunk.chunk_index)
+        ).all()
+        return IndexFileOut(
+            chunks_created=0,
+            source_file=source,
+            namespace=params.namespace,
+            chunk_ids=list(chunk_ids),
+            skipped_unchanged=True,
+            replaced_chunks=0,
+            document_id=existing.id,
+        )
+
+    pieces = read.pieces if read.pieces is not None else _chunk(read.data, read.kind)
+    replaced = close_document(session, existing) if existing is not None else 0
+    texts = [p.content for p in pieces]
+    vectors = read.vectors
+    if vectors is None and embed_now and texts:  # changed since it was read, or called directly
+        vectors = get_embedder().embed(texts)
+    doc_id = ids.new_id(ids.DOCUMENT)
+    session.execute(
+        insert(Document).values(
+            namespace=params.namespace,
+            id=doc_id,
+            source_file=source,
+            file_type=read.kind,
+            sha256=digest,
+            size_bytes=len(read.data),
+            chunk_count=len(pieces),
+            status="ready" if vectors is not None or not pieces else "pending",
+        )
+    )
+    chunk_ids = [ids.new_id(ids.CHUNK) for _ in pieces]
+    if pieces:
+        tokens = count_tokens_batch(texts)
+        session.execute(
+            insert(Chunk),
+            [
+                {
+                    "namespace": params.namespace,
+                    "id": chunk_ids[i],
+                    "doc_type": "document",
+                    "content": piece.content,
+                    "content_hash": content_hash(piece.content),
+                    "token_count": tokens[i],
+                    "embedding": None if vectors is None else vectors[i],
+                    "meta": piece.metadata,
+                    "document_id": doc_id,
+                    "source_file": source,
+                    "chunk_index": i,
+                    "header_path": piece.header_path,
+                }
+                for i, piece in enumerate(pieces)
+            ],
+        )
+        mentions.link(session, params.namespace, list(zip(chunk_ids, texts, strict=True)))
+    events.record(
+        session,
+        namespace=params.namespace,
+        event_type="edit" if existing is not None else "create",
+        operation="index_file",
+        subject_kind="document",
+        subject_id=doc_id,
+        payload={"source_file": source, "sha256": digest, "chunks": len(pieces)},
+    )
+    return IndexFileOut(
+        chunks_created=len(pieces),
+        source_file=source,
+        namespace=params.namespace,
+        chunk_ids=chunk_ids,
+        skipped_unchanged=False,
+        replaced_chunks=replaced,
+        document_id=doc_id,
+    )
+
+
+def discover(root: Path, recursive: bool) -> list[Path]:
+    """Supported files under root, sorted; hidden and dependency folders are skipped."""
+    found: list[Path] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS)
+        if not recursive:
+            dirs[:] = []
+        for name in sorted(files):
+            if not name.startswith(".") and Path(name).suffix.lower() in chunking.FILE_TYPES:
+                found.append(Path(folder) / name)
+    return found
+
+
+def index_directory(
+    session: Session, params: IndexDirectoryIn, progress: Progress | None = None
+) -> IndexDirectoryOut:
+    """Index every supported file below a folder, continuing past files that fail."""
+    root = resolve_path(params.dir_path)
+    if not root.exists():
+        raise NotFound(f"Directory not found: {params.dir_path}")
+    if not root.is_dir():
+        raise InvalidInput(f"Not a directory: {params.dir_path} (use index_file for one file)")
+    files = discover(root, params.recursive)
+    namespaces.ensure(session, params.namespace)
+    indexed = skipped = chunks = 0
+    failed: list[FailedFile] = []
+    new_chunk_ids: list[str] = []
+    for n, path in enumerate(files, start=1):
+        try:
+            with session.begin_nested():  # one bad file rolls back only itself
+                result = index_file(
+                    session,
+                    IndexFileIn(file_path=str(path), namespace=params.namespace),
+                    embed_now=False,
+                )
+        except MemsysError as exc:
+            failed.append(FailedFile(file=str(path), error=exc.message))
+        else:
+            if result.skipped_unchanged:
+                skipped += 1
+            else:
+                indexed += 1
+                chunks += result.chunks_created
+                new_chunk_ids.extend(result.chunk_ids)
+        if progress:
+            progress("read", n, len(files))
+
+    if not params.async_mode:
+        done = 0
+        for start in range(0, len(new_chunk_ids), SYNC_EMBED_BLOCK):
+            block = new_chunk_ids[start : start + SYNC_EMBED_BLOCK]
+            done += embed_pending(session, limit=len(block), only=block)
+            if progress:
+                progress("embed", done, len(new_chunk_ids))
+    return IndexDirectoryOut(
+        files_indexed=indexed,
+        total_chunks=chunks,
+        failed_files=failed,
+        skipped_duplicates=skipped,
+        pending_embeddings=0 if not params.async_mode else len(new_chunk_ids),
+        namespace=params.namespace,
+    )
