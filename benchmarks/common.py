@@ -38,6 +38,7 @@ def private_home(prefix: str) -> Path:
     home = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
     os.environ["MEMSYS_HOME"] = str(home)
     os.environ.pop("MEMSYS_DATABASE_URL", None)  # never benchmark against a real database
+    os.environ.setdefault("MEMSYS_INDEX_ROOTS", "/")  # benchmarks index data sets anywhere
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     return home

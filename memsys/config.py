@@ -1,5 +1,6 @@
 """Settings read from the environment (prefix MEMSYS_)."""
 
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -37,6 +38,16 @@ class Settings(BaseSettings):
     # auto | onnx | sentence-transformers (memsys/embeddings.py).
     embedding_provider: str = "auto"
 
+    # Folders index_file / index_directory may read, separated by os.pathsep. Unset: the
+    # user's home and the working directory; empty: indexing is off. `memsys serve` on a
+    # non-loopback address sets it empty unless it is configured (no remote file reads).
+    index_roots: str | None = None
+
+    def allowed_roots(self) -> list[Path]:
+        if self.index_roots is None:
+            return [Path.home().resolve(), Path.cwd().resolve()]
+        return [Path(p).expanduser().resolve() for p in self.index_roots.split(os.pathsep) if p]
+
     @property
     def pgdata(self) -> Path:
         return self.home / "pgdata"
@@ -45,3 +56,21 @@ class Settings(BaseSettings):
 @lru_cache
 def get_settings() -> Settings:
     return Settings()
+
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+def allowed_hosts(extra: list[str] | None = None) -> list[str]:
+    """Host headers the HTTP server answers (REST and /mcp alike): loopback names with and
+    without a port, plus the address `memsys serve --host` binds when it is not loopback."""
+    hosts = [h for name in LOOPBACK_NAMES for h in (name, f"{name}:*")]
+    return hosts + list(extra or [])
+
+
+def allowed_origins(extra: list[str] | None = None) -> list[str]:
+    """Browser origins allowed to call: pages served from loopback (or the bound host)."""
+    names = [*LOOPBACK_NAMES, *(h for h in extra or [] if not h.endswith(":*"))]
+    return [f"{scheme}://{name}:*" for name in names for scheme in ("http", "https")] + [
+        f"{scheme}://{name}" for name in names for scheme in ("http", "https")
+    ]

@@ -240,7 +240,6 @@ OPERATIONS: tuple[Operation, ...] = (
             flatten="filters",
             render=f"{SEARCH_CLI}:budgeted",
         ),
-        mcp_hidden=("filters",),
     ),
     # ------------------------------------------------------------------ memories
     Operation(

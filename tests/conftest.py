@@ -41,6 +41,9 @@ def _prepare_database() -> str:
 def pytest_configure(config: pytest.Config) -> None:
     os.environ["MEMSYS_HOME"] = str(_home)
     os.environ.pop("MEMSYS_API_TOKEN", None)
+    # Tests index files under the temporary folder (tmp_path) and the checkout.
+    roots = [tempfile.gettempdir(), str(Path(__file__).resolve().parents[1])]
+    os.environ["MEMSYS_INDEX_ROOTS"] = os.pathsep.join(roots)
     os.environ["MEMSYS_DATABASE_URL"] = _prepare_database()
     from memsys.config import get_settings
 

@@ -8,21 +8,25 @@ each test client) gets its own.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 
 import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memsys import __version__, envelope
 from memsys.api import docs, operations, system
-from memsys.api.deps import BearerTokenMiddleware
+from memsys.api.deps import BearerTokenMiddleware, OriginGuardMiddleware
 from memsys.background import worker
-from memsys.config import get_settings
+from memsys.config import allowed_hosts, allowed_origins, get_settings
 from memsys.embeddings import warm_up
 from memsys.errors import MemsysError
 from memsys.mcp.server import build_server, http_routes
+
+log = logging.getLogger(__name__)
 
 
 def create_app(extra_hosts: list[str] | None = None, background: bool = True) -> FastAPI:
@@ -55,6 +59,19 @@ def create_app(extra_hosts: list[str] | None = None, background: bool = True) ->
     async def _memsys_error(request: Request, exc: MemsysError) -> JSONResponse:
         return JSONResponse(envelope.failure(exc.message), status_code=exc.status_code)
 
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # 404 unknown path, 405 wrong method, 400 a body that is not JSON or not UTF-8
+        return JSONResponse(
+            envelope.failure(str(exc.detail)), status_code=exc.status_code, headers=exc.headers
+        )
+
+    @app.exception_handler(Exception)
+    async def _crash(request: Request, exc: Exception) -> JSONResponse:
+        # Never SQL, parameters or a traceback to the client; the log has them.
+        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+        return JSONResponse(envelope.failure("Internal error; see the server log"), 500)
+
     @app.exception_handler(RequestValidationError)
     async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         return JSONResponse(envelope.failure(_describe_request_errors(exc)), status_code=422)
@@ -65,6 +82,11 @@ def create_app(extra_hosts: list[str] | None = None, background: bool = True) ->
     token = get_settings().api_token
     if token:
         app.add_middleware(BearerTokenMiddleware, token=token)
+    app.add_middleware(  # outermost: a foreign Host or Origin is refused before anything
+        OriginGuardMiddleware,
+        hosts=allowed_hosts(extra_hosts),
+        origins=allowed_origins(extra_hosts),
+    )
     return app
 
 

@@ -20,6 +20,7 @@ from pydantic.fields import FieldInfo
 
 from memsys import schemas as s
 from memsys.operations import OPERATIONS, Operation, Rest
+from memsys.schemas.common import ErrorOut
 
 PATH_PARAM = re.compile(r"{(\w+)(?::\w+)?}")
 
@@ -98,6 +99,27 @@ def endpoint(op: Operation, rest: Rest) -> Any:
     return run
 
 
+ERRORS = {
+    401: "Missing or wrong bearer token (when MEMSYS_API_TOKEN is set)",
+    403: "A golden rule or a foreign browser Origin",
+    404: "Unknown memory, preference, file or namespace",
+    421: "A Host header outside the allow-list (DNS rebinding)",
+    422: "Invalid input: the error says which field and why",
+    500: "Internal error (details only in the server log)",
+    503: "The database is unavailable",
+}
+
+
+def error_responses(op: Operation, rest: Rest) -> dict[int | str, dict[str, Any]]:
+    """The codes a route answers besides success, each with the error envelope."""
+    codes: dict[int | str, dict[str, Any]] = {
+        code: {"model": ErrorOut, "description": text} for code, text in ERRORS.items()
+    }
+    if rest.status == 201:
+        codes[200] = {"model": op.output, "description": "Identical content already stored"}
+    return codes
+
+
 def router() -> APIRouter:
     """Every operation's routes; literal paths before those ending in a catch-all `{key:path}`."""
     routes = [(op, rest) for op in OPERATIONS for rest in op.rest]
@@ -111,6 +133,7 @@ def router() -> APIRouter:
             response_model=op.output,
             status_code=rest.status,
             tags=[rest.path.strip("/").split("/")[0]],
+            responses=error_responses(op, rest),
             operation_id=f"{op.name}_{rest.method.lower()}",
         )
     return api

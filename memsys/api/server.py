@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import os
 import signal
 import socket
 from types import FrameType
@@ -64,6 +65,11 @@ def serve(host: str = "127.0.0.1", port: int = 8700) -> None:
 
     migrator.ensure_current()
     extra = [] if is_loopback(host) else [host, f"{host}:*"]
+    if extra and "MEMSYS_INDEX_ROOTS" not in os.environ:
+        # Reachable from the network: no file of this machine is readable through indexing
+        # unless the operator names the folders.
+        os.environ["MEMSYS_INDEX_ROOTS"] = ""
+        get_settings.cache_clear()
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     runtime_info.announce(host, port)
     try:

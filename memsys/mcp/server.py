@@ -23,10 +23,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from memsys import __version__, envelope
+from memsys.config import allowed_hosts, allowed_origins
 from memsys.errors import MemsysError
 from memsys.operations import OPERATIONS, Operation
 
@@ -61,6 +62,8 @@ def bare(annotation: Any) -> Any:
         return Union[tuple(bare(a) for a in get_args(annotation))]  # noqa: UP007
     if origin in (list, dict):
         return origin[tuple(bare(a) for a in get_args(annotation))]
+    if annotation in (int, float, bool):  # JSON types as given: no "5" for 5, no 1 for true
+        return Annotated[annotation, Strict()]
     return annotation
 
 
@@ -189,11 +192,10 @@ def build_server() -> MemsysMCPServer:
 
 def http_security(extra_hosts: list[str] | None = None) -> TransportSecuritySettings:
     """DNS-rebinding protection on; loopback names with and without a port are allowed."""
-    hosts = ["127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*"]
-    hosts += extra_hosts or []
-    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
     return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=allowed_hosts(extra_hosts),
+        allowed_origins=allowed_origins(extra_hosts),
     )
 
 

@@ -77,6 +77,13 @@ class Output(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
 
+class ErrorOut(BaseModel):
+    """Every failure, in every front end that answers JSON (memsys.envelope)."""
+
+    success: Literal[False] = False
+    error: str = Field(description="What went wrong and what to do instead")
+
+
 def parse(model: type[M], data: dict[str, Any]) -> M:
     """Validate `data` as `model`; on failure raise InvalidInput with a one-line reason."""
     try:
@@ -159,7 +166,11 @@ def path_checker(what: str) -> AfterValidator:
 # The checks above as types. The `Optional…`/`…Filter` forms carry their description at the
 # top level (inside a union pydantic would bury it in anyOf).
 
-NamespaceName = Annotated[str, AfterValidator(check_namespace)]
+NamespaceName = Annotated[
+    str,
+    AfterValidator(check_namespace),
+    Field(json_schema_extra={"pattern": NAMESPACE_PATTERN.pattern, "maxLength": 128}),
+]
 NamespaceFilter = Annotated[
     NamespaceName | None,
     Field(description="Only this namespace (e.g. 'global', 'project:myapp')"),

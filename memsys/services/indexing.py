@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import insert, select
+from sqlalchemy import insert, select, text
 from sqlalchemy.orm import Session
 
 from memsys import chunking, ids
@@ -46,9 +46,22 @@ SKIPPED_DIRS = {"node_modules", "__pycache__", "venv", "site-packages"}
 SYNC_EMBED_BLOCK = 256
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
+_FILE_LOCK = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
+
+
+def check_root(path: Path, display: str) -> None:
+    """Only files under the configured roots; said before looking, so that the answer does
+    not tell whether a path outside them exists."""
+    roots = get_settings().allowed_roots()
+    if not any(path == root or path.is_relative_to(root) for root in roots):
+        where = ", ".join(str(r) for r in roots) or "none: indexing is off"
+        raise InvalidInput(
+            f"{display} is outside the folders memsys may index ({where}; MEMSYS_INDEX_ROOTS)"
+        )
 
 
 def _read(path: Path, display: str) -> tuple[bytes, str]:
+    check_root(path, display)
     if not path.exists():
         raise NotFound(f"File not found: {display}")
     if path.is_dir():
@@ -119,6 +132,9 @@ def index_file(
     read = prepared or read_file(params, embed=False)
     source, digest = read.source, read.digest
     namespaces.ensure(session, params.namespace)
+    # Writers of one file take turns: the second sees the first's document and replaces it
+    # (or skips it when unchanged) instead of failing on the live-document unique index.
+    session.execute(_FILE_LOCK, {"key": f"{params.namespace}\x1f{source}"})
     existing = live_document(session, params.namespace, source)
     if existing is not None and existing.sha256 == digest:
         chunk_ids = session.scalars(
@@ -221,6 +237,7 @@ def index_directory(
 ) -> IndexDirectoryOut:
     """Index every supported file below a folder, continuing past files that fail."""
     root = resolve_path(params.dir_path)
+    check_root(root, params.dir_path)
     if not root.exists():
         raise NotFound(f"Directory not found: {params.dir_path}")
     if not root.is_dir():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -24,6 +25,9 @@ from tests.conftest import table_counts
 from tests.factories import write_docs
 
 BASE = "http://127.0.0.1:8700"
+# Missing, but inside the index roots the tests allow (outside them the answer is the same
+# 422 whether a path exists or not: tests/services/test_documents.py).
+MISSING = f"{tempfile.gettempdir()}/memsys-no-such-folder"
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
 
@@ -112,9 +116,9 @@ def test_context_and_namespaces(client: TestClient) -> None:
         (
             "post",
             "/v1/documents/index-file",
-            {"file_path": "/nope/x.md"},
+            {"file_path": f"{MISSING}/x.md"},
             404,
-            "File not found: /nope/x.md",
+            f"File not found: {MISSING}/x.md",
         ),
         (
             "post",
@@ -156,9 +160,9 @@ def test_context_and_namespaces(client: TestClient) -> None:
         (
             "post",
             "/v1/documents/index-directory",
-            {"dir_path": "/nope"},
+            {"dir_path": MISSING},
             404,
-            "Directory not found: /nope",
+            f"Directory not found: {MISSING}",
         ),
         ("post", "/v1/documents/clear", {"confirm": False}, 422, "Safety check: Set confirm=True"),
         ("get", "/v1/preferences/theme", None, 404, "Namespace not found: global"),

@@ -203,6 +203,10 @@ BAD_INPUT = [
     ("search_with_budget", {"query": "x"}, "Invalid arguments: max_tokens: Field required"),
     ("search_with_filters", {"query": "x", "filters": {"memory_type": "fact"}}, "memory_type"),
     ("memory_count", {"namespace": "global", "colour": "red"}, "Unknown argument(s)"),
+    ("memory_store", {"content": "x", "unknown_arg": 1}, "Unknown argument(s)"),
+    ("memory_recall", {"query": "x", "n_results": "5"}, "Invalid arguments: n_results"),
+    ("memory_recall", {"query": "x", "n_results": True}, "Invalid arguments: n_results"),
+    ("index_directory", {"dir_path": "{tmp}", "recursive": "yes"}, "Invalid arguments"),
 ]
 
 

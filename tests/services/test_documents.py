@@ -250,7 +250,7 @@ def test_pipes_devices_and_symlink_loops_are_refused_without_hanging(tmp_path, e
     before = table_counts()
     for name, message in (
         ("pipe.md", "Not a regular file"),
-        ("zero.txt", "Not a regular file"),
+        ("zero.txt", "outside the folders memsys may index"),  # resolves to /dev/zero
         ("loop.md", "Cannot resolve path"),
     ):
         with pytest.raises(InvalidInput, match=message):
@@ -259,3 +259,54 @@ def test_pipes_devices_and_symlink_loops_are_refused_without_hanging(tmp_path, e
     out = index_dir(tmp_path, async_mode=False)
     assert out.files_indexed == 1
     assert sorted(Path(f.file).name for f in out.failed_files) == ["loop.md", "pipe.md", "zero.txt"]
+
+
+def test_concurrent_reindexing_of_a_changed_file_lets_the_last_writer_win(
+    tmp_path, embedder
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    doc = tmp_path / "shared.md"
+    doc.write_text("# Shared\n\nFirst version.\n")
+    index(doc)
+    doc.write_text("# Shared\n\nSecond version, written while eight clients re-index it.\n")
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda _: index(doc), range(8)))
+    assert sum(not r.skipped_unchanged for r in results) == 1  # one wrote, seven saw it done
+    with session_scope() as s:
+        live = s.scalars(select(Document).where(Document.valid_to.is_(None))).all()
+    assert len(live) == 1
+    chunks = live_chunks(doc)
+    assert len(chunks) == 1 and "Second version" in chunks[0].content
+
+
+def test_only_files_under_the_index_roots_are_read(tmp_path, monkeypatch, embedder) -> None:
+    from memsys.config import get_settings
+
+    inside = tmp_path / "allowed"
+    inside.mkdir()
+    (inside / "ok.md").write_text("# Ok\n\nInside the root.\n")
+    secret = tmp_path / "creds.txt"
+    secret.write_text("password=hunter2")
+    monkeypatch.setenv("MEMSYS_INDEX_ROOTS", str(inside))
+    get_settings.cache_clear()
+    try:
+        assert index(inside / "ok.md").chunks_created == 1
+        before = table_counts()
+        for target in (secret, inside / ".." / "creds.txt", tmp_path / "missing.txt"):
+            # the same answer whether the file outside exists or not
+            with pytest.raises(InvalidInput, match="outside the folders memsys may index"):
+                index(target)
+        with pytest.raises(InvalidInput, match="outside the folders"):
+            index_dir(tmp_path)
+        (inside / "link.txt").symlink_to(secret)  # a link out of the root is outside too
+        with pytest.raises(InvalidInput, match="outside the folders"):
+            index(inside / "link.txt")
+        assert table_counts() == before
+        monkeypatch.setenv("MEMSYS_INDEX_ROOTS", "")
+        get_settings.cache_clear()
+        with pytest.raises(InvalidInput, match="none: indexing is off"):
+            index(inside / "ok.md")
+    finally:
+        monkeypatch.undo()
+        get_settings.cache_clear()

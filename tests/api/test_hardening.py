@@ -1,0 +1,114 @@
+"""REST and MCP as an attacker or a careless client would use them: every answer is the
+envelope with a conventional code, foreign pages cannot reach memsys through a browser,
+and nothing is written by a refused request."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from memsys.api.app import create_app
+from memsys.config import get_settings
+from memsys.mcp.server import call
+from memsys.operations import BY_NAME
+from tests.conftest import table_counts
+
+BASE = "http://127.0.0.1:8700"
+
+
+@pytest.fixture
+def client(embedder: Any) -> Iterator[TestClient]:
+    with TestClient(create_app(background=False), base_url=BASE) as c:
+        yield c
+
+
+def test_a_foreign_host_or_origin_is_refused_before_anything_runs(client: TestClient) -> None:
+    before = table_counts()
+    rebound = client.post(
+        "/v1/memories", json={"content": "planted"}, headers={"Host": "evil.example:8811"}
+    )
+    assert rebound.status_code == 421 and "Host not allowed" in rebound.json()["error"]
+    cross = client.post(
+        "/v1/memories", json={"content": "planted"}, headers={"Origin": "https://evil.example"}
+    )
+    assert cross.status_code == 403 and "Origin not allowed" in cross.json()["error"]
+    assert client.get("/v1/memories", headers={"Host": "evil.example"}).status_code == 421
+    assert table_counts() == before
+    local = client.get("/v1/memories/count", headers={"Origin": "http://localhost:3000"})
+    assert local.status_code == 200
+
+
+def test_the_bound_address_is_allowed_when_serving_beyond_loopback(embedder: Any) -> None:
+    app = create_app(extra_hosts=["10.1.2.3", "10.1.2.3:*"], background=False)
+    with TestClient(app, base_url="http://10.1.2.3:8700") as c:
+        assert c.get("/v1/memories/count").status_code == 200
+        assert c.get("/v1/memories/count", headers={"Host": "evil.example"}).status_code == 421
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "kwargs", "status"),
+    [
+        ("post", "/v1/memories", {"content": b"{not json"}, 422),
+        ("post", "/v1/memories", {"content": b'{"content": "\xff\xfe"}'}, 400),
+        ("get", "/v1/nowhere", {}, 404),
+        ("delete", "/v1/search", {}, 405),
+    ],
+)
+def test_protocol_errors_use_the_envelope(
+    client: TestClient, method: str, path: str, kwargs: dict[str, Any], status: int
+) -> None:
+    headers = {"content-type": "application/json"}
+    response = client.request(method.upper(), path, headers=headers, **kwargs)
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert body["success"] is False and body["error"] and "detail" not in body
+
+
+def test_a_crash_is_a_500_envelope_without_sql_or_parameters(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memsys.services import memories
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("SELECT secret FROM chunk WHERE content = 'private'")
+
+    monkeypatch.setattr(memories, "count", broken)
+    with TestClient(
+        create_app(background=False), base_url=BASE, raise_server_exceptions=False
+    ) as c:
+        response = c.get("/v1/memories/count")
+    assert response.status_code == 500
+    assert response.json() == {"success": False, "error": "Internal error; see the server log"}
+
+
+def test_the_bearer_scheme_is_case_insensitive(
+    monkeypatch: pytest.MonkeyPatch, embedder: Any
+) -> None:
+    monkeypatch.setenv("MEMSYS_API_TOKEN", "s3cret")
+    get_settings.cache_clear()
+    try:
+        with TestClient(create_app(background=False), base_url=BASE) as c:
+            for scheme in ("bearer", "BEARER", "Bearer"):
+                answer = c.get("/v1/memories/count", headers={"Authorization": f"{scheme} s3cret"})
+                assert answer.status_code == 200, scheme
+            assert (
+                c.get("/v1/memories/count", headers={"Authorization": "Basic s3cret"}).status_code
+                == 401
+            )
+    finally:
+        monkeypatch.delenv("MEMSYS_API_TOKEN")
+        get_settings.cache_clear()
+
+
+def test_search_with_budget_filters_over_mcp(embedder: Any) -> None:
+    call(BY_NAME["memory_store"], {"content": "Team A deploys with Helm", "namespace": "project:a"})
+    call(BY_NAME["memory_store"], {"content": "Team B deploys with Helm", "namespace": "project:b"})
+    answer = call(
+        BY_NAME["search_with_budget"],
+        {"query": "deploys with Helm", "max_tokens": 5000, "filters": {"namespace": "project:b"}},
+    )
+    assert answer["success"] is True
+    assert {r["namespace"] for r in answer["data"]["results"]} == {"project:b"}
