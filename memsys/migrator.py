@@ -2,6 +2,7 @@
 current and head for `memsys db …`, `memsys serve` and `memsys mcp`, from a checkout or a
 wheel. (Pydantic input and output models are `memsys.schemas`.)"""
 
+import logging
 from pathlib import Path
 
 from alembic import command
@@ -13,6 +14,10 @@ from sqlalchemy import Connection
 from memsys.db import get_engine
 
 _PACKAGE = Path(__file__).resolve().parent
+log = logging.getLogger(__name__)
+# Alembic narrates every connection it configures at INFO ("Context impl …", "Will assume
+# transactional DDL"): noise at every start and every /v1/health. `memsys db` reports itself.
+logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
 def migrations_dir() -> Path:
@@ -51,6 +56,9 @@ def downgrade(revision: str) -> None:
 
 
 def ensure_current() -> None:
-    """Bring the database to the newest schema (used by `memsys serve` and `memsys mcp`)."""
-    if current() != head():
+    """Bring the database to the newest schema (used by `memsys serve` and `memsys mcp`);
+    one log line when it did something, none otherwise."""
+    before, newest = current(), head()
+    if before != newest:
         upgrade("head")
+        log.warning("memsys: database schema upgraded from %s to %s", before or "empty", newest)

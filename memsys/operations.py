@@ -372,6 +372,16 @@ OPERATIONS: tuple[Operation, ...] = (
         cli=Cli("pref list", render=f"{PREFERENCE_CLI}:listed"),
     ),
     Operation(
+        name="preference_delete",
+        summary="Delete a preference: its current value is closed, its history is kept.",
+        service="preferences:delete",
+        input=s.PreferenceKeyIn,
+        output=s.PreferenceDeleteOut,
+        effect="destructive",
+        rest=(Rest("DELETE", "/preferences/{key:path}"),),
+        cli=Cli("pref delete", arguments=("key",), render=f"{PREFERENCE_CLI}:deleted"),
+    ),
+    Operation(
         name="preference_history",
         summary="Every version a preference has had, oldest first.",
         service="preferences:history",

@@ -7,6 +7,7 @@ stale and reported as "not running".
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from datetime import UTC, datetime
@@ -22,10 +23,19 @@ def server_file() -> Path:
     return get_settings().home.expanduser() / FILE_NAME
 
 
+def database_identity() -> str:
+    """Which database this process's settings name (no secret in it): the CLI hands a call
+    to a running server only when both use the same one."""
+    settings = get_settings()
+    target = settings.database_url or f"embedded:{settings.home.expanduser().resolve()}"
+    return hashlib.sha256(target.encode()).hexdigest()[:16]
+
+
 def announce(host: str, port: int) -> Path:
     shown = f"[{host}]" if ":" in host else host
     info = {
         "pid": os.getpid(),
+        "database": database_identity(),
         "host": host,
         "port": port,
         "url": f"http://{shown}:{port}",

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Union, get_args, get_origin
 
 import typer
 
+from memsys.cli import remote
 from memsys.cli.output import Json, emit, parse_json, value_of
 from memsys.operations import OPERATIONS, Cli, Operation, resolve
 
@@ -120,7 +121,9 @@ def make_command(op: Operation) -> Callable[..., None]:
                 continue
             target = data if p.parent is None else data.setdefault(p.parent, {})
             target[p.name] = list(raw) if isinstance(raw, tuple) else p.value(raw)
-        result = op.run(data)
+        result = remote.call(op, data)  # a running server answers fastest
+        if result is None:
+            result = op.run(data)
         render = resolve(op.cli.render) if op.cli.render else None
         emit(result, as_json, render)
 

@@ -92,7 +92,7 @@ def drain_queue(report: Report | None) -> int:
     """Embed queued chunks in this process until the queue is empty; return what is left."""
     from memsys.background import EmbeddingWorker
 
-    worker = EmbeddingWorker()
+    worker = EmbeddingWorker(batch=32)  # small batches: the bar moves every second or so
     total = _pending()
     if not total:
         return 0

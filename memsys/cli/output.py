@@ -108,6 +108,15 @@ def short(text: str, limit: int = 200) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+def excerpt(text: str, max_lines: int = 12, limit: int = 800) -> str:
+    """The start of a text with its line breaks (code stays readable), marked when cut."""
+    lines = text.strip("\n").splitlines()
+    cut = "\n".join(lines[:max_lines])
+    if len(cut) > limit:
+        cut = cut[: limit - 1]
+    return cut + ("…" if cut != text.strip("\n") else "")
+
+
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
@@ -136,17 +145,30 @@ def progress_bar(enabled: bool, out: Console | None = None) -> Iterator[Report |
         BarColumn,
         MofNCompleteColumn,
         Progress,
+        ProgressColumn,
         SpinnerColumn,
+        Task,
         TextColumn,
         TimeElapsedColumn,
+        TimeRemainingColumn,
     )
+
+    class Rate(ProgressColumn):
+        """Items per second (files, chunks), once there is a rate to show."""
+
+        def render(self, task: Task) -> Text:
+            speed = task.finished_speed or task.speed
+            return Text("" if speed is None else f"{speed:,.1f}/s", style="progress.data.speed")
 
     bars = Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
+        Rate(),
         TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
         console=out or err_console(),
         transient=False,
     )

@@ -13,6 +13,7 @@ from memsys.cli.output import echo, short, show_table
 
 if TYPE_CHECKING:
     from memsys.schemas import (
+        PreferenceDeleteOut,
         PreferenceHistoryOut,
         PreferenceListOut,
         PreferenceOut,
@@ -60,3 +61,7 @@ def history(r: PreferenceHistoryOut) -> None:
             for v in r.versions
         ],
     )
+
+
+def deleted(r: PreferenceDeleteOut) -> None:
+    echo(f"Deleted {r.key} in namespace {r.namespace} (version {r.version} kept in history)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from memsys.cli.output import echo, score, short, show_records
+from memsys.cli.output import echo, excerpt, score, show_records
 
 if TYPE_CHECKING:
     from memsys.schemas import SearchBudgetOut, SearchHit, SearchOut
@@ -24,7 +24,7 @@ def _hits(results: list[SearchHit]) -> None:
             (
                 f"{h.id}  relevance {score(h.score)}  similarity {score(h.similarity)}  "
                 f"{h.tokens} tokens  {h.namespace}  {_where(h)}",
-                short(h.content, 500),
+                excerpt(h.content),
             )
             for h in results
         ]

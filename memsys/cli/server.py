@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from memsys.cli.output import Json, err_console
+from memsys.cli.output import Json
 
 
 def serve(
@@ -34,11 +34,10 @@ def serve(
         sys.stdout.write(json.dumps(urls) + "\n")
         sys.stdout.flush()
     else:
-        err_console().print(
-            f"memsys: REST {urls['rest_url']}  MCP {urls['mcp_url']}  docs {urls['docs_url']}",
-            markup=False,
-            highlight=False,
-        )
+        # One URL per line, never wrapped: a terminal narrower than a URL must not split it.
+        for name, key in (("REST", "rest_url"), ("MCP ", "mcp_url"), ("docs", "docs_url")):
+            sys.stderr.write(f"memsys {name}  {urls[key]}\n")
+        sys.stderr.flush()
     run_server(host, port)
 
 

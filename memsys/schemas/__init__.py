@@ -45,6 +45,7 @@ from memsys.schemas.memories import (
     NamespaceListOut,
 )
 from memsys.schemas.preferences import (
+    PreferenceDeleteOut,
     PreferenceGetIn,
     PreferenceHistoryOut,
     PreferenceKeyIn,
@@ -101,6 +102,7 @@ __all__ = [
     "NamespaceInfo",
     "NamespaceListOut",
     "Output",
+    "PreferenceDeleteOut",
     "PreferenceGetIn",
     "PreferenceHistoryOut",
     "PreferenceKeyIn",

@@ -80,6 +80,12 @@ class PreferenceListOut(Output):
     as_of: datetime | None = None
 
 
+class PreferenceDeleteOut(Output):
+    key: str
+    namespace: str
+    version: int = Field(description="The version that was current and is now closed")
+
+
 class PreferenceHistoryOut(Output):
     key: str
     namespace: str

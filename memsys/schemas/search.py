@@ -29,13 +29,20 @@ class Filters(Input):
     source_file: Annotated[str | None, Field(description="Only chunks of this file")] = None
 
 
-class SearchIn(Input):
+class SearchBase(Input):
     query: Query
     n_results: NResults = 5
     min_relevance: MinRelevance = None
 
 
-class SearchWithFiltersIn(SearchIn):
+class SearchIn(SearchBase):
+    namespace: Annotated[
+        NamespaceName | None,
+        Field(description="Only this namespace (default: every namespace)"),
+    ] = None
+
+
+class SearchWithFiltersIn(SearchBase):
     filters: Annotated[Filters, Field(description="Metadata filters to apply")]
 
 

@@ -44,6 +44,7 @@ SKIPPED_DIRS = {"node_modules", "__pycache__", "venv", "site-packages"}
 # sorts by length only inside one call, so bigger calls pad less (benchmarks/README.md, finding 3:
 # blocks of 64 ran ~15% slower than the whole list), while the progress bar still moves.
 SYNC_EMBED_BLOCK = 256
+MIN_EMBED_BLOCK = 32
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 _FILE_LOCK = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
@@ -269,8 +270,10 @@ def index_directory(
 
     if not params.async_mode:
         done = 0
-        for start in range(0, len(new_chunk_ids), SYNC_EMBED_BLOCK):
-            block = new_chunk_ids[start : start + SYNC_EMBED_BLOCK]
+        # About ten progress steps on a large folder, never blocks under 32 chunks.
+        size = max(MIN_EMBED_BLOCK, min(SYNC_EMBED_BLOCK, len(new_chunk_ids) // 10))
+        for start in range(0, len(new_chunk_ids), size):
+            block = new_chunk_ids[start : start + size]
             done += embed_pending(session, limit=len(block), only=block)
             if progress:
                 progress("embed", done, len(new_chunk_ids))

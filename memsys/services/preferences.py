@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 from memsys.errors import NotFound
 from memsys.models import Preference
 from memsys.schemas import (
+    PreferenceDeleteOut,
     PreferenceGetIn,
     PreferenceHistoryOut,
     PreferenceKeyIn,
@@ -123,6 +124,31 @@ def list_values(session: Session, params: PreferenceListIn) -> PreferenceListOut
         namespace=params.namespace,
         as_of=params.as_of,
     )
+
+
+def delete(session: Session, params: PreferenceKeyIn) -> PreferenceDeleteOut:
+    """Close the current value; its history stays (preference_history, as_of reads)."""
+    namespaces.require(session, params.namespace)
+    session.execute(_LOCK, {"ns": params.namespace, "key": params.key})
+    current = session.scalars(
+        _at(select(Preference), None).where(
+            Preference.namespace == params.namespace, Preference.key == params.key
+        )
+    ).first()
+    if current is None:
+        raise NotFound(f"Preference not found: {params.key} in namespace {params.namespace}")
+    current.valid_to = func.now()
+    session.flush()
+    events.record(
+        session,
+        namespace=params.namespace,
+        event_type="delete",
+        operation="preference_delete",
+        subject_kind="preference",
+        subject_id=params.key,
+        payload={"version": current.version},
+    )
+    return PreferenceDeleteOut(key=params.key, namespace=params.namespace, version=current.version)
 
 
 def history(session: Session, params: PreferenceKeyIn) -> PreferenceHistoryOut:

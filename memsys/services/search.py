@@ -156,8 +156,9 @@ def _run(
 
 @before_transaction(embed_query_of)
 def search(session: Session, params: SearchIn) -> SearchOut:
-    """Search every namespace, documents and memories alike."""
-    return _run(session, "search", params.query, {}, params.n_results, params.min_relevance)
+    """Search documents and memories alike, in every namespace or in one."""
+    filters = {"namespace": params.namespace} if params.namespace else {}
+    return _run(session, "search", params.query, filters, params.n_results, params.min_relevance)
 
 
 @before_transaction(embed_query_of)

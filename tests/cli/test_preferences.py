@@ -48,3 +48,19 @@ def test_list_now_as_of_and_by_lifecycle() -> None:
     assert [p["key"] for p in earlier["preferences"]] == ["a"]
     assert "Namespace not found" in fails("pref", "list", "-n", "nobody")
     assert "Preference not found" in fails("pref", "history", "zzz")
+
+
+def test_delete_closes_the_value_and_keeps_its_history() -> None:
+    first = run_json("pref", "set", "editor", "vim", "-n", "me")
+    run_json("pref", "set", "editor", "helix", "-n", "me")
+    gone = run_json("pref", "delete", "editor", "-n", "me")
+    assert gone == {"key": "editor", "namespace": "me", "version": 2}
+    assert "Preference not found" in fails("pref", "get", "editor", "-n", "me")
+    assert run_json("pref", "list", "-n", "me")["total"] == 0
+    history = run_json("pref", "history", "editor", "-n", "me")["versions"]
+    assert [v["value"] for v in history] == ["vim", "helix"] and history[1]["valid_to"]
+    then = run_json("pref", "get", "editor", "-n", "me", "--as-of", first["valid_from"])
+    assert then["value"] == "vim"  # as-of reads still see what was
+    assert "Preference not found" in fails("pref", "delete", "editor", "-n", "me")
+    again = run_json("pref", "set", "editor", "emacs", "-n", "me")
+    assert again["version"] == 3  # a new value continues the history

@@ -62,3 +62,22 @@ def test_search_with_budget_filters_and_errors(corpus: dict[str, Path]) -> None:
     assert run("search-with-budget", "deploy").exit_code == 2  # --max-tokens is required
     assert "max_tokens must be between" in fails("search-with-budget", "x", "--max-tokens", "0")
     assert fails("search", " ") == "error: Query cannot be empty"
+
+
+def test_search_can_stay_in_one_namespace() -> None:
+    run_json("store", "Team A deploys with Helm charts", "-n", "project:a")
+    run_json("store", "Team B deploys with Helm charts", "-n", "project:b")
+    everywhere = run_json("search", "deploys with Helm")["results"]
+    assert {r["namespace"] for r in everywhere} == {"project:a", "project:b"}
+    only_b = run_json("search", "deploys with Helm", "--namespace", "project:b")["results"]
+    assert [r["namespace"] for r in only_b] == ["project:b"]
+    assert "Namespace not found" in fails("search", "deploys", "-n", "project:ghost")
+
+
+def test_search_output_keeps_the_lines_of_code(tmp_path) -> None:
+    code = tmp_path / "retry.py"
+    code.write_text("def retry(call):\n    for attempt in range(3):\n        call()\n")
+    run_json("index-file", str(code))
+    lines = [line.rstrip() for line in run("search", "retry attempts").stdout.splitlines()]
+    # one line each, the body's indentation kept (under the two-space indent of a record)
+    assert "  def retry(call):" in lines and "      for attempt in range(3):" in lines

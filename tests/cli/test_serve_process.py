@@ -13,6 +13,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -84,6 +85,8 @@ def test_sigterm_stops_the_server_and_its_embedded_postgres(home: Path) -> None:
         assert report["server"]["health"]["status"] == "ok"
         assert report["database"]["kind"] == "embedded" and report["database"]["running"]
 
+        _the_cli_hands_calls_to_the_server(home, port)
+
         busy = subprocess.run(
             [*_memsys(), "serve", "--port", str(port)],
             env=_env(home),
@@ -108,6 +111,38 @@ def test_sigterm_stops_the_server_and_its_embedded_postgres(home: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def _the_cli_hands_calls_to_the_server(home: Path, port: int) -> None:
+    """With a server up, CLI calls go to it: shown by a CLI whose own embedding provider is
+    broken, which could not have embedded anything itself."""
+    env = {**_env(home), "MEMSYS_EMBEDDING_PROVIDER": "no-such-provider"}
+
+    def cli(*args: str, local: bool = False, cwd: Path | None = None) -> Any:
+        run_env = {**env, "MEMSYS_CLI_LOCAL": "1"} if local else env
+        return subprocess.run(
+            [*_memsys(), *args], env=run_env, capture_output=True, text=True, timeout=120, cwd=cwd
+        )
+
+    stored = cli("store", "Deploys happen on Tuesdays after the stand-up", "--json")
+    assert stored.returncode == 0, stored.stderr
+    memory_id = json.loads(stored.stdout)["id"]
+    recalled = cli("recall", "when do we deploy", "--json")
+    assert json.loads(recalled.stdout)["memories"][0]["id"] == memory_id
+    assert json.loads(cli("count", "--json").stdout)["count"] == 1
+    assert cli("pref", "set", "editor/theme", "dark").returncode == 0  # a key with a slash
+    assert "dark" in cli("pref", "get", "editor/theme").stdout
+    # The server's errors are the CLI's errors: one line, exit 2.
+    empty = cli("recall", "   ")
+    assert empty.returncode == 2 and empty.stderr.strip() == "error: Query cannot be empty"
+    # A relative path is the CLI's, not the server's working directory.
+    folder = Path(tempfile.mkdtemp(prefix="msv-doc-"))
+    (folder / "notes.md").write_text("# Notes\n\nThe cache is flushed hourly.\n")
+    indexed = cli("index-file", "notes.md", "--json", cwd=folder)
+    assert json.loads(indexed.stdout)["source_file"] == str(folder / "notes.md"), indexed.stderr
+    shutil.rmtree(folder, ignore_errors=True)
+    # In process, that CLI cannot embed: the answers above came from the server.
+    assert cli("recall", "when do we deploy", local=True).returncode != 0
 
 
 def test_status_and_version_touch_nothing(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ SLICE_TOOLS = {
     "preference_get",
     "preference_list",
     "preference_history",
+    "preference_delete",
 }
 READ_ONLY = {
     "search",
@@ -40,7 +41,13 @@ READ_ONLY = {
     "preference_list",
     "preference_history",
 }
-DESTRUCTIVE = {"memory_forget", "delete_chunks", "delete_file", "clear_index"}
+DESTRUCTIVE = {
+    "memory_forget",
+    "delete_chunks",
+    "delete_file",
+    "clear_index",
+    "preference_delete",
+}
 
 
 def server_params() -> StdioServerParameters:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -310,3 +311,18 @@ def test_only_files_under_the_index_roots_are_read(tmp_path, monkeypatch, embedd
     finally:
         monkeypatch.undo()
         get_settings.cache_clear()
+
+
+def test_sync_indexing_reports_embedding_progress_block_by_block(tmp_path, embedder) -> None:
+    sections = "\n\n".join(f"## Topic {i}\n\nNotes about topic number {i}." for i in range(80))
+    (tmp_path / "big.md").write_text(f"# Big\n\n{sections}\n")
+    seen: list[tuple[str, int, int]] = []
+    runner.execute(
+        functools.partial(indexing.index_directory, progress=lambda *a: seen.append(a)),
+        IndexDirectoryIn,
+        {"dir_path": str(tmp_path), "async_mode": False},
+    )
+    embedded = [(done, total) for phase, done, total in seen if phase == "embed"]
+    assert len(embedded) >= 3  # the bar moves while the model works, not only at the end
+    assert [d for d, _ in embedded] == sorted(d for d, _ in embedded)
+    assert embedded[-1][0] == embedded[-1][1] >= 80

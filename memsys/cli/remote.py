@@ -1,0 +1,105 @@
+"""Hand a CLI call to a running `memsys serve` on the same MEMSYS_HOME and database.
+
+The server already holds the model and a warm connection pool, so `memsys recall` answers
+in the time of one HTTP round trip instead of loading the model. The call goes to the
+operation's REST route (memsys.operations) and its answer is read into the same output
+model, so rendering and --json are identical. When no server is announced
+(MEMSYS_HOME/server.json), its process is gone, it serves another database, or it cannot be
+reached, the CLI runs the call itself. MEMSYS_CLI_LOCAL=1 always runs it in process.
+
+Only the standard library is used here: the point is not to import the database layer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from memsys import errors
+from memsys.operations import Operation
+from memsys.schemas import Output
+
+PATH_FIELDS = ("file_path", "dir_path", "source_file")  # resolved here, not in the server's cwd
+CONNECT_TIMEOUT = 2.0
+CALL_TIMEOUT = 600.0  # indexing a large file through the server can take minutes
+
+_STATUS_ERRORS: dict[int, type[errors.MemsysError]] = {
+    404: errors.NotFound,
+    409: errors.Conflict,
+    403: errors.Protected,
+    503: errors.DatabaseUnavailable,
+}
+
+
+def server_url() -> str | None:
+    """The running server for this MEMSYS_HOME and database, if any."""
+    if os.environ.get("MEMSYS_CLI_LOCAL") == "1":
+        return None
+    from memsys import runtime_info
+
+    info = runtime_info.running_server()
+    if info is None or info.get("database") != runtime_info.database_identity():
+        return None
+    host = str(info.get("host", "127.0.0.1"))
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{info['port']}"
+
+
+def _request(op: Operation, data: dict[str, Any], base: str) -> urllib.request.Request:
+    rest = op.rest[0]
+    data = dict(data)
+    for name in PATH_FIELDS:
+        if isinstance(data.get(name), str) and data[name].strip():
+            data[name] = os.path.abspath(os.path.expanduser(data[name]))
+    path = rest.path
+    for name in [p.split(":")[0] for p in _path_params(path)]:
+        value = urllib.parse.quote(str(data.pop(name, "")), safe="")
+        path = path.replace(f"{{{name}:path}}", value).replace(f"{{{name}}}", value)
+    query = {k: data.pop(k) for k in list(data) if k in rest.query}
+    if rest.method in ("GET", "DELETE"):
+        query, data = {**query, **data}, {}
+    url = f"{base}/v1{path}"
+    if query:
+        pairs = {k: json.dumps(v) if isinstance(v, bool) else v for k, v in query.items()}
+        url += "?" + urllib.parse.urlencode(pairs, doseq=True)
+    body = json.dumps(data).encode() if rest.method in ("POST", "PUT") else None
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    from memsys.config import get_settings
+
+    token = get_settings().api_token
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    return urllib.request.Request(url, data=body, headers=headers, method=rest.method)
+
+
+def _path_params(path: str) -> list[str]:
+    return [part[1:-1] for part in path.split("/") if part.startswith("{")]
+
+
+def call(op: Operation, data: dict[str, Any]) -> Output | None:
+    """The operation's result from the running server, or None to run it in process."""
+    base = server_url()
+    if base is None:
+        return None
+    request = _request(op, data, base)
+    try:
+        with urllib.request.urlopen(request, timeout=CALL_TIMEOUT) as response:
+            return op.output.model_validate(json.loads(response.read()))
+    except urllib.error.HTTPError as exc:
+        try:
+            message = json.loads(exc.read()).get("error") or exc.reason
+        except ValueError:
+            message = str(exc.reason)
+        raise _STATUS_ERRORS.get(exc.code, errors.InvalidInput)(str(message)) from None
+    except urllib.error.URLError as exc:
+        if isinstance(exc.reason, ConnectionRefusedError):
+            return None  # announced but not listening: nothing was sent, do it here
+        raise errors.DatabaseUnavailable(
+            f"The running server did not answer: {exc.reason}"
+        ) from None
