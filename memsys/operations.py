@@ -262,6 +262,17 @@ OPERATIONS: tuple[Operation, ...] = (
         mcp_hidden=("lifecycle",),
     ),
     Operation(
+        name="memory_store_batch",
+        summary="Store many memories at once (up to 1000), embedded together at the model's "
+        "batch speed; each is deduplicated like memory_store. All or nothing.",
+        service="memories:store_batch",
+        input=s.MemoryStoreBatchIn,
+        output=s.MemoryStoreBatchOut,
+        effect="write",
+        rest=(Rest("POST", "/memories/batch"),),
+        cli=Cli("store-batch", command=f"{MEMORY_CLI}:store_batch"),
+    ),
+    Operation(
         name="memory_recall",
         summary="Recall the memories most relevant to a query. Use before acting on a task.",
         service="memories:recall",

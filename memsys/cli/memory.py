@@ -1,12 +1,28 @@
-"""How memory results read on a terminal (the commands come from memsys.operations)."""
+"""How memory results read on a terminal (the commands come from memsys.operations), and
+store-batch, written by hand: it reads a file and stores it batch by batch."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from memsys.cli.output import echo, score, short, show_records, show_table
+from memsys.cli.output import (
+    Json,
+    echo,
+    emit,
+    plural,
+    progress_bar,
+    progress_wanted,
+    score,
+    short,
+    show_records,
+    show_table,
+)
+from memsys.errors import InvalidInput
 
 if TYPE_CHECKING:
     from memsys.schemas import (
@@ -15,6 +31,7 @@ if TYPE_CHECKING:
         MemoryForgetOut,
         MemoryListOut,
         MemoryRecallOut,
+        MemoryStoreBatchOut,
         MemoryStoreOut,
         NamespaceListOut,
     )
@@ -100,3 +117,83 @@ def show_namespaces(r: NamespaceListOut) -> None:
             for n in r.namespaces
         ],
     )
+
+
+FILE_BATCH = 500
+
+
+def store_batch(
+    path: Annotated[
+        str,
+        typer.Argument(
+            help="A JSON-lines file, one memory per line as memory_store takes it "
+            '({"content": …, "memory_type": …}); - reads stdin.'
+        ),
+    ],
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", "-n", help="For lines that name none.")
+    ] = None,
+    as_json: Json = False,
+) -> None:
+    """Store every memory of a JSON-lines file, embedded in batches. Every line is checked
+    before anything is stored; then batches of 500 are stored, each all or nothing."""
+    from memsys.cli import remote
+    from memsys.operations import BY_NAME
+    from memsys.schemas import MemoryStoreBatchOut, MemoryStoreIn, parse
+
+    items = []
+    for n, line in enumerate(_lines(path), start=1):
+        item = parse_line(n, line, namespace)
+        if item is None:
+            continue
+        try:
+            parse(MemoryStoreIn, item)
+        except InvalidInput as exc:
+            raise InvalidInput(f"line {n}: {exc.message}") from None
+        items.append(item)
+    if not items:
+        raise InvalidInput(f"No memories in {path}")
+    op = BY_NAME["memory_store_batch"]
+    results = []
+    with progress_bar(progress_wanted(as_json)) as report:
+        for start in range(0, len(items), FILE_BATCH):
+            data = {"memories": items[start : start + FILE_BATCH]}
+            done = remote.call(op, data)
+            if done is None:
+                done = op.run(data)
+            assert isinstance(done, MemoryStoreBatchOut)
+            results.extend(done.results)
+            if report:
+                report("store", len(results), len(items))
+    duplicates = sum(r.duplicate for r in results)
+    total = MemoryStoreBatchOut(
+        results=results, stored=len(results) - duplicates, duplicates=duplicates
+    )
+    emit(total, as_json, stored_batch)
+
+
+def _lines(path: str) -> list[str]:
+    if path == "-":
+        return sys.stdin.read().splitlines()
+    try:
+        return Path(path).expanduser().read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"Cannot read {path}: {exc}") from None
+
+
+def parse_line(n: int, line: str, namespace: str | None) -> dict[str, Any] | None:
+    if not line.strip():
+        return None
+    try:
+        item = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"line {n}: not valid JSON: {exc.msg}") from None
+    if not isinstance(item, dict):
+        raise InvalidInput(f'line {n}: expected a JSON object like {{"content": "…"}}')
+    if namespace and "namespace" not in item:
+        item["namespace"] = namespace
+    return item
+
+
+def stored_batch(r: MemoryStoreBatchOut) -> None:
+    echo(f"Stored {plural(r.stored, 'memory')}; {plural(r.duplicates, 'duplicate')} already there")

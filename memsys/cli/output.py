@@ -132,7 +132,7 @@ def progress_wanted(as_json: bool) -> bool:
 
 Report = Callable[[str, int, int], None]
 
-PHASES = {"read": "Reading files", "embed": "Embedding chunks"}
+PHASES = {"read": "Reading files", "embed": "Embedding chunks", "store": "Storing memories"}
 
 
 @contextmanager

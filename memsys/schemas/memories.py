@@ -86,6 +86,25 @@ class MemoryStoreIn(Input):
     ] = None
 
 
+MAX_BATCH = 1000
+
+
+def _batch(v: list[MemoryStoreIn]) -> list[MemoryStoreIn]:
+    if not v:
+        raise ValueError("memories cannot be empty: give at least one memory to store")
+    if len(v) > MAX_BATCH:
+        raise ValueError(f"At most {MAX_BATCH} memories per batch, got {len(v)}")
+    return v
+
+
+class MemoryStoreBatchIn(Input):
+    memories: Annotated[
+        list[MemoryStoreIn],
+        AfterValidator(_batch),
+        Field(description=f"Up to {MAX_BATCH} memories, each as memory_store takes it"),
+    ]
+
+
 class MemoryStoreOut(Output):
     id: str
     content_hash: str
@@ -94,6 +113,12 @@ class MemoryStoreOut(Output):
     duplicate: bool
     confidence: float
     importance: float
+
+
+class MemoryStoreBatchOut(Output):
+    results: list[MemoryStoreOut]
+    stored: int
+    duplicates: int
 
 
 class MemoryRecallIn(Input):

@@ -30,6 +30,8 @@ from memsys.schemas import (
     MemoryListOut,
     MemoryRecallIn,
     MemoryRecallOut,
+    MemoryStoreBatchIn,
+    MemoryStoreBatchOut,
     MemoryStoreIn,
     MemoryStoreOut,
 )
@@ -128,6 +130,25 @@ def store(
     chunk = session.get(Chunk, (params.namespace, memory_id))
     assert chunk is not None
     return _stored(chunk, duplicate=False)
+
+
+def embed_batch(params: MemoryStoreBatchIn) -> np.ndarray:
+    return get_embedder().embed([m.content for m in params.memories])
+
+
+@before_transaction(embed_batch)
+def store_batch(
+    session: Session, params: MemoryStoreBatchIn, prepared: np.ndarray | None = None
+) -> MemoryStoreBatchOut:
+    """Store many memories in one transaction, embedded together (at the model's batch
+    speed) before it opens; each is deduplicated as memory_store does, also within the batch.
+    One bad item refuses the whole batch (validation runs before anything is written)."""
+    vectors = prepared if prepared is not None else embed_batch(params)
+    results = [store(session, item, prepared=vectors[i]) for i, item in enumerate(params.memories)]
+    duplicates = sum(r.duplicate for r in results)
+    return MemoryStoreBatchOut(
+        results=results, stored=len(results) - duplicates, duplicates=duplicates
+    )
 
 
 def _hit(h: search.Hit) -> MemoryHit:

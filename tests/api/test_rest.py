@@ -309,3 +309,18 @@ def test_mcp_over_streamable_http_at_slash_mcp(embedder) -> None:
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def test_batch_store_is_all_or_nothing(client: TestClient) -> None:
+    ok = client.post(
+        "/v1/memories/batch",
+        json={"memories": [{"content": "Cache TTL is 300 s"}, {"content": "Logs ship to Loki"}]},
+    )
+    assert ok.status_code == 200 and ok.json()["stored"] == 2
+    refused = client.post(
+        "/v1/memories/batch",
+        json={"memories": [{"content": "Would be stored"}, {"content": "  "}]},
+    )
+    assert refused.status_code == 422 and "Content cannot be empty" in refused.json()["error"]
+    assert client.get("/v1/memories/count").json()["count"] == 2
+    assert client.post("/v1/memories/batch", json={"memories": []}).status_code == 422

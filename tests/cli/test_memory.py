@@ -156,3 +156,27 @@ def test_count_list_and_namespaces() -> None:
     counts = {n["namespace"]: n["memory_count"] for n in spaces["namespaces"]}
     assert counts == {"a": 2, "b": 1}
     assert "namespace" in run("namespaces").stdout
+
+
+def test_store_batch_from_a_json_lines_file(tmp_path) -> None:
+    lines = [
+        '{"content": "The API gateway times out after 30 seconds", "memory_type": "fact"}',
+        "",
+        '{"content": "Prefer small pull requests", "memory_type": "preference"}',
+        '{"content": "The API gateway times out after 30 seconds"}',
+        '{"content": "Staging lives in eu-west-1", "namespace": "project:infra"}',
+    ]
+    source = tmp_path / "memories.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    out = run_json("store-batch", str(source), "-n", "project:app")
+    assert (out["stored"], out["duplicates"]) == (3, 1)
+    assert out["results"][2]["id"] == out["results"][0]["id"]  # deduplicated in the batch
+    assert [r["namespace"] for r in out["results"]] == ["project:app"] * 3 + ["project:infra"]
+    recalled = run_json("recall", "gateway timeout", "-n", "project:app")["memories"]
+    assert recalled[0]["content"] == "The API gateway times out after 30 seconds"
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"content": "fine"}\n{"content": "x", "memory_type": "vibe"}\n{oops\n')
+    before = run_json("count")["count"]
+    assert fails("store-batch", str(bad)).startswith("error: line 2: Invalid memory type: vibe")
+    assert run_json("count")["count"] == before  # nothing of a bad file is stored

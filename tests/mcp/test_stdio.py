@@ -26,6 +26,7 @@ SLICE_TOOLS = {
     "preference_list",
     "preference_history",
     "preference_delete",
+    "memory_store_batch",
 }
 READ_ONLY = {
     "search",
