@@ -43,6 +43,9 @@ class Settings(BaseSettings):
     # non-loopback address sets it empty unless it is configured (no remote file reads).
     index_roots: str | None = None
 
+    # The namespace of the knowledge-graph tools (create_entities, …) when a call names none.
+    graph_namespace: str = "global"
+
     def allowed_roots(self) -> list[Path]:
         if self.index_roots is None:
             return [Path.home().resolve(), Path.cwd().resolve()]

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Union, get_args, get_origin
 
 import typer
+from pydantic import BaseModel
 
 from memsys.cli import remote
 from memsys.cli.output import Json, emit, parse_json, value_of
@@ -47,6 +48,9 @@ def _shell_type(tp: Any) -> tuple[Any, Callable[[Any, str], Any] | None]:
     if tp in (bool, int, float):
         return tp, None
     if get_origin(tp) is list:
+        (item,) = get_args(tp) or (str,)
+        if isinstance(core_type(item), type) and issubclass(core_type(item), BaseModel):
+            return str, lambda text, flag: parse_json(text, flag)  # a JSON array of objects
         return list[str], None
     if get_origin(tp) is dict or tp is dict:
         return str, lambda text, flag: parse_json(text, flag)

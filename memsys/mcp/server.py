@@ -29,9 +29,10 @@ from pydantic.fields import FieldInfo
 from memsys import __version__, envelope
 from memsys.config import allowed_hosts, allowed_origins
 from memsys.errors import MemsysError
-from memsys.operations import OPERATIONS, Operation
+from memsys.operations import BY_NAME, OPERATIONS, Operation
 
 log = logging.getLogger(__name__)
+GRAPH_RESOURCE = "memory://knowledge-graph"  # as the official memory server names it
 
 INSTRUCTIONS = (
     "memsys is long-term memory. Call memory_context (or memory_recall) at the start of a "
@@ -40,11 +41,11 @@ INSTRUCTIONS = (
 )
 
 
-def to_result(env: envelope.Envelope) -> CallToolResult:
+def to_result(env: envelope.Envelope, is_error: bool | None = None) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=json.dumps(env, default=str))],
         structured_content=env,
-        is_error=not env.get("success", False),
+        is_error=not env.get("success", False) if is_error is None else is_error,
     )
 
 
@@ -70,6 +71,8 @@ def bare(annotation: Any) -> Any:
 def published(info: FieldInfo, required: bool = False) -> FieldInfo:
     """What the JSON schema shows of a field: description, bounds, default."""
     schema: dict[str, Any] = {"description": info.description}
+    if info.alias:
+        schema["alias"] = info.alias
     if isinstance(info.json_schema_extra, dict):
         schema["json_schema_extra"] = info.json_schema_extra
     if not required and not info.is_required():
@@ -104,20 +107,36 @@ def tool_signature(op: Operation) -> inspect.Signature:
     return inspect.Signature(params, return_annotation=CallToolResult)
 
 
+def plain(value: Any) -> Any:
+    """Arguments as JSON-like data (the SDK hands nested objects over as models)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(by_alias=True, exclude_unset=True)
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
 def call(op: Operation, arguments: dict[str, Any]) -> envelope.Envelope:
-    data = {
-        k: v.model_dump(exclude_unset=True) if isinstance(v, BaseModel) else v
-        for k, v in arguments.items()
-    }
+    data = {k: plain(v) for k, v in arguments.items()}
     try:
-        return envelope.ok(op.run(data).model_dump(mode="json"))
+        return envelope.ok(op.run(data).model_dump(mode="json", by_alias=True))
     except MemsysError as exc:
         return envelope.failure(exc.message)
 
 
+def answer(op: Operation, arguments: dict[str, Any]) -> CallToolResult:
+    """The tool's result: the envelope, or for the memory-server drop-in its bare shape."""
+    env = call(op, arguments)
+    if op.mcp_envelope:
+        return to_result(env)
+    if env["success"]:
+        return to_result(env["data"], is_error=False)
+    return CallToolResult(content=[TextContent(type="text", text=env["error"])], is_error=True)
+
+
 def make_tool(op: Operation) -> Any:
     def tool(**arguments: Any) -> CallToolResult:
-        return to_result(call(op, arguments))
+        return answer(op, arguments)
 
     signature = tool_signature(op)
     tool.__signature__ = signature  # type: ignore[attr-defined]
@@ -187,6 +206,17 @@ def build_server() -> MemsysMCPServer:
                 open_world_hint=False,
             ),
         )
+
+    @server.resource(
+        GRAPH_RESOURCE,
+        name="knowledge-graph",
+        description="The whole knowledge graph of the default graph namespace, as read_graph",
+        mime_type="application/json",
+    )
+    def knowledge_graph() -> str:
+        result = call(BY_NAME["read_graph"], {})
+        return json.dumps(result["data"] if result["success"] else result)
+
     return server
 
 

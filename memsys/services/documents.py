@@ -27,7 +27,7 @@ from memsys.schemas import (
 from memsys.services import events, namespaces
 
 
-def _rowcount(session: Session, statement: Executable) -> int:
+def rowcount(session: Session, statement: Executable) -> int:
     """Rows an UPDATE touched."""
     result = session.execute(statement)
     return int(cast(CursorResult[Any], result).rowcount or 0)
@@ -53,7 +53,7 @@ def live_document(session: Session, namespace: str, source: str) -> Document | N
 
 def close_document(session: Session, doc: Document) -> int:
     """Close a document and its live chunks; returns how many chunks were closed."""
-    closed = _rowcount(
+    closed = rowcount(
         session,
         update(Chunk)
         .where(
@@ -133,8 +133,8 @@ def clear_index(session: Session, params: ClearIndexIn) -> ClearIndexOut:
     if params.namespace:
         chunk_stmt = chunk_stmt.where(Chunk.namespace == params.namespace)
         doc_stmt = doc_stmt.where(Document.namespace == params.namespace)
-    chunks = _rowcount(session, chunk_stmt.values(valid_to=func.now()))
-    docs = _rowcount(session, doc_stmt.values(valid_to=func.now()))
+    chunks = rowcount(session, chunk_stmt.values(valid_to=func.now()))
+    docs = rowcount(session, doc_stmt.values(valid_to=func.now()))
     events.record(
         session,
         namespace=params.namespace or ALL_NAMESPACES,

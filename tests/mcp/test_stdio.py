@@ -27,8 +27,21 @@ SLICE_TOOLS = {
     "preference_history",
     "preference_delete",
     "memory_store_batch",
+    # the official memory server's tools (tests/mcp/test_memory_server.py)
+    "create_entities",
+    "create_relations",
+    "add_observations",
+    "delete_entities",
+    "delete_observations",
+    "delete_relations",
+    "read_graph",
+    "search_nodes",
+    "open_nodes",
 }
 READ_ONLY = {
+    "read_graph",
+    "search_nodes",
+    "open_nodes",
     "search",
     "search_with_filters",
     "search_with_budget",
@@ -48,6 +61,9 @@ DESTRUCTIVE = {
     "delete_file",
     "clear_index",
     "preference_delete",
+    "delete_entities",
+    "delete_observations",
+    "delete_relations",
 }
 
 

@@ -1,139 +1,16 @@
-"""The operation table: one row per tool, and the three front ends are built from it.
-
-A row names the S001 tool, the service that does the work, its input and output models,
-its MCP annotations, its REST route(s) and its CLI command. The MCP server
-(`memsys.mcp.server`), the FastAPI routers (`memsys.api.operations`) and the typer app
-(`memsys.cli.commands`) read this table; descriptions, defaults and bounds come from the
-input model's fields, so they are written once and shown alike in the MCP input schema,
-in OpenAPI and in `memsys <command> --help`.
-
-Services and CLI renderers are named by "module:function" and imported on first call, so
-that `memsys --help` loads neither the database layer nor the embedding model.
-
-Adding a tool: write the service (`def op(session, params: OpIn) -> OpOut`), its two
-models in `memsys/schemas/`, and one row here (plus, if the default JSON-ish output will not
-do, a renderer in the CLI module of its concept).
-"""
+"""The rows of memsys's own tools: documents, search, memories, preferences."""
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
-
 from memsys import schemas as s
-
-Effect = Literal["read", "write", "idempotent", "destructive"]
-
-
-@dataclass(frozen=True)
-class Rest:
-    """One REST route of an operation. Path parameters come from `{name}` in `path`; the
-    other fields go in the query string for GET and DELETE and in the JSON body otherwise,
-    except those listed in `query`. `fields` limits a route to some of the input's fields
-    (e.g. DELETE /memories/{memory_id} offers force and purge only)."""
-
-    method: Literal["GET", "POST", "PUT", "DELETE"]
-    path: str
-    status: int = 200
-    query: tuple[str, ...] = ()
-    fields: tuple[str, ...] | None = None
-    summary: str | None = None
-
-
-@dataclass(frozen=True)
-class Cli:
-    """The CLI command. Fields become `--field-name` options unless listed in `arguments`
-    (positional, in order) or renamed in `flags`; `flatten` spreads a nested model's fields
-    (the search filters) as options of their own. `render` ("module:function") prints the
-    human form; --json always prints the output model. `command` ("module:function")
-    replaces the generated command where the CLI truly differs (progress bars)."""
-
-    name: str
-    arguments: tuple[str, ...] = ()
-    flags: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    flatten: str | None = None
-    hidden: tuple[str, ...] = ()
-    render: str | None = None
-    command: str | None = None
-    help: str | None = None
-
-
-@dataclass(frozen=True)
-class Operation:
-    name: str
-    summary: str
-    service: str
-    input: type[s.Input] | None
-    output: type[s.Output]
-    effect: Effect
-    rest: tuple[Rest, ...]
-    cli: Cli
-    mcp_hidden: tuple[str, ...] = ()  # fields S001's tool does not publish
-    mcp_required: tuple[str, ...] = ()  # optional in the model, required by S001
-    after: str | None = None  # "module:function" run with (params, result) after success
-
-    @property
-    def read_only(self) -> bool:
-        return self.effect == "read"
-
-    @property
-    def destructive(self) -> bool:
-        return self.effect == "destructive"
-
-    @property
-    def idempotent(self) -> bool:
-        return self.effect == "idempotent"
-
-    def run(self, data: dict[str, Any]) -> s.Output:
-        """Validate `data` against the input model, then run the service in one transaction."""
-        from memsys import runner
-
-        if self.input is None:
-            if data:
-                raise_unknown(sorted(data))
-            return runner.execute_bare(resolve(self.service))  # type: ignore[no-any-return]
-        params = s.parse(self.input, data)
-        return self.run_parsed(params)
-
-    def run_parsed(self, params: s.Input) -> s.Output:
-        from memsys import runner
-
-        result: s.Output = runner.run(resolve(self.service), params)
-        if self.after is not None:
-            resolve(self.after)(params, result)
-        return result
-
-
-def raise_unknown(names: list[str]) -> None:
-    from memsys.errors import InvalidInput
-
-    raise InvalidInput(f"Unknown argument(s): {', '.join(names)} (this operation takes none)")
-
-
-def resolve(ref: str) -> Callable[..., Any]:
-    """ "memsys.services.memories:store" (or "memories:store" for a service) → the function."""
-    module, _, name = ref.partition(":")
-    if "." not in module:
-        module = f"memsys.services.{module}"
-    return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
-
-
-def wake_worker(params: s.IndexDirectoryIn, result: s.IndexDirectoryOut) -> None:
-    """index_directory with async_mode: the running server's worker embeds the queue now."""
-    if params.async_mode:
-        from memsys.background import worker
-
-        worker().wake()
-
+from memsys.operations.spec import Cli, Operation, Rest
 
 MEMORY_CLI = "memsys.cli.memory"
 SEARCH_CLI = "memsys.cli.search"
 DOCUMENT_CLI = "memsys.cli.documents"
 PREFERENCE_CLI = "memsys.cli.preferences"
 
-OPERATIONS: tuple[Operation, ...] = (
+CORE_OPERATIONS: tuple[Operation, ...] = (
     # ------------------------------------------------------------------ documents
     Operation(
         name="index_file",
@@ -156,7 +33,7 @@ OPERATIONS: tuple[Operation, ...] = (
         effect="idempotent",
         rest=(Rest("POST", "/documents/index-directory"),),
         cli=Cli("index-directory", command=f"{DOCUMENT_CLI}:index_directory"),
-        after="memsys.operations:wake_worker",
+        after="memsys.operations.spec:wake_worker",
     ),
     Operation(
         name="delete_chunks",
@@ -403,5 +280,3 @@ OPERATIONS: tuple[Operation, ...] = (
         cli=Cli("pref history", arguments=("key",), render=f"{PREFERENCE_CLI}:history"),
     ),
 )
-
-BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}

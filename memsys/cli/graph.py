@@ -1,0 +1,84 @@
+"""`memsys graph`: the knowledge-graph verbs of the official MCP memory server (their
+commands come from memsys.operations.graph; results print as the JSON those tools return),
+and import/export of that server's JSONL file, to move over in one command and back."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+app = typer.Typer(no_args_is_help=True)
+
+
+def show(result: BaseModel) -> None:
+    typer.echo(
+        json.dumps(result.model_dump(mode="json", by_alias=True), indent=2, ensure_ascii=False)
+    )
+
+
+def _graph_op(name: str, data: dict[str, Any]) -> Any:
+    from memsys.cli import remote
+    from memsys.operations import BY_NAME
+
+    op = BY_NAME[name]
+    result = remote.call(op, data)
+    return op.run(data) if result is None else result
+
+
+@app.command("export")
+def export(
+    path: Annotated[str, typer.Argument(help="The JSONL file to write; - for stdout.")],
+    namespace: Annotated[str | None, typer.Option("--namespace", "-n")] = None,
+) -> None:
+    """Write the graph as the official memory server's JSONL file (MEMORY_FILE_PATH)."""
+    graph = _graph_op("read_graph", {} if namespace is None else {"namespace": namespace})
+    lines = [
+        json.dumps({"type": "entity", **e.model_dump(mode="json")}, ensure_ascii=False)
+        for e in graph.entities
+    ] + [
+        json.dumps({"type": "relation", **r.model_dump(mode="json", by_alias=True)})
+        for r in graph.relations
+    ]
+    text = "".join(line + "\n" for line in lines)
+    if path == "-":
+        sys.stdout.write(text)
+    else:
+        Path(path).expanduser().write_text(text, encoding="utf-8")
+        typer.echo(f"Exported {len(graph.entities)} entities, {len(graph.relations)} relations")
+
+
+@app.command("import")
+def import_(
+    path: Annotated[str, typer.Argument(help="The memory server's JSONL file; - for stdin.")],
+    namespace: Annotated[str | None, typer.Option("--namespace", "-n")] = None,
+) -> None:
+    """Load the official memory server's JSONL file: entities (with their observations),
+    then relations. Existing names and relations are kept as they are."""
+    from memsys.errors import InvalidInput
+
+    raw = sys.stdin.read() if path == "-" else Path(path).expanduser().read_text("utf-8")
+    entities: list[dict[str, Any]] = []
+    relations: list[dict[str, Any]] = []
+    for n, line in enumerate(raw.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+            kind = item.pop("type")
+        except (ValueError, KeyError, AttributeError, TypeError):
+            raise InvalidInput(f"line {n}: not an entity or relation line") from None
+        (entities if kind == "entity" else relations).append(item)
+    scope = {} if namespace is None else {"namespace": namespace}
+    made = _graph_op("create_entities", {"entities": entities, **scope}) if entities else None
+    linked = _graph_op("create_relations", {"relations": relations, **scope}) if relations else None
+    typer.echo(
+        f"Imported {len(made.entities) if made else 0} new entities, "
+        f"{len(linked.relations) if linked else 0} new relations"
+    )

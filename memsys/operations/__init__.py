@@ -1,0 +1,27 @@
+"""The operation table: one row per tool, and the three front ends are built from it.
+
+A row names the S001 tool, the service that does the work, its input and output models,
+its MCP annotations, its REST route(s) and its CLI command. The MCP server
+(`memsys.mcp.server`), the FastAPI routers (`memsys.api.operations`) and the typer app
+(`memsys.cli.commands`) read this table; descriptions, defaults and bounds come from the
+input model's fields, so they are written once and shown alike in the MCP input schema,
+in OpenAPI and in `memsys <command> --help`.
+
+Services and CLI renderers are named by "module:function" and imported on first call, so
+that `memsys --help` loads neither the database layer nor the embedding model.
+
+Adding a tool: write the service (`def op(session, params: OpIn) -> OpOut`), its two
+models in `memsys/schemas/`, and one row here (plus, if the default JSON-ish output will not
+do, a renderer in the CLI module of its concept).
+"""
+
+from __future__ import annotations
+
+from memsys.operations.core import CORE_OPERATIONS
+from memsys.operations.graph import GRAPH_OPERATIONS
+from memsys.operations.spec import Cli, Effect, Operation, Rest, resolve
+
+OPERATIONS: tuple[Operation, ...] = CORE_OPERATIONS + GRAPH_OPERATIONS
+BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
+
+__all__ = ["BY_NAME", "OPERATIONS", "Cli", "Effect", "Operation", "Rest", "resolve"]

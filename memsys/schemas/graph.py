@@ -1,0 +1,169 @@
+"""The knowledge graph as the official MCP memory server shapes it (server-memory 0.6):
+entities {name, entityType, observations}, relations {from, to, relationType}. Field names
+are camelCase because an agent configured for that server sends and expects them so."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AfterValidator, ConfigDict, Field
+
+from memsys.schemas.common import Input, NamespaceName, Output, QueryText
+
+MAX_ITEMS = 1000
+MAX_NAME = 512
+
+
+def _name(v: str) -> str:
+    v = v.strip()
+    if not v:
+        raise ValueError("An entity name cannot be empty")
+    if len(v) > MAX_NAME:
+        raise ValueError(f"An entity name is at most {MAX_NAME} characters, got {len(v)}")
+    return v
+
+
+def _observation(v: str) -> str:
+    v = v.strip()
+    if not v:
+        raise ValueError("An observation cannot be empty")
+    return v
+
+
+def _items(v: list[object]) -> list[object]:
+    if len(v) > MAX_ITEMS:
+        raise ValueError(f"At most {MAX_ITEMS} items per call, got {len(v)}")
+    return v
+
+
+Name = Annotated[str, AfterValidator(_name)]
+Observation = Annotated[str, AfterValidator(_observation)]
+GraphNamespace = Annotated[
+    NamespaceName | None,
+    Field(description="Namespace of the graph (default: MEMSYS_GRAPH_NAMESPACE, 'global')"),
+]
+
+
+class EntityIn(Input):
+    name: Annotated[Name, Field(description="The entity's name (its identity)")]
+    entityType: Annotated[Name, Field(description="e.g. person, project, service")]
+    observations: Annotated[
+        list[Observation], Field(description="Facts about the entity, one per string")
+    ] = []
+
+
+class RelationIn(Input):
+    model_config = ConfigDict(populate_by_name=True)
+
+    from_: Annotated[Name, Field(alias="from", description="Source entity name")]
+    to: Annotated[Name, Field(description="Target entity name")]
+    relationType: Annotated[Name, Field(description="In active voice, e.g. works_at")]
+
+
+class ObservationsIn(Input):
+    entityName: Annotated[Name, Field(description="The entity to add to")]
+    contents: Annotated[list[Observation], Field(description="Observations to add")]
+
+
+class DeletionIn(Input):
+    entityName: Annotated[Name, Field(description="The entity to remove from")]
+    observations: Annotated[list[Observation], Field(description="Observations to remove")]
+
+
+class CreateEntitiesIn(Input):
+    entities: Annotated[
+        list[EntityIn], AfterValidator(_items), Field(description="Entities to create")
+    ]
+    namespace: GraphNamespace = None
+
+
+class CreateRelationsIn(Input):
+    relations: Annotated[
+        list[RelationIn], AfterValidator(_items), Field(description="Relations to create")
+    ]
+    namespace: GraphNamespace = None
+
+
+class AddObservationsIn(Input):
+    observations: Annotated[
+        list[ObservationsIn], AfterValidator(_items), Field(description="Per entity, what to add")
+    ]
+    namespace: GraphNamespace = None
+
+
+class DeleteEntitiesIn(Input):
+    entityNames: Annotated[
+        list[Name], AfterValidator(_items), Field(description="Entities to delete")
+    ]
+    namespace: GraphNamespace = None
+
+
+class DeleteObservationsIn(Input):
+    deletions: Annotated[
+        list[DeletionIn], AfterValidator(_items), Field(description="Per entity, what to remove")
+    ]
+    namespace: GraphNamespace = None
+
+
+class DeleteRelationsIn(Input):
+    relations: Annotated[
+        list[RelationIn], AfterValidator(_items), Field(description="Relations to delete")
+    ]
+    namespace: GraphNamespace = None
+
+
+class ReadGraphIn(Input):
+    namespace: GraphNamespace = None
+
+
+class SearchNodesIn(Input):
+    query: Annotated[
+        QueryText, Field(description="What to look for in names, types and observations")
+    ]
+    namespace: GraphNamespace = None
+
+
+class OpenNodesIn(Input):
+    names: Annotated[list[Name], AfterValidator(_items), Field(description="Entity names")]
+    namespace: GraphNamespace = None
+
+
+class EntityOut(Output):
+    name: str
+    entityType: str
+    observations: list[str]
+
+
+class RelationOut(Output):
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
+    from_: str = Field(alias="from")
+    to: str
+    relationType: str
+
+
+class EntitiesOut(Output):
+    entities: list[EntityOut]
+
+
+class RelationsOut(Output):
+    relations: list[RelationOut]
+
+
+class AddedObservations(Output):
+    entityName: str
+    addedObservations: list[str]
+
+
+class ObservationsOut(Output):
+    results: list[AddedObservations]
+
+
+class DoneOut(Output):
+    success: bool
+    message: str
+
+
+class GraphOut(Output):
+    entities: list[EntityOut]
+    relations: list[RelationOut]

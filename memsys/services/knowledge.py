@@ -1,0 +1,428 @@
+"""The knowledge graph behind the official MCP memory server's nine verbs (server-memory).
+
+Entities are `entity` rows keyed `kg#<name>` in a namespace. An observation is a memory
+(a `fact` chunk, embedded and searchable like any other, deduplicated by content) linked to
+its entity by an `observation_of` edge; relations are entity → entity edges. Deletes close
+rows (`valid_to`) and keep history. `search_nodes` ranks entities by the retrieval pipeline
+over their observations, after exact name and type matches — not by substring alone.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+from sqlalchemy import func, or_, select, text, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session
+
+from memsys import ids
+from memsys.config import get_settings
+from memsys.embeddings import get_embedder
+from memsys.errors import NotFound
+from memsys.models import Chunk, Edge, Entity
+from memsys.runner import before_transaction
+from memsys.schemas import MemoryStoreIn
+from memsys.schemas.graph import (
+    AddedObservations,
+    AddObservationsIn,
+    CreateEntitiesIn,
+    CreateRelationsIn,
+    DeleteEntitiesIn,
+    DeleteObservationsIn,
+    DeleteRelationsIn,
+    DoneOut,
+    EntitiesOut,
+    EntityOut,
+    GraphOut,
+    ObservationsIn,
+    ObservationsOut,
+    OpenNodesIn,
+    ReadGraphIn,
+    RelationOut,
+    RelationsOut,
+    SearchNodesIn,
+)
+from memsys.services import events, memories, namespaces, search
+from memsys.services.documents import rowcount
+
+OBSERVATION_OF = "observation_of"
+KEY_PREFIX = "kg#"
+SEARCH_CANDIDATES = 30
+
+Vectors = dict[str, np.ndarray]
+
+
+def _ns(params: Any) -> str:
+    return str(params.namespace or get_settings().graph_namespace)
+
+
+def _key(name: str) -> str:
+    return KEY_PREFIX + name
+
+
+def _embed(texts: list[str]) -> Vectors:
+    unique = sorted(set(texts))
+    if not unique:
+        return {}
+    return dict(zip(unique, get_embedder().embed(unique), strict=True))
+
+
+def _live_entities(session: Session, ns: str, names: list[str] | None = None) -> list[Entity]:
+    stmt = select(Entity).where(
+        Entity.namespace == ns, Entity.valid_to.is_(None), Entity.key.startswith(KEY_PREFIX)
+    )
+    if names is not None:
+        stmt = stmt.where(Entity.key.in_([_key(n) for n in names]))
+    return list(session.scalars(stmt.order_by(Entity.created_at, Entity.id)))
+
+
+def _observation_edges(session: Session, ns: str, entity_ids: list[str]) -> list[Any]:
+    return list(
+        session.execute(
+            select(Edge.id, Edge.target_id, Edge.source_id, Chunk.content)
+            .join(Chunk, (Chunk.namespace == Edge.namespace) & (Chunk.id == Edge.source_id))
+            .where(
+                Edge.namespace == ns,
+                Edge.relation == OBSERVATION_OF,
+                Edge.valid_to.is_(None),
+                Edge.target_id.in_(entity_ids),
+                Chunk.valid_to.is_(None),
+            )
+            .order_by(Edge.id)
+        )
+    )
+
+
+def _entities_out(session: Session, ns: str, entities: list[Entity]) -> list[EntityOut]:
+    observed: dict[str, list[str]] = defaultdict(list)
+    for row in _observation_edges(session, ns, [e.id for e in entities]):
+        observed[row.target_id].append(row.content)
+    return [
+        EntityOut(name=e.name, entityType=e.entity_type, observations=observed[e.id])
+        for e in entities
+    ]
+
+
+def _relations(session: Session, ns: str, entities: list[Entity], both: bool) -> list[RelationOut]:
+    by_id = {e.id: e.name for e in entities}
+    ends = (Edge.source_id.in_(by_id), Edge.target_id.in_(by_id))
+    stmt = select(Edge).where(
+        Edge.namespace == ns,
+        Edge.valid_to.is_(None),
+        Edge.source_kind == "entity",
+        Edge.target_kind == "entity",
+        (ends[0] & ends[1]) if both else or_(*ends),
+    )
+    edges = list(session.scalars(stmt.order_by(Edge.id)))
+    missing = {i for e in edges for i in (e.source_id, e.target_id) if i not in by_id}
+    if missing:
+        rows = session.execute(
+            select(Entity.id, Entity.name).where(Entity.namespace == ns, Entity.id.in_(missing))
+        )
+        by_id.update(dict(rows.tuples().all()))
+    return [
+        RelationOut(
+            **{"from": by_id[e.source_id], "to": by_id[e.target_id]}, relationType=e.relation
+        )
+        for e in edges
+    ]
+
+
+def _add(
+    session: Session, ns: str, entity: Entity, contents: list[str], vectors: Vectors
+) -> list[str]:
+    """Observations the entity does not have yet, stored as memories and linked."""
+    present = {r.content for r in _observation_edges(session, ns, [entity.id])}
+    added: list[str] = []
+    for content in dict.fromkeys(contents):
+        if content in present:
+            continue
+        memory = memories.store(
+            session,
+            MemoryStoreIn(
+                content=content, memory_type="fact", namespace=ns, metadata={"entity": entity.name}
+            ),
+            prepared=vectors.get(content),
+        )
+        session.add(
+            Edge(
+                namespace=ns,
+                source_kind="chunk",
+                source_id=memory.id,
+                target_kind="entity",
+                target_id=entity.id,
+                relation=OBSERVATION_OF,
+            )
+        )
+        added.append(content)
+    session.flush()
+    return added
+
+
+def _close_observations(session: Session, ns: str, edges: list[Any]) -> None:
+    """Close observation edges; a memory made for an entity goes when nothing links it."""
+    if not edges:
+        return
+    session.execute(
+        update(Edge)
+        .where(Edge.namespace == ns, Edge.id.in_([r.id for r in edges]))
+        .values(valid_to=func.now(), expired_at=func.now())
+    )
+    for chunk_id in {r.source_id for r in edges}:
+        still_linked = session.scalar(
+            select(func.count()).where(
+                Edge.namespace == ns,
+                Edge.source_id == chunk_id,
+                Edge.relation == OBSERVATION_OF,
+                Edge.valid_to.is_(None),
+            )
+        )
+        chunk = session.get(Chunk, (ns, chunk_id))
+        if not still_linked and chunk is not None and "entity" in (chunk.meta or {}):
+            chunk.valid_to = func.now()
+    session.flush()
+
+
+def _record(session: Session, ns: str, operation: str, count: int) -> None:
+    events.record(
+        session,
+        namespace=ns,
+        event_type="delete" if operation.startswith("delete") else "edit",
+        operation=operation,
+        subject_kind="graph",
+        payload={"items": count},
+    )
+
+
+# ------------------------------------------------------------------ the nine verbs
+
+
+@before_transaction(lambda p: _embed([o for e in p.entities for o in e.observations]))
+def create_entities(
+    session: Session, params: CreateEntitiesIn, prepared: Vectors | None = None
+) -> EntitiesOut:
+    """Entities not yet present (by name) are created with their observations; an existing
+    name is skipped, as server-memory does."""
+    ns = _ns(params)
+    vectors = prepared or _embed([o for e in params.entities for o in e.observations])
+    namespaces.ensure(session, ns)
+    existing = {e.name for e in _live_entities(session, ns, [e.name for e in params.entities])}
+    created: list[Entity] = []
+    for item in params.entities:
+        if item.name in existing:
+            continue
+        new_id = session.execute(
+            insert(Entity)
+            .values(
+                namespace=ns,
+                id=ids.new_id(ids.ENTITY),
+                key=_key(item.name),
+                name=item.name,
+                entity_type=item.entityType,
+                created_at=func.clock_timestamp(),  # the order they were given, as listed
+            )
+            # a concurrent writer may create the same name first: then it is skipped here
+            .on_conflict_do_nothing(
+                index_elements=["namespace", "key"], index_where=text("valid_to IS NULL")
+            )
+            .returning(Entity.id)
+        ).scalar()
+        if new_id is None:
+            continue
+        entity = session.get(Entity, (ns, new_id))
+        assert entity is not None
+        _add(session, ns, entity, item.observations, vectors)
+        existing.add(item.name)
+        created.append(entity)
+    _record(session, ns, "create_entities", len(created))
+    return EntitiesOut(entities=_entities_out(session, ns, created))
+
+
+def _require(session: Session, ns: str, names: list[str]) -> dict[str, Entity]:
+    found = {e.name: e for e in _live_entities(session, ns, names)}
+    for name in names:
+        if name not in found:
+            raise NotFound(f"Entity with name {name} not found")
+    return found
+
+
+def create_relations(session: Session, params: CreateRelationsIn) -> RelationsOut:
+    """New (from, to, relationType) triples only; both entities must exist."""
+    ns = _ns(params)
+    namespaces.require(session, ns)
+    entities = _require(session, ns, [n for r in params.relations for n in (r.from_, r.to)])
+    created: list[RelationOut] = []
+    for r in params.relations:
+        source, target = entities[r.from_], entities[r.to]
+        exists = session.scalar(
+            select(func.count()).where(
+                Edge.namespace == ns,
+                Edge.source_id == source.id,
+                Edge.target_id == target.id,
+                Edge.relation == r.relationType,
+                Edge.valid_to.is_(None),
+            )
+        )
+        if exists:
+            continue
+        session.add(
+            Edge(
+                namespace=ns,
+                source_kind="entity",
+                source_id=source.id,
+                target_kind="entity",
+                target_id=target.id,
+                relation=r.relationType,
+            )
+        )
+        session.flush()
+        created.append(RelationOut(**{"from": r.from_, "to": r.to}, relationType=r.relationType))
+    _record(session, ns, "create_relations", len(created))
+    return RelationsOut(relations=created)
+
+
+def _all_contents(items: list[ObservationsIn]) -> list[str]:
+    return [c for o in items for c in o.contents]
+
+
+@before_transaction(lambda p: _embed(_all_contents(p.observations)))
+def add_observations(
+    session: Session, params: AddObservationsIn, prepared: Vectors | None = None
+) -> ObservationsOut:
+    ns = _ns(params)
+    vectors = prepared or _embed(_all_contents(params.observations))
+    namespaces.require(session, ns)
+    entities = _require(session, ns, [o.entityName for o in params.observations])
+    results = [
+        AddedObservations(
+            entityName=o.entityName,
+            addedObservations=_add(session, ns, entities[o.entityName], o.contents, vectors),
+        )
+        for o in params.observations
+    ]
+    _record(session, ns, "add_observations", sum(len(r.addedObservations) for r in results))
+    return ObservationsOut(results=results)
+
+
+def delete_entities(session: Session, params: DeleteEntitiesIn) -> DoneOut:
+    """Close the entities, their observations and every relation touching them (unknown
+    names are ignored, as server-memory does)."""
+    ns = _ns(params)
+    namespaces.require(session, ns)
+    entities = _live_entities(session, ns, params.entityNames)
+    ids_ = [e.id for e in entities]
+    _close_observations(session, ns, _observation_edges(session, ns, ids_))
+    session.execute(
+        update(Edge)
+        .where(
+            Edge.namespace == ns,
+            Edge.valid_to.is_(None),
+            or_(Edge.source_id.in_(ids_), Edge.target_id.in_(ids_)),
+        )
+        .values(valid_to=func.now(), expired_at=func.now())
+    )
+    for entity in entities:
+        entity.valid_to = func.now()
+    session.flush()
+    _record(session, ns, "delete_entities", len(entities))
+    return DoneOut(success=True, message="Entities deleted successfully")
+
+
+def delete_observations(session: Session, params: DeleteObservationsIn) -> DoneOut:
+    ns = _ns(params)
+    namespaces.require(session, ns)
+    entities = {
+        e.name: e for e in _live_entities(session, ns, [d.entityName for d in params.deletions])
+    }
+    doomed = []
+    for d in params.deletions:
+        entity = entities.get(d.entityName)
+        if entity is not None:
+            wanted = set(d.observations)
+            doomed += [
+                r for r in _observation_edges(session, ns, [entity.id]) if r.content in wanted
+            ]
+    _close_observations(session, ns, doomed)
+    _record(session, ns, "delete_observations", len(doomed))
+    return DoneOut(success=True, message="Observations deleted successfully")
+
+
+def delete_relations(session: Session, params: DeleteRelationsIn) -> DoneOut:
+    ns = _ns(params)
+    namespaces.require(session, ns)
+    names = [n for r in params.relations for n in (r.from_, r.to)]
+    entities = {e.name: e for e in _live_entities(session, ns, names)}
+    closed = 0
+    for r in params.relations:
+        source, target = entities.get(r.from_), entities.get(r.to)
+        if source is None or target is None:
+            continue
+        closed += rowcount(
+            session,
+            update(Edge)
+            .where(
+                Edge.namespace == ns,
+                Edge.source_id == source.id,
+                Edge.target_id == target.id,
+                Edge.relation == r.relationType,
+                Edge.valid_to.is_(None),
+            )
+            .values(valid_to=func.now(), expired_at=func.now()),
+        )
+    _record(session, ns, "delete_relations", closed)
+    return DoneOut(success=True, message="Relations deleted successfully")
+
+
+def read_graph(session: Session, params: ReadGraphIn) -> GraphOut:
+    ns = _ns(params)
+    namespaces.require(session, ns)
+    entities = _live_entities(session, ns)
+    return GraphOut(
+        entities=_entities_out(session, ns, entities),
+        relations=_relations(session, ns, entities, both=True),
+    )
+
+
+@before_transaction(search.embed_query_of)
+def search_nodes(session: Session, params: SearchNodesIn) -> GraphOut:
+    """Entities whose name or type contains the query first, then those whose observations
+    the retrieval pipeline ranks highest; relations with either end among them."""
+    ns = _ns(params)
+    namespaces.require(session, ns)
+    needle = params.query.lower()
+    every = _live_entities(session, ns)
+    by_name = [e for e in every if needle in e.name.lower() or needle in e.entity_type.lower()]
+    found = search.hybrid(
+        session,
+        params.query,
+        filters={"namespace": ns, "doc_type": "memory"},
+        limit=SEARCH_CANDIDATES,
+        count_access=False,
+    )
+    hit_rank = {h.id: n for n, h in enumerate(found.hits)}
+    ranked: dict[str, int] = {}
+    for row in _observation_edges(session, ns, [e.id for e in every]):
+        if row.source_id in hit_rank:
+            ranked[row.target_id] = min(ranked.get(row.target_id, 10**6), hit_rank[row.source_id])
+    by_id = {e.id: e for e in every}
+    chosen = by_name + [
+        by_id[i] for i in sorted(ranked, key=ranked.__getitem__) if by_id[i] not in by_name
+    ]
+    return GraphOut(
+        entities=_entities_out(session, ns, chosen),
+        relations=_relations(session, ns, chosen, both=False),
+    )
+
+
+def open_nodes(session: Session, params: OpenNodesIn) -> GraphOut:
+    ns = _ns(params)
+    namespaces.require(session, ns)
+    entities = _live_entities(session, ns, params.names)
+    order = {n: i for i, n in enumerate(params.names)}
+    entities.sort(key=lambda e: order[e.name])
+    return GraphOut(
+        entities=_entities_out(session, ns, entities),
+        relations=_relations(session, ns, entities, both=False),
+    )

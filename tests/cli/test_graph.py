@@ -1,0 +1,37 @@
+"""`memsys graph`: the memory server's JSONL file in and out, and the verbs from the shell."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.cli.helpers import fails, run, run_json
+
+SERVER_FILE = [
+    {"type": "entity", "name": "Alice", "entityType": "person", "observations": ["Likes tea"]},
+    {"type": "entity", "name": "Acme", "entityType": "company", "observations": []},
+    {"type": "relation", "from": "Alice", "to": "Acme", "relationType": "works_at"},
+]
+
+
+def test_import_then_export_gives_the_same_file(tmp_path: Path) -> None:
+    source = tmp_path / "memory.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in SERVER_FILE))
+    imported = run("graph", "import", str(source))
+    assert imported.exit_code == 0 and "2 new entities, 1 new relations" in imported.stdout
+    again = run("graph", "import", str(source))  # idempotent: nothing new
+    assert "0 new entities, 0 new relations" in again.stdout
+    target = tmp_path / "out.jsonl"
+    assert run("graph", "export", str(target)).exit_code == 0
+    exported = [json.loads(line) for line in target.read_text().splitlines()]
+    assert exported == SERVER_FILE
+
+
+def test_graph_verbs_from_the_shell() -> None:
+    people = json.dumps([{"name": "Bo", "entityType": "person", "observations": ["Runs CI"]}])
+    assert run_json("graph", "create-entities", "--entities", people)["entities"][0]["name"] == "Bo"
+    assert run_json("graph", "open", "Bo")["entities"][0]["observations"] == ["Runs CI"]
+    assert run_json("graph", "search", "who runs the CI")["entities"][0]["name"] == "Bo"
+    assert "--entities is not valid JSON" in fails("graph", "create-entities", "--entities", "[{")
+    assert run_json("graph", "delete-entities", "Bo")["success"] is True
+    assert run_json("graph", "read")["entities"] == []
