@@ -11,8 +11,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from memsys.cli.output import short
+
 if TYPE_CHECKING:
     from pydantic import BaseModel
+
+    from memsys.schemas.edges import MemoryEdgeForgetOut, MemoryInspectOut, MemoryRelateOut
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -21,6 +25,26 @@ def show(result: BaseModel) -> None:
     typer.echo(
         json.dumps(result.model_dump(mode="json", by_alias=True), indent=2, ensure_ascii=False)
     )
+
+
+def related(r: MemoryRelateOut) -> None:
+    typer.echo(f"Edge {r.edge_id}" + ("" if r.created else " (already there)"))
+
+
+def edges_forgotten(r: MemoryEdgeForgetOut) -> None:
+    listed = f": {', '.join(map(str, r.deleted_ids))}" if r.deleted_ids else ""
+    typer.echo(f"Forgot {r.deleted_count} edge{'' if r.deleted_count == 1 else 's'}{listed}")
+
+
+def inspected(r: MemoryInspectOut) -> None:
+    if r.mermaid is not None:
+        typer.echo(r.mermaid, nl=False)
+        return
+    for node in r.nodes:
+        score = "" if node.relevance is None else f"  relevance {node.relevance:.3f}"
+        typer.echo(f"{'  ' * node.depth}{node.id}{score}  {short(node.content, 80)}")
+    for edge in r.edges:
+        typer.echo(f"edge {edge.id}: {edge.source} -{edge.relation}-> {edge.target}")
 
 
 def _graph_op(name: str, data: dict[str, Any]) -> Any:

@@ -12,7 +12,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from memsys.cli import commands, db, graph, preferences, server, status
+from memsys.cli import commands, db, graph, preferences, server, status, trace
 from memsys.errors import DatabaseUnavailable, MemsysError
 
 EXIT_DATABASE = 1
@@ -110,7 +110,7 @@ def _root(version: status.Version = False) -> None:
     """Long-term memory for LLM agents on one PostgreSQL database."""
 
 
-commands.register(app, {"pref": preferences.app, "graph": graph.app})
+commands.register(app, {"pref": preferences.app, "graph": graph.app, "trace": trace.app})
 app.add_typer(preferences.app, name="pref", help="Versioned preferences (key → JSON value).")
 app.add_typer(
     graph.app,
@@ -118,6 +118,7 @@ app.add_typer(
     help="Knowledge graph: the official MCP memory server's verbs (entities, relations, "
     "observations).",
 )
+app.add_typer(trace.app, name="trace", help="Retrieval traces: show, log, feedback.")
 app.add_typer(db.app, name="db", help="Database schema migrations (Alembic).")
 server.register(app)
 status.register(app)

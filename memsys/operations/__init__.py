@@ -18,10 +18,13 @@ do, a renderer in the CLI module of its concept).
 from __future__ import annotations
 
 from memsys.operations.core import CORE_OPERATIONS
-from memsys.operations.graph import GRAPH_OPERATIONS
+from memsys.operations.debug import DEBUG_OPERATIONS
+from memsys.operations.graph import EDGE_OPERATIONS, GRAPH_OPERATIONS
 from memsys.operations.spec import Cli, Effect, Operation, Rest, resolve
 
-OPERATIONS: tuple[Operation, ...] = CORE_OPERATIONS + GRAPH_OPERATIONS
+OPERATIONS: tuple[Operation, ...] = (
+    CORE_OPERATIONS + EDGE_OPERATIONS + GRAPH_OPERATIONS + DEBUG_OPERATIONS
+)
 BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
 
 __all__ = ["BY_NAME", "OPERATIONS", "Cli", "Effect", "Operation", "Rest", "resolve"]

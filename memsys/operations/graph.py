@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from memsys import schemas as s
 from memsys.operations.spec import Cli, Effect, Operation, Rest
+from memsys.schemas import edges as e
 from memsys.schemas import graph as g
 
 
@@ -31,6 +32,47 @@ def _graph(
 
 
 GRAPH_CLI = "memsys.cli.graph"
+
+# S001's edges between memories (memsys.services.edges), with the S001 envelope.
+EDGE_OPERATIONS: tuple[Operation, ...] = (
+    Operation(
+        name="memory_relate",
+        summary="Create a relationship (edge) between two memories of one namespace. Relating "
+        "the same pair with the same relation again returns the existing edge.",
+        service="edges:relate",
+        input=e.MemoryRelateIn,
+        output=e.MemoryRelateOut,
+        effect="idempotent",
+        rest=(Rest("POST", "/edges"),),
+        cli=Cli(
+            "relate",
+            arguments=("source_id", "target_id", "relation"),
+            render=f"{GRAPH_CLI}:related",
+        ),
+    ),
+    Operation(
+        name="memory_edge_forget",
+        summary="Delete edges between memories: one by edge_id, all of a memory_id (by "
+        "direction), or those between source_id and target_id; relation narrows any mode.",
+        service="edges:edge_forget",
+        input=e.MemoryEdgeForgetIn,
+        output=e.MemoryEdgeForgetOut,
+        effect="destructive",
+        rest=(Rest("POST", "/edges/forget"),),
+        cli=Cli("edge-forget", render=f"{GRAPH_CLI}:edges_forgotten"),
+    ),
+    Operation(
+        name="memory_inspect_graph",
+        summary="Inspect the graph around a memory: nodes within max_depth hops, edges, "
+        "paths with relevance decaying per hop; JSON or a mermaid flowchart.",
+        service="edges:inspect",
+        input=e.MemoryInspectIn,
+        output=e.MemoryInspectOut,
+        effect="read",
+        rest=(Rest("POST", "/edges/inspect"),),
+        cli=Cli("inspect", arguments=("memory_id",), render=f"{GRAPH_CLI}:inspected"),
+    ),
+)
 GRAPH_OPERATIONS: tuple[Operation, ...] = (
     _graph(
         "create_entities",

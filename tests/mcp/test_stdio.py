@@ -27,6 +27,12 @@ SLICE_TOOLS = {
     "preference_history",
     "preference_delete",
     "memory_store_batch",
+    "memory_relate",
+    "memory_edge_forget",
+    "memory_inspect_graph",
+    "debug_trace",
+    "debug_query_log",
+    "debug_feedback",
     # the official memory server's tools (tests/mcp/test_memory_server.py)
     "create_entities",
     "create_relations",
@@ -39,6 +45,9 @@ SLICE_TOOLS = {
     "open_nodes",
 }
 READ_ONLY = {
+    "memory_inspect_graph",
+    "debug_trace",
+    "debug_query_log",
     "read_graph",
     "search_nodes",
     "open_nodes",
@@ -61,6 +70,7 @@ DESTRUCTIVE = {
     "delete_file",
     "clear_index",
     "preference_delete",
+    "memory_edge_forget",
     "delete_entities",
     "delete_observations",
     "delete_relations",

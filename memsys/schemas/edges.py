@@ -1,0 +1,135 @@
+"""Edges between memories (S001 memory_relate, memory_edge_forget, memory_inspect_graph)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field
+
+from memsys.schemas.common import Input, Output
+
+# S001's relations between memories: the registry memory_relate accepts.
+MEMORY_RELATIONS = ("relates_to", "supersedes", "caused_by", "contradicts")
+MAX_DEPTH = 5
+Direction = Literal["outgoing", "incoming", "both"]
+
+
+def _relation(v: str) -> str:
+    if v not in MEMORY_RELATIONS:
+        raise ValueError(f"Invalid relation: {v}. Use one of: {', '.join(MEMORY_RELATIONS)}")
+    return v
+
+
+def _weight(v: float) -> float:
+    if not 0.0 <= v <= 1000.0:
+        raise ValueError(f"weight must be between 0 and 1000, got {v}")
+    return v
+
+
+def _depth(v: int) -> int:
+    if not 1 <= v <= MAX_DEPTH:
+        raise ValueError(f"max_depth must be between 1 and {MAX_DEPTH}, got {v}")
+    return v
+
+
+def _decay(v: float) -> float:
+    if not 0.0 < v <= 1.0:
+        raise ValueError(f"decay_factor must be above 0 and at most 1, got {v}")
+    return v
+
+
+Relation = Annotated[
+    str,
+    AfterValidator(_relation),
+    Field(description="Type of relationship", json_schema_extra={"enum": list(MEMORY_RELATIONS)}),
+]
+
+
+class MemoryRelateIn(Input):
+    source_id: Annotated[str, Field(description="ID of the source memory")]
+    target_id: Annotated[str, Field(description="ID of the target memory")]
+    relation: Relation
+    weight: Annotated[float, AfterValidator(_weight), Field(description="Edge weight (0-1000)")] = (
+        1.0
+    )
+
+
+class MemoryRelateOut(Output):
+    edge_id: int
+    created: bool = Field(description="False when this edge already existed (it is returned)")
+
+
+class MemoryEdgeForgetIn(Input):
+    edge_id: Annotated[int | None, Field(description="Specific edge ID to delete")] = None
+    memory_id: Annotated[
+        str | None, Field(description="Memory ID to delete all connected edges")
+    ] = None
+    source_id: Annotated[str | None, Field(description="Source memory ID for pair deletion")] = None
+    target_id: Annotated[str | None, Field(description="Target memory ID for pair deletion")] = None
+    relation: Annotated[str | None, Field(description="Filter by relation type")] = None
+    direction: Annotated[Direction, Field(description="For memory_id mode: edge direction")] = (
+        "both"
+    )
+
+
+class MemoryEdgeForgetOut(Output):
+    deleted_ids: list[int]
+    deleted_count: int
+
+
+class MemoryInspectIn(Input):
+    memory_id: Annotated[str, Field(description="ID of the memory to start inspection from")]
+    max_depth: Annotated[
+        int,
+        AfterValidator(_depth),
+        Field(
+            description=f"Maximum number of hops to traverse (1-{MAX_DEPTH})",
+            json_schema_extra={"minimum": 1, "maximum": MAX_DEPTH},
+        ),
+    ] = 2
+    direction: Annotated[Direction, Field(description="Which edges to follow")] = "both"
+    edge_types: Annotated[
+        list[str] | None, Field(description="Optional list of edge types to include")
+    ] = None
+    include_scores: Annotated[bool, Field(description="Compute relevance scores for paths")] = True
+    decay_factor: Annotated[
+        float, AfterValidator(_decay), Field(description="Factor by which relevance decays per hop")
+    ] = 0.7
+    output_format: Annotated[
+        Literal["json", "mermaid"], Field(description="json, or a mermaid flowchart as text")
+    ] = "json"
+
+
+class GraphNode(Output):
+    id: str
+    content: str
+    depth: int
+    relevance: float | None = None
+
+
+class GraphEdge(Output):
+    id: int
+    source: str
+    target: str
+    relation: str
+    weight: float
+
+
+class GraphPath(Output):
+    path: list[str]
+    total_relevance: float | None = None
+
+
+class InspectStats(Output):
+    total_nodes: int
+    total_edges: int
+    max_depth_reached: int
+
+
+class MemoryInspectOut(Output):
+    origin_id: str
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+    paths: list[GraphPath]
+    stats: InspectStats
+    mermaid: str | None = None

@@ -1,0 +1,263 @@
+"""Edges between memories: relate, forget, inspect (S001 memory_relate, memory_edge_forget,
+memory_inspect_graph). An edge lives in its memories' namespace; forgetting closes it
+(`valid_to`, `expired_at`) and keeps it for as-of reads. Only S001's memory relations are
+touched here: the `mentions` and `observation_of` edges memsys writes itself are left alone.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from sqlalchemy import ColumnElement, func, or_, select, text, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session
+
+from memsys.errors import InvalidInput, NotFound
+from memsys.models import Chunk, Edge
+from memsys.schemas.edges import (
+    MEMORY_RELATIONS,
+    GraphEdge,
+    GraphNode,
+    GraphPath,
+    InspectStats,
+    MemoryEdgeForgetIn,
+    MemoryEdgeForgetOut,
+    MemoryInspectIn,
+    MemoryInspectOut,
+    MemoryRelateIn,
+    MemoryRelateOut,
+)
+from memsys.services import events
+
+MAX_PATHS = 200
+_PAIR_LOCK = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
+
+
+def _memory(session: Session, memory_id: str) -> Chunk:
+    chunk = session.scalars(
+        select(Chunk).where(
+            Chunk.id == memory_id, Chunk.doc_type == "memory", Chunk.valid_to.is_(None)
+        )
+    ).first()
+    if chunk is None:
+        raise NotFound(f"Memory not found: {memory_id}")
+    return chunk
+
+
+def _memory_edges() -> list[ColumnElement[bool]]:
+    return [
+        Edge.valid_to.is_(None),
+        Edge.source_kind == "chunk",
+        Edge.target_kind == "chunk",
+        Edge.relation.in_(MEMORY_RELATIONS),
+    ]
+
+
+def relate(session: Session, params: MemoryRelateIn) -> MemoryRelateOut:
+    """One edge per (source, target, relation): relating twice returns the first edge."""
+    if params.source_id == params.target_id:
+        raise InvalidInput("A memory cannot be related to itself")
+    source, target = _memory(session, params.source_id), _memory(session, params.target_id)
+    if source.namespace != target.namespace:
+        raise InvalidInput(
+            f"The memories are in different namespaces ({source.namespace}, "
+            f"{target.namespace}): an edge stays within one"
+        )
+    ns = source.namespace
+    key = "\x1f".join((ns, source.id, target.id, params.relation))
+    session.execute(_PAIR_LOCK, {"key": key})
+    existing = session.scalar(
+        select(Edge.id).where(
+            Edge.namespace == ns,
+            Edge.source_id == source.id,
+            Edge.target_id == target.id,
+            Edge.relation == params.relation,
+            *_memory_edges(),
+        )
+    )
+    if existing is not None:
+        return MemoryRelateOut(edge_id=existing, created=False)
+    edge_id = session.execute(
+        insert(Edge)
+        .values(
+            namespace=ns,
+            source_kind="chunk",
+            source_id=source.id,
+            target_kind="chunk",
+            target_id=target.id,
+            relation=params.relation,
+            weight=params.weight,
+        )
+        .returning(Edge.id)
+    ).scalar_one()
+    events.record(
+        session,
+        namespace=ns,
+        event_type="create",
+        operation="memory_relate",
+        subject_kind="edge",
+        subject_id=str(edge_id),
+        payload={"relation": params.relation, "source": source.id, "target": target.id},
+    )
+    return MemoryRelateOut(edge_id=edge_id, created=True)
+
+
+def edge_forget(session: Session, params: MemoryEdgeForgetIn) -> MemoryEdgeForgetOut:
+    """Three modes: one edge by id; every edge of a memory (by direction); the edges between
+    a source and a target. `relation` narrows any of them."""
+    where = _memory_edges()
+    if params.edge_id is not None:
+        where.append(Edge.id == params.edge_id)
+    elif params.memory_id is not None:
+        out, into = Edge.source_id == params.memory_id, Edge.target_id == params.memory_id
+        sides = {"outgoing": out, "incoming": into, "both": or_(out, into)}
+        where.append(sides[params.direction])
+    elif params.source_id is not None and params.target_id is not None:
+        where += [Edge.source_id == params.source_id, Edge.target_id == params.target_id]
+    else:
+        raise InvalidInput(
+            "Say which edges to forget: edge_id, memory_id, or source_id with target_id"
+        )
+    if params.relation is not None:
+        where.append(Edge.relation == params.relation)
+    closed = list(
+        session.execute(
+            update(Edge)
+            .where(*where)
+            .values(valid_to=func.now(), expired_at=func.now())
+            .returning(Edge.id, Edge.namespace)
+        )
+    )
+    if params.edge_id is not None and not closed:
+        raise NotFound(f"Edge not found: {params.edge_id}")
+    for namespace in {row.namespace for row in closed}:
+        events.record(
+            session,
+            namespace=namespace,
+            event_type="delete",
+            operation="memory_edge_forget",
+            subject_kind="edge",
+            payload={"edge_ids": sorted(r.id for r in closed if r.namespace == namespace)},
+        )
+    deleted = sorted(row.id for row in closed)
+    return MemoryEdgeForgetOut(deleted_ids=deleted, deleted_count=len(deleted))
+
+
+def inspect(session: Session, params: MemoryInspectIn) -> MemoryInspectOut:
+    """The memories within max_depth hops of one, the edges between them, every simple path
+    from it (relevance decays by decay_factor per hop), as JSON or a mermaid flowchart."""
+    origin = _memory(session, params.memory_id)
+    ns = origin.namespace
+    depth = {origin.id: 0}
+    edges: dict[int, Edge] = {}
+    frontier = {origin.id}
+    reached = 0
+    for hop in range(1, params.max_depth + 1):
+        found = _edges_from(session, ns, frontier, params)
+        frontier = set()
+        for edge in found:
+            edges[edge.id] = edge
+            for node in (edge.source_id, edge.target_id):
+                if node not in depth:
+                    depth[node] = hop
+                    frontier.add(node)
+        if not frontier:
+            break
+        reached = hop
+    contents = dict(
+        session.execute(
+            select(Chunk.id, Chunk.content).where(
+                Chunk.namespace == ns, Chunk.id.in_(depth), Chunk.valid_to.is_(None)
+            )
+        )
+        .tuples()
+        .all()
+    )
+    kept = {node for node in depth if node in contents}  # a closed memory ends a path
+    shown_edges = [e for e in edges.values() if e.source_id in kept and e.target_id in kept]
+    score = params.include_scores
+
+    def relevance(hops: int) -> float | None:
+        return round(params.decay_factor**hops, 6) if score else None
+
+    nodes = [
+        GraphNode(id=n, content=contents[n], depth=depth[n], relevance=relevance(depth[n]))
+        for n in sorted(kept, key=lambda n: (depth[n], n))
+    ]
+    paths = [
+        GraphPath(path=p, total_relevance=relevance(len(p) - 1))
+        for p in _paths(origin.id, shown_edges, params.direction, params.max_depth)
+    ]
+    out = MemoryInspectOut(
+        origin_id=origin.id,
+        nodes=nodes,
+        edges=[
+            GraphEdge(
+                id=e.id,
+                source=e.source_id,
+                target=e.target_id,
+                relation=e.relation,
+                weight=e.weight,
+            )
+            for e in sorted(shown_edges, key=lambda e: e.id)
+        ],
+        paths=paths,
+        stats=InspectStats(
+            total_nodes=len(nodes), total_edges=len(shown_edges), max_depth_reached=reached
+        ),
+    )
+    if params.output_format == "mermaid":
+        out.mermaid = mermaid(out)
+    return out
+
+
+def _edges_from(
+    session: Session, ns: str, frontier: set[str], params: MemoryInspectIn
+) -> list[Edge]:
+    out, into = Edge.source_id.in_(frontier), Edge.target_id.in_(frontier)
+    sides = {"outgoing": out, "incoming": into, "both": or_(out, into)}
+    stmt = select(Edge).where(Edge.namespace == ns, sides[params.direction], *_memory_edges())
+    if params.edge_types:
+        stmt = stmt.where(Edge.relation.in_(params.edge_types))
+    return list(session.scalars(stmt))
+
+
+def _paths(origin: str, edges: list[Edge], direction: str, max_depth: int) -> list[list[str]]:
+    """Simple paths from the origin (at most MAX_PATHS), following edges as inspected."""
+    neighbours: dict[str, set[str]] = defaultdict(set)
+    for e in edges:
+        if direction in ("outgoing", "both"):
+            neighbours[e.source_id].add(e.target_id)
+        if direction in ("incoming", "both"):
+            neighbours[e.target_id].add(e.source_id)
+    found: list[list[str]] = []
+    stack = [[origin]]
+    while stack and len(found) < MAX_PATHS:
+        path = stack.pop()
+        if len(path) > 1:
+            found.append(path)
+        if len(path) <= max_depth:
+            for nxt in sorted(neighbours[path[-1]], reverse=True):
+                if nxt not in path:
+                    stack.append([*path, nxt])
+    return sorted(found, key=lambda p: (len(p), p))
+
+
+def _label(text: str) -> str:
+    """A node label mermaid accepts: one line, no quotes or brackets, at most 60 characters."""
+    line = " ".join(text.split())
+    for bad in '"[](){}<>|#;`':
+        line = line.replace(bad, " ")
+    line = " ".join(line.split())
+    return line if len(line) <= 60 else line[:59] + "…"
+
+
+def mermaid(graph: MemoryInspectOut) -> str:
+    """A mermaid flowchart: one node per memory (short label), one arrow per edge."""
+    alias = {node.id: f"n{i}" for i, node in enumerate(graph.nodes)}
+    lines = ["flowchart LR"]
+    for node in graph.nodes:
+        lines.append(f'    {alias[node.id]}["{_label(node.content) or node.id}"]')
+    for edge in graph.edges:
+        lines.append(f"    {alias[edge.source]} -->|{edge.relation}| {alias[edge.target]}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,114 @@
+"""Edges between memories: relate, forget in its three modes, inspect with paths and mermaid."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from memsys.mcp.server import call
+from memsys.operations import BY_NAME
+from tests.conftest import table_counts
+from tests.factories import store
+
+
+def op(name: str, **args: Any) -> Any:
+    answer = call(BY_NAME[name], args)
+    assert answer["success"], answer
+    return answer["data"]
+
+
+def fails(name: str, **args: Any) -> str:
+    before = table_counts()
+    answer = call(BY_NAME[name], args)
+    assert answer["success"] is False
+    assert table_counts() == before
+    return str(answer["error"])
+
+
+@pytest.fixture
+def chain(embedder: Any) -> list[str]:
+    """a → b → c → d, and a → c; each a memory of one namespace."""
+    texts = [
+        "Login fails with 500",
+        "The session store is full",
+        "Redis maxmemory is 64 MB",
+        "Raise maxmemory to 1 GB",
+    ]
+    ids = [store(content=t, namespace="project:app").id for t in texts]
+    a, b, c, d = ids
+    for source, target, relation in (
+        (a, b, "caused_by"),
+        (b, c, "caused_by"),
+        (c, d, "relates_to"),
+        (a, c, "relates_to"),
+    ):
+        op("memory_relate", source_id=source, target_id=target, relation=relation)
+    return ids
+
+
+def test_relate_is_idempotent_and_checked(chain: list[str], embedder: Any) -> None:
+    a, b, *_ = chain
+    again = op("memory_relate", source_id=a, target_id=b, relation="caused_by")
+    assert again["created"] is False
+    assert "Invalid relation: likes" in fails(
+        "memory_relate", source_id=a, target_id=b, relation="likes"
+    )
+    assert "Memory not found: mem_nope" in fails(
+        "memory_relate", source_id=a, target_id="mem_nope", relation="relates_to"
+    )
+    assert "cannot be related to itself" in fails(
+        "memory_relate", source_id=a, target_id=a, relation="relates_to"
+    )
+    other = store(content="Elsewhere entirely", namespace="project:other").id
+    assert "different namespaces" in fails(
+        "memory_relate", source_id=a, target_id=other, relation="relates_to"
+    )
+
+
+def test_inspect_walks_hops_with_decaying_relevance(chain: list[str]) -> None:
+    a, b, c, d = chain
+    out = op("memory_inspect_graph", memory_id=a, max_depth=2)
+    depth = {n["id"]: n["depth"] for n in out["nodes"]}
+    assert depth == {a: 0, b: 1, c: 1, d: 2}
+    relevance = {n["id"]: n["relevance"] for n in out["nodes"]}
+    assert relevance[a] == 1.0 and relevance[b] == pytest.approx(0.7)
+    assert relevance[d] == pytest.approx(0.49)
+    assert [a, c, d] in [p["path"] for p in out["paths"]]
+    assert out["stats"] == {"total_nodes": 4, "total_edges": 4, "max_depth_reached": 2}
+    one_hop = op(
+        "memory_inspect_graph",
+        memory_id=a,
+        max_depth=1,
+        direction="outgoing",
+        edge_types=["caused_by"],
+    )
+    assert {n["id"] for n in one_hop["nodes"]} == {a, b}
+    incoming = op("memory_inspect_graph", memory_id=d, max_depth=1, direction="incoming")
+    assert {n["id"] for n in incoming["nodes"]} == {c, d}
+    assert "max_depth must be between 1 and 5" in fails(
+        "memory_inspect_graph", memory_id=a, max_depth=9
+    )
+
+
+def test_mermaid_is_a_flowchart_with_one_arrow_per_edge(chain: list[str]) -> None:
+    text = op("memory_inspect_graph", memory_id=chain[0], output_format="mermaid")["mermaid"]
+    lines = text.strip().splitlines()
+    assert lines[0] == "flowchart LR"
+    nodes = [line for line in lines[1:] if re.fullmatch(r'    n\d+\["[^"\[\]]+"\]', line)]
+    arrows = [line for line in lines[1:] if re.fullmatch(r"    n\d+ -->\|\w+\| n\d+", line)]
+    assert len(nodes) == 4 and len(arrows) == 4 and len(lines) == 9
+
+
+def test_edge_forget_in_its_three_modes(chain: list[str]) -> None:
+    a, _, c, d = chain
+    first = op("memory_inspect_graph", memory_id=a, max_depth=1)["edges"][0]["id"]  # a → b
+    assert op("memory_edge_forget", edge_id=first)["deleted_ids"] == [first]
+    assert "Edge not found" in fails("memory_edge_forget", edge_id=first)
+    pair = op("memory_edge_forget", source_id=c, target_id=d, relation="relates_to")
+    assert pair["deleted_count"] == 1
+    around = op("memory_edge_forget", memory_id=c, direction="both")
+    assert around["deleted_count"] == 2  # b → c and a → c
+    assert op("memory_inspect_graph", memory_id=a)["stats"]["total_edges"] == 0
+    assert "Say which edges" in fails("memory_edge_forget")
