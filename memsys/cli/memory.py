@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         MemoryStoreOut,
         NamespaceListOut,
     )
+    from memsys.schemas.learning import MemoryApplyOut, MemoryOutcomeOut, ValidationHistoryOut
 
 
 def stored(r: MemoryStoreOut) -> None:
@@ -197,3 +198,44 @@ def parse_line(n: int, line: str, namespace: str | None) -> dict[str, Any] | Non
 
 def stored_batch(r: MemoryStoreBatchOut) -> None:
     echo(f"Stored {plural(r.stored, 'memory')}; {plural(r.duplicates, 'duplicate')} already there")
+
+
+def applied(r: MemoryApplyOut) -> None:
+    echo(f"Applying {r.memory_id} (event {r.event_id}); report with `memsys outcome`")
+
+
+def learned(r: MemoryOutcomeOut) -> None:
+    verdict = "success" if r.outcome_success else "failure"
+    promoted = " — now a golden rule" if r.promoted else ""
+    echo(
+        f"{r.memory_id}: {verdict}, confidence {r.old_confidence:.2f} → "
+        f"{r.new_confidence:.2f}{promoted}"
+    )
+
+
+def _moved(old: float | None, new: float | None) -> str:
+    return "" if old is None or new is None else f"{old:.2f} → {new:.2f}"
+
+
+def validations(r: ValidationHistoryOut) -> None:
+    s = r.summary
+    rate = "n/a" if s.success_rate is None else f"{s.success_rate:.0%}"
+    echo(
+        f"{s.total_applications} applications, {s.success_count} succeeded, "
+        f"{s.failure_count} failed (success rate {rate})"
+    )
+    show_table(
+        ["id", "when", "event", "confidence", "context / error"],
+        [
+            [
+                e.id,
+                f"{e.timestamp:%Y-%m-%d %H:%M}",
+                e.event_type,
+                ""
+                if e.new_confidence is None
+                else f"{e.old_confidence:.2f} → {e.new_confidence:.2f}",
+                short(e.context or e.error_msg or "", 60),
+            ]
+            for e in r.events
+        ],
+    )

@@ -21,7 +21,7 @@ def _graph(
     return Operation(
         name=name,
         summary=summary,
-        service=f"knowledge:{name}",
+        service=f"knowledge_read:{name}" if effect == "read" else f"knowledge:{name}",
         input=input,
         output=output,
         effect=effect,

@@ -35,26 +35,21 @@ from memsys.schemas.graph import (
     DoneOut,
     EntitiesOut,
     EntityOut,
-    GraphOut,
     ObservationsIn,
     ObservationsOut,
-    OpenNodesIn,
-    ReadGraphIn,
     RelationOut,
     RelationsOut,
-    SearchNodesIn,
 )
-from memsys.services import events, memories, namespaces, search
+from memsys.services import events, memories, namespaces
 from memsys.services.documents import rowcount
 
 OBSERVATION_OF = "observation_of"
 KEY_PREFIX = "kg#"
-SEARCH_CANDIDATES = 30
 
 Vectors = dict[str, np.ndarray]
 
 
-def _ns(params: Any) -> str:
+def graph_namespace(params: Any) -> str:
     return str(params.namespace or get_settings().graph_namespace)
 
 
@@ -69,7 +64,7 @@ def _embed(texts: list[str]) -> Vectors:
     return dict(zip(unique, get_embedder().embed(unique), strict=True))
 
 
-def _live_entities(session: Session, ns: str, names: list[str] | None = None) -> list[Entity]:
+def live_entities(session: Session, ns: str, names: list[str] | None = None) -> list[Entity]:
     stmt = select(Entity).where(
         Entity.namespace == ns, Entity.valid_to.is_(None), Entity.key.startswith(KEY_PREFIX)
     )
@@ -78,7 +73,7 @@ def _live_entities(session: Session, ns: str, names: list[str] | None = None) ->
     return list(session.scalars(stmt.order_by(Entity.created_at, Entity.id)))
 
 
-def _observation_edges(session: Session, ns: str, entity_ids: list[str]) -> list[Any]:
+def observation_edges(session: Session, ns: str, entity_ids: list[str]) -> list[Any]:
     return list(
         session.execute(
             select(Edge.id, Edge.target_id, Edge.source_id, Chunk.content)
@@ -95,9 +90,9 @@ def _observation_edges(session: Session, ns: str, entity_ids: list[str]) -> list
     )
 
 
-def _entities_out(session: Session, ns: str, entities: list[Entity]) -> list[EntityOut]:
+def entities_out(session: Session, ns: str, entities: list[Entity]) -> list[EntityOut]:
     observed: dict[str, list[str]] = defaultdict(list)
-    for row in _observation_edges(session, ns, [e.id for e in entities]):
+    for row in observation_edges(session, ns, [e.id for e in entities]):
         observed[row.target_id].append(row.content)
     return [
         EntityOut(name=e.name, entityType=e.entity_type, observations=observed[e.id])
@@ -105,7 +100,9 @@ def _entities_out(session: Session, ns: str, entities: list[Entity]) -> list[Ent
     ]
 
 
-def _relations(session: Session, ns: str, entities: list[Entity], both: bool) -> list[RelationOut]:
+def relations_of(
+    session: Session, ns: str, entities: list[Entity], both: bool
+) -> list[RelationOut]:
     by_id = {e.id: e.name for e in entities}
     ends = (Edge.source_id.in_(by_id), Edge.target_id.in_(by_id))
     stmt = select(Edge).where(
@@ -134,7 +131,7 @@ def _add(
     session: Session, ns: str, entity: Entity, contents: list[str], vectors: Vectors
 ) -> list[str]:
     """Observations the entity does not have yet, stored as memories and linked."""
-    present = {r.content for r in _observation_edges(session, ns, [entity.id])}
+    present = {r.content for r in observation_edges(session, ns, [entity.id])}
     added: list[str] = []
     for content in dict.fromkeys(contents):
         if content in present:
@@ -205,10 +202,10 @@ def create_entities(
 ) -> EntitiesOut:
     """Entities not yet present (by name) are created with their observations; an existing
     name is skipped, as server-memory does."""
-    ns = _ns(params)
+    ns = graph_namespace(params)
     vectors = prepared or _embed([o for e in params.entities for o in e.observations])
     namespaces.ensure(session, ns)
-    existing = {e.name for e in _live_entities(session, ns, [e.name for e in params.entities])}
+    existing = {e.name for e in live_entities(session, ns, [e.name for e in params.entities])}
     created: list[Entity] = []
     for item in params.entities:
         if item.name in existing:
@@ -237,11 +234,11 @@ def create_entities(
         existing.add(item.name)
         created.append(entity)
     _record(session, ns, "create_entities", len(created))
-    return EntitiesOut(entities=_entities_out(session, ns, created))
+    return EntitiesOut(entities=entities_out(session, ns, created))
 
 
 def _require(session: Session, ns: str, names: list[str]) -> dict[str, Entity]:
-    found = {e.name: e for e in _live_entities(session, ns, names)}
+    found = {e.name: e for e in live_entities(session, ns, names)}
     for name in names:
         if name not in found:
             raise NotFound(f"Entity with name {name} not found")
@@ -250,7 +247,7 @@ def _require(session: Session, ns: str, names: list[str]) -> dict[str, Entity]:
 
 def create_relations(session: Session, params: CreateRelationsIn) -> RelationsOut:
     """New (from, to, relationType) triples only; both entities must exist."""
-    ns = _ns(params)
+    ns = graph_namespace(params)
     namespaces.require(session, ns)
     entities = _require(session, ns, [n for r in params.relations for n in (r.from_, r.to)])
     created: list[RelationOut] = []
@@ -291,7 +288,7 @@ def _all_contents(items: list[ObservationsIn]) -> list[str]:
 def add_observations(
     session: Session, params: AddObservationsIn, prepared: Vectors | None = None
 ) -> ObservationsOut:
-    ns = _ns(params)
+    ns = graph_namespace(params)
     vectors = prepared or _embed(_all_contents(params.observations))
     namespaces.require(session, ns)
     entities = _require(session, ns, [o.entityName for o in params.observations])
@@ -309,11 +306,11 @@ def add_observations(
 def delete_entities(session: Session, params: DeleteEntitiesIn) -> DoneOut:
     """Close the entities, their observations and every relation touching them (unknown
     names are ignored, as server-memory does)."""
-    ns = _ns(params)
+    ns = graph_namespace(params)
     namespaces.require(session, ns)
-    entities = _live_entities(session, ns, params.entityNames)
+    entities = live_entities(session, ns, params.entityNames)
     ids_ = [e.id for e in entities]
-    _close_observations(session, ns, _observation_edges(session, ns, ids_))
+    _close_observations(session, ns, observation_edges(session, ns, ids_))
     session.execute(
         update(Edge)
         .where(
@@ -331,10 +328,10 @@ def delete_entities(session: Session, params: DeleteEntitiesIn) -> DoneOut:
 
 
 def delete_observations(session: Session, params: DeleteObservationsIn) -> DoneOut:
-    ns = _ns(params)
+    ns = graph_namespace(params)
     namespaces.require(session, ns)
     entities = {
-        e.name: e for e in _live_entities(session, ns, [d.entityName for d in params.deletions])
+        e.name: e for e in live_entities(session, ns, [d.entityName for d in params.deletions])
     }
     doomed = []
     for d in params.deletions:
@@ -342,7 +339,7 @@ def delete_observations(session: Session, params: DeleteObservationsIn) -> DoneO
         if entity is not None:
             wanted = set(d.observations)
             doomed += [
-                r for r in _observation_edges(session, ns, [entity.id]) if r.content in wanted
+                r for r in observation_edges(session, ns, [entity.id]) if r.content in wanted
             ]
     _close_observations(session, ns, doomed)
     _record(session, ns, "delete_observations", len(doomed))
@@ -350,10 +347,10 @@ def delete_observations(session: Session, params: DeleteObservationsIn) -> DoneO
 
 
 def delete_relations(session: Session, params: DeleteRelationsIn) -> DoneOut:
-    ns = _ns(params)
+    ns = graph_namespace(params)
     namespaces.require(session, ns)
     names = [n for r in params.relations for n in (r.from_, r.to)]
-    entities = {e.name: e for e in _live_entities(session, ns, names)}
+    entities = {e.name: e for e in live_entities(session, ns, names)}
     closed = 0
     for r in params.relations:
         source, target = entities.get(r.from_), entities.get(r.to)
@@ -373,56 +370,3 @@ def delete_relations(session: Session, params: DeleteRelationsIn) -> DoneOut:
         )
     _record(session, ns, "delete_relations", closed)
     return DoneOut(success=True, message="Relations deleted successfully")
-
-
-def read_graph(session: Session, params: ReadGraphIn) -> GraphOut:
-    ns = _ns(params)
-    namespaces.require(session, ns)
-    entities = _live_entities(session, ns)
-    return GraphOut(
-        entities=_entities_out(session, ns, entities),
-        relations=_relations(session, ns, entities, both=True),
-    )
-
-
-@before_transaction(search.embed_query_of)
-def search_nodes(session: Session, params: SearchNodesIn) -> GraphOut:
-    """Entities whose name or type contains the query first, then those whose observations
-    the retrieval pipeline ranks highest; relations with either end among them."""
-    ns = _ns(params)
-    namespaces.require(session, ns)
-    needle = params.query.lower()
-    every = _live_entities(session, ns)
-    by_name = [e for e in every if needle in e.name.lower() or needle in e.entity_type.lower()]
-    found = search.hybrid(
-        session,
-        params.query,
-        filters={"namespace": ns, "doc_type": "memory"},
-        limit=SEARCH_CANDIDATES,
-        count_access=False,
-    )
-    hit_rank = {h.id: n for n, h in enumerate(found.hits)}
-    ranked: dict[str, int] = {}
-    for row in _observation_edges(session, ns, [e.id for e in every]):
-        if row.source_id in hit_rank:
-            ranked[row.target_id] = min(ranked.get(row.target_id, 10**6), hit_rank[row.source_id])
-    by_id = {e.id: e for e in every}
-    chosen = by_name + [
-        by_id[i] for i in sorted(ranked, key=ranked.__getitem__) if by_id[i] not in by_name
-    ]
-    return GraphOut(
-        entities=_entities_out(session, ns, chosen),
-        relations=_relations(session, ns, chosen, both=False),
-    )
-
-
-def open_nodes(session: Session, params: OpenNodesIn) -> GraphOut:
-    ns = _ns(params)
-    namespaces.require(session, ns)
-    entities = _live_entities(session, ns, params.names)
-    order = {n: i for i, n in enumerate(params.names)}
-    entities.sort(key=lambda e: order[e.name])
-    return GraphOut(
-        entities=_entities_out(session, ns, entities),
-        relations=_relations(session, ns, entities, both=False),
-    )

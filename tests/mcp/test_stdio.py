@@ -27,6 +27,9 @@ SLICE_TOOLS = {
     "preference_history",
     "preference_delete",
     "memory_store_batch",
+    "memory_apply",
+    "memory_outcome",
+    "validation_history",
     "memory_relate",
     "memory_edge_forget",
     "memory_inspect_graph",
@@ -45,6 +48,7 @@ SLICE_TOOLS = {
     "open_nodes",
 }
 READ_ONLY = {
+    "validation_history",
     "memory_inspect_graph",
     "debug_trace",
     "debug_query_log",
