@@ -9,9 +9,16 @@ benchmarks/results/), then every question goes through `memsys.retrieval.pipelin
 Printed for every set, all computed in the same run:
 - baselines outside memsys: exact dense cosine in numpy, and a plain Okapi BM25 in Python
   (k1 1.2, b 0.75, lowercase word tokens, English stop words removed, no stemming);
-- memsys's channels alone (dense = HNSW order, lexical = BM25 in PostgreSQL) and fused
-  (the method in memsys.retrieval.fusion, and plain RRF on the same candidates);
+- memsys's channels alone (dense = HNSW order, lexical = BM25 in PostgreSQL, graph = PPR,
+  neighbours = the neighbourhood channel's own order) and fused (the method and weights in
+  memsys.retrieval.fusion), with ablations re-fused on the same candidates: dense + lexical
+  only, without the graph, without the neighbourhood, the graph at weight 1, plain RRF;
 - the floor check: fused must not be below the best single channel.
+
+Write times are what a real store would hold: LoCoMo turns at their session's date, 30 s
+apart, in conversation order; the HotpotQA and SciFact passages in a fixed random order.
+`--half tune` runs the odd-numbered questions of every set, `--half report` the even ones
+(weights are chosen on the first and reported on the second).
 
     .venv/bin/python benchmarks/bench_retrieval.py [--quick] [--sets locomo,hotpotqa,...]
 """

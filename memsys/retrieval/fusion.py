@@ -28,6 +28,8 @@ class Weights:
     lexical: float = 1.0
     graph: float = 0.5
     graph_seeds: int = 5  # first-stage hits whose entities seed the graph walk
+    # The graph weight is multiplied by this when the query names no stored, non-hub entity.
+    graph_unnamed: float = 1.0
     # Neighbourhood channel (neighbours.py): the best `neighbour_seeds` hits after the other
     # channels pull in up to `neighbour_width` rows on each side, written within
     # `neighbour_gap_s` seconds (memories) or chunks of the same document.
@@ -36,6 +38,9 @@ class Weights:
     neighbour_width: int = 2
     neighbour_decay: float = 0.5
     neighbour_gap_s: int = 3600
+    # Exponent of the seed–neighbour cosine in the share; 0 = off (measured: 1 did not keep
+    # random neighbours out on SciFact at weight 1, benchmarks/README.md).
+    neighbour_coherence: float = 0.0
     # A z-score below this adds nothing: a channel may lift a chunk it likes, but the
     # long tail of its weak candidates does not push anything down.
     floor: float = 0.0

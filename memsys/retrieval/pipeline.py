@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -135,14 +135,16 @@ def retrieve(
 
     graph_scores: dict[Key, float] = {}
     graph_hits: list[tuple[Key, float]] = []
+    names: list[Key] = []
+    if weights.graph > 0 and keys:
+        names = graph.named(session, query, given.get("namespace"))
+        if not names:  # a walk seeded only by the hits themselves mostly echoes them
+            weights = replace(weights, graph=weights.graph * weights.graph_unnamed)
     if weights.graph > 0 and keys:
         first = fuse_scores(keys, rows, bm25, weights, method)
         best = sorted(range(len(keys)), key=lambda i: -first[i])[: weights.graph_seeds]
         seeds = graph.seeds(
-            session,
-            query,
-            [(keys[i], 1.0 / rank) for rank, i in enumerate(best, start=1)],
-            given.get("namespace"),
+            session, names, [(keys[i], 1.0 / rank) for rank, i in enumerate(best, start=1)]
         )
         graph_hits = graph.search(session, seeds, given, as_of, pool)
         graph_scores = dict(graph_hits)
@@ -164,6 +166,7 @@ def retrieve(
             width=weights.neighbour_width,
             gap=timedelta(seconds=weights.neighbour_gap_s),
             decay=weights.neighbour_decay,
+            coherence=weights.neighbour_coherence,
         )
         near_scores = dict(near_hits)
         new = [k for k, _ in near_hits if k not in rows]
@@ -206,7 +209,7 @@ def retrieve(
             "graph": [{"id": k[1], "ppr": round(s, 8)} for k, s in graph_hits],
             "neighbours": [{"id": k[1], "share": round(s, 6)} for k, s in near_hits],
         },
-        fusion={"method": method, **weights.as_dict()},
+        fusion={"method": method, **weights.as_dict(), "query_entities": len(names)},
         features=[
             (k[1], sims[i], lex[i], graph_scores.get(k, 0.0), near_scores.get(k, 0.0))
             for i, k in enumerate(keys)

@@ -75,6 +75,22 @@ def test_the_turn_after_a_strong_hit_is_pulled_in(embedder) -> None:
     assert len(near) <= 2 * fusion.CURRENT.neighbour_width * fusion.CURRENT.neighbour_seeds
 
 
+def test_a_neighbour_on_another_subject_gets_a_smaller_share(embedder) -> None:
+    store("Caroline: My car needs new tyres before winter.", namespace="chat:a")
+    asked = store(QUESTION, namespace="chat:a").id
+    after = store("Melanie: We chose Lisbon for the offsite, near the sea.", namespace="chat:a")
+    before_id = None
+    with session_scope() as s:
+        coherent = replace(WITH, neighbour_coherence=1.0)
+        found = pipeline.retrieve(s, QUERY, limit=3, weights=coherent)
+        for row in found.features:
+            if row[0] not in (asked, after.id):
+                before_id = row[0]
+    near = {row["id"]: row["share"] for row in found.channels["neighbours"]}
+    # Both sit right next to the question; the one on its subject gets more of its strength.
+    assert before_id is not None and near[after.id] > near[before_id] > 0
+
+
 def test_scores_stay_non_increasing_with_neighbours(embedder) -> None:
     _conversation()
     with session_scope() as s:
