@@ -33,7 +33,9 @@ test: lint
 bench: install
 	$(BIN)/python benchmarks/bench_memory.py
 	$(BIN)/python benchmarks/bench_indexing.py
-	$(BIN)/python benchmarks/bench_quality.py
+	$(BIN)/python benchmarks/bench_retrieval.py
+	$(BIN)/python benchmarks/bench_calibration.py
+	$(BIN)/python benchmarks/bench_concurrency.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

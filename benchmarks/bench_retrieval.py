@@ -9,9 +9,16 @@ benchmarks/results/), then every question goes through `memsys.retrieval.pipelin
 Printed for every set, all computed in the same run:
 - baselines outside memsys: exact dense cosine in numpy, and a plain Okapi BM25 in Python
   (k1 1.2, b 0.75, lowercase word tokens, English stop words removed, no stemming);
-- memsys's channels alone (dense = HNSW order, lexical = BM25 in PostgreSQL) and fused
-  (the method in memsys.retrieval.fusion, and plain RRF on the same candidates);
+- memsys's channels alone (dense = HNSW order, lexical = BM25 in PostgreSQL, graph = PPR,
+  neighbours = the neighbourhood channel's own order) and fused (the method and weights in
+  memsys.retrieval.fusion), with ablations re-fused on the same candidates: dense + lexical
+  only, without the graph, without the neighbourhood, the graph at weight 1, plain RRF;
 - the floor check: fused must not be below the best single channel.
+
+Write times are what a real store would hold: LoCoMo turns at their session's date, 30 s
+apart, in conversation order; the HotpotQA and SciFact passages in a fixed random order.
+`--half tune` runs the odd-numbered questions of every set, `--half report` the even ones
+(weights are chosen on the first and reported on the second).
 
     .venv/bin/python benchmarks/bench_retrieval.py [--quick] [--sets locomo,hotpotqa,...]
 """
@@ -22,12 +29,14 @@ import argparse
 import hashlib
 import json
 import math
+import random
 import re
 import time
 from collections import Counter
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import common
 import numpy as np
@@ -36,6 +45,20 @@ EVIDENCE = re.compile(r"D\d+:\d+")
 WORD = re.compile(r"[a-z0-9]+")
 SETS = ("locomo", "hotpotqa", "hotpotqa_2wiki", "scifact")
 FLOOR_TOLERANCE = 0.005  # measurement noise allowed below the best channel
+LOCOMO_DATE = "%I:%M %p on %d %B, %Y"
+TURN_SECONDS = 30
+HALF = "all"
+T = TypeVar("T")
+
+
+def unordered_times(n: int) -> list[datetime]:
+    """Write times in a fixed random order, one minute apart. The HotpotQA corpus file lists
+    each question's passages together; a store of unrelated passages has no such order, and
+    the neighbourhood channel must not learn the answer from the file's layout."""
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    slots = list(range(n))
+    random.Random(0).shuffle(slots)
+    return [start + timedelta(minutes=m) for m in slots]
 
 
 # --- loading -----------------------------------------------------------------------------
@@ -55,8 +78,11 @@ def embed_cached(texts: list[str]) -> np.ndarray:
     return vectors
 
 
-def load(ns: str, texts: list[str], meta: list[dict[str, Any]]) -> tuple[list[str], np.ndarray]:
-    """Bulk-insert memories with real embeddings; returns their ids (in order) and vectors."""
+def load(
+    ns: str, texts: list[str], meta: list[dict[str, Any]], created: list[datetime]
+) -> tuple[list[str], np.ndarray]:
+    """Bulk-insert memories with real embeddings and the given write times (what a store
+    written one memory at a time would hold); returns their ids (in order) and vectors."""
     from sqlalchemy import insert
 
     from memsys import ids
@@ -83,6 +109,9 @@ def load(ns: str, texts: list[str], meta: list[dict[str, Any]]) -> tuple[list[st
                     "token_count": tokens[i],
                     "embedding": vectors[i],
                     "meta": meta[i],
+                    "created_at": created[i],
+                    "valid_from": created[i],
+                    "updated_at": created[i],
                 }
                 for i in range(start, min(start + 2000, len(texts)))
             ]
@@ -134,7 +163,8 @@ def dense_top(vectors: np.ndarray, query: np.ndarray, k: int) -> list[int]:
 
 
 def rankings(ns: str, query: str, k: int, pool: int) -> dict[str, list[str]]:
-    """Every ordering memsys can produce for one query, from one pipeline run."""
+    """Every ordering memsys can produce for one query, from one pipeline run (the ablations
+    re-fuse the same candidates without a channel or with another weight)."""
     from memsys.db import session_scope
     from memsys.retrieval import fusion, pipeline
 
@@ -147,6 +177,8 @@ def rankings(ns: str, query: str, k: int, pool: int) -> dict[str, list[str]]:
     sims = [f[1] for f in feats]
     lex = [f[2] for f in feats]
     ppr = [f[3] for f in feats]
+    near = [f[4] for f in feats]
+    now = fusion.CURRENT
 
     def order(scores: list[float]) -> list[str]:
         return [ids[i] for i in sorted(range(len(ids)), key=lambda i: -scores[i])][:k]
@@ -155,9 +187,12 @@ def rankings(ns: str, query: str, k: int, pool: int) -> dict[str, list[str]]:
         "dense": [h["id"] for h in found.channels["dense"]][:k],
         "lexical": [h["id"] for h in found.channels["lexical"]["hits"]][:k],
         "graph": [h["id"] for h in found.channels["graph"]][:k],
+        "neighbours": [h["id"] for h in found.channels["neighbours"]][:k],
         "fused": [h.id for h in found.hits],
-        "fused_no_graph": order(fusion.zfuse(sims, lex)),
-        "fused_graph_1": order(fusion.zfuse(sims, lex, replace(fusion.CURRENT, graph=1.0), ppr)),
+        "fused_dense_lex": order(fusion.zfuse(sims, lex, replace(now, graph=0, neighbours=0))),
+        "fused_no_graph": order(fusion.zfuse(sims, lex, replace(now, graph=0), None, near)),
+        "fused_no_near": order(fusion.zfuse(sims, lex, replace(now, neighbours=0), ppr)),
+        "fused_graph_1": order(fusion.zfuse(sims, lex, replace(now, graph=1.0), ppr, near)),
         "rrf": order(fusion.rrf(sims, lex)),
     }
 
@@ -218,28 +253,48 @@ def floor_check(result: dict[str, Any], metric: str) -> dict[str, Any]:
 # --- the sets --------------------------------------------------------------------------------
 
 
+def load_conversation(
+    conv: dict[str, Any],
+) -> tuple[str, list[str], list[str], np.ndarray, list[tuple[str, set[str]]]]:
+    """One LoCoMo conversation in its own namespace: (namespace, ids, turns, vectors,
+    questions with their evidence ids)."""
+    ns = f"locomo:{conv['sample_id']}"
+    turns, meta, created = [], [], []
+    c = conv["conversation"]
+    for key in sorted(
+        (k for k in c if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k.split("_")[1])
+    ):
+        # Each turn stored as it is said: the session's date, TURN_SECONDS apart.
+        start = datetime.strptime(c[f"{key}_date_time"], LOCOMO_DATE).replace(tzinfo=UTC)
+        for n, turn in enumerate(c[key]):
+            turns.append(f"{turn['speaker']}: {turn['text']}")
+            meta.append({"dia_id": turn["dia_id"], "date": c.get(f"{key}_date_time")})
+            created.append(start + timedelta(seconds=TURN_SECONDS * n))
+    ids, vectors = load(ns, turns, meta, created)
+    by_dia = {m["dia_id"]: cid for m, cid in zip(meta, ids, strict=True)}
+    questions = []
+    for qa in conv["qa"]:
+        found = EVIDENCE.findall(" ".join(qa.get("evidence", [])))
+        gold = {by_dia[d] for d in found if d in by_dia}
+        if gold:
+            questions.append((qa["question"], gold))
+    return ns, ids, turns, vectors, half(questions)
+
+
+def half(questions: list[T]) -> list[T]:
+    """HALF "tune" keeps the odd-numbered questions, "report" the even ones, "all" every one:
+    weights are tuned on one half and reported on the other."""
+    if HALF == "all":
+        return questions
+    return questions[1 if HALF == "tune" else 0 :: 2]
+
+
 def locomo(data: Path, quick: bool) -> dict[str, Any]:
     merged: dict[str, Any] = {}
     questions_total = 0
     per_conv = []
     for conv in common.locomo(data)[: 2 if quick else None]:
-        ns = f"locomo:{conv['sample_id']}"
-        turns, meta = [], []
-        c = conv["conversation"]
-        for key in sorted(
-            (k for k in c if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k.split("_")[1])
-        ):
-            for turn in c[key]:
-                turns.append(f"{turn['speaker']}: {turn['text']}")
-                meta.append({"dia_id": turn["dia_id"], "date": c.get(f"{key}_date_time")})
-        ids, vectors = load(ns, turns, meta)
-        by_dia = {m["dia_id"]: cid for m, cid in zip(meta, ids, strict=True)}
-        questions = []
-        for qa in conv["qa"]:
-            found = EVIDENCE.findall(" ".join(qa.get("evidence", [])))
-            gold = {by_dia[d] for d in found if d in by_dia}
-            if gold:
-                questions.append((qa["question"], gold))
+        ns, ids, turns, vectors, questions = load_conversation(conv)
         per_conv.append(evaluate(ns, ids, turns, vectors, questions, (1, 5, 10, 20), 60))
         questions_total += len(questions)
     for name in per_conv[0]:
@@ -267,7 +322,7 @@ def hotpotqa(data: Path, quick: bool, distractors: bool) -> dict[str, Any]:
             if passage["title"] not in corpus:
                 texts.append(f"{passage['title']}: {passage['text'].strip()}")
         ns = "hotpotqa-2wiki"
-    ids, vectors = load(ns, texts, [{} for _ in texts])
+    ids, vectors = load(ns, texts, [{} for _ in texts], unordered_times(len(texts)))
     by_title = dict(zip(titles, ids, strict=False))
     raw = json.loads((data / "hotpotqa" / "hotpotqa_train.json").read_text())
     questions = []
@@ -275,13 +330,15 @@ def hotpotqa(data: Path, quick: bool, distractors: bool) -> dict[str, Any]:
         gold = {by_title[t] for t, _ in q["supporting_facts"] if t in by_title}
         if gold:
             questions.append((q["question"], gold))
-    return evaluate(ns, ids, texts, vectors, questions, (2, 5, 10, 20), 60)
+    return evaluate(ns, ids, texts, vectors, half(questions), (2, 5, 10, 20), 60)
 
 
 def scifact(data: Path, quick: bool) -> dict[str, Any]:
     docs = common.read_jsonl(data / "scifact" / "corpus.jsonl")
     texts = [f"{d['title']} {d['text']}" for d in docs]
-    ids, vectors = load("scifact", texts, [{"doc_id": d["_id"]} for d in docs])
+    ids, vectors = load(
+        "scifact", texts, [{"doc_id": d["_id"]} for d in docs], unordered_times(len(texts))
+    )
     by_doc = {d["_id"]: cid for d, cid in zip(docs, ids, strict=True)}
     claims = {q["_id"]: q["text"] for q in common.read_jsonl(data / "scifact" / "queries.jsonl")}
     qrels: dict[str, set[str]] = {}
@@ -289,7 +346,7 @@ def scifact(data: Path, quick: bool) -> dict[str, Any]:
         qid, doc, _ = line.split("\t")
         if doc in by_doc and qid in claims:
             qrels.setdefault(qid, set()).add(by_doc[doc])
-    questions = [(claims[q], gold) for q, gold in sorted(qrels.items())]
+    questions = half([(claims[q], gold) for q, gold in sorted(qrels.items())])
     return evaluate(
         "scifact", ids, texts, vectors, questions[: 80 if quick else None], (10, 100), 100
     )
@@ -301,9 +358,13 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a slice of every set")
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--keep", action="store_true", help="keep the private database")
+    parser.add_argument("--half", choices=("all", "tune", "report"), default="all")
     args = parser.parse_args()
+    global HALF
+    HALF = args.half
     home = common.private_home("msr-")
     out: dict[str, Any] = {"machine": common.machine(), "loadavg_start": common.loadavg()}
+    out["half"] = HALF
     try:
         common.start_database()
         for name in args.sets.split(","):
@@ -326,8 +387,8 @@ def main() -> None:
 
 
 def print_set(name: str, result: dict[str, Any]) -> None:
-    rows = ["baseline_dense", "baseline_bm25", "dense", "lexical", "graph", "rrf"]
-    rows += ["fused_no_graph", "fused_graph_1", "fused"]
+    rows = ["baseline_dense", "baseline_bm25", "dense", "lexical", "graph", "neighbours", "rrf"]
+    rows += ["fused_dense_lex", "fused_no_graph", "fused_no_near", "fused_graph_1", "fused"]
     metrics = [m for m in result["fused"] if not m.startswith("all@")]
     print(f"\n{name}: {result['questions']} questions, {result['documents']} documents")
     print(f"{'ranking':<16}" + "".join(f"{m:>9}" for m in metrics))

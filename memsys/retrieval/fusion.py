@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-FUSION_VERSION = "zfuse-1"
+FUSION_VERSION = "zfuse-2"
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,19 @@ class Weights:
     lexical: float = 1.0
     graph: float = 0.5
     graph_seeds: int = 5  # first-stage hits whose entities seed the graph walk
+    # The graph weight is multiplied by this when the query names no stored, non-hub entity.
+    graph_unnamed: float = 1.0
+    # Neighbourhood channel (neighbours.py): the best `neighbour_seeds` hits after the other
+    # channels pull in up to `neighbour_width` rows on each side, written within
+    # `neighbour_gap_s` seconds (memories) or chunks of the same document.
+    neighbours: float = 0.5
+    neighbour_seeds: int = 10
+    neighbour_width: int = 2
+    neighbour_decay: float = 0.5
+    neighbour_gap_s: int = 3600
+    # Exponent of the seed–neighbour cosine in the share; 0 = off (measured: 1 did not keep
+    # random neighbours out on SciFact at weight 1, benchmarks/README.md).
+    neighbour_coherence: float = 0.0
     # A z-score below this adds nothing: a channel may lift a chunk it likes, but the
     # long tail of its weak candidates does not push anything down.
     floor: float = 0.0
@@ -63,16 +76,19 @@ def zfuse(
     lexical: Sequence[float],
     weights: Weights = CURRENT,
     graph: Sequence[float] | None = None,
+    neighbours: Sequence[float] | None = None,
 ) -> list[float]:
     """Weighted sum of each channel's z-scores over the candidates (floored)."""
     zd = _standardised(dense)
     zl = _signal(lexical)
     zg = _signal(graph) if graph is not None else [0.0] * len(zd)
+    zn = _signal(neighbours) if neighbours is not None else [0.0] * len(zd)
     return [
         weights.dense * max(d, weights.floor)
         + weights.lexical * max(lx, weights.floor)
         + weights.graph * max(g, weights.floor)
-        for d, lx, g in zip(zd, zl, zg, strict=True)
+        + weights.neighbours * max(n, weights.floor)
+        for d, lx, g, n in zip(zd, zl, zg, zn, strict=True)
     ]
 
 

@@ -29,11 +29,18 @@ HUB_CAP = 40
 RESTART = 0.5
 ITERATIONS = 25
 
+# The query's names that the store knows, hubs excluded (a name in most chunks — a speaker's
+# name in their own conversation — says nothing about which chunk is meant).
 _QUERY_ENTITIES = text(
     """
-    SELECT namespace, id FROM entity
-    WHERE valid_to IS NULL AND key = ANY(CAST(:keys AS text[]))
-      AND (CAST(:namespace AS text) IS NULL OR namespace = :namespace)
+    SELECT n.namespace, n.id FROM entity n
+    WHERE n.valid_to IS NULL AND n.key = ANY(CAST(:keys AS text[]))
+      AND (CAST(:namespace AS text) IS NULL OR n.namespace = :namespace)
+      AND (SELECT count(*) FROM (
+               SELECT 1 FROM edge e
+               WHERE e.namespace = n.namespace AND e.target_id = n.id
+                 AND e.relation = 'mentions' AND e.valid_to IS NULL
+               LIMIT :hub_cap + 1) d) <= :hub_cap
     """
 )
 _HIT_ENTITIES = text(
@@ -61,20 +68,23 @@ WHERE e.relation = 'mentions' AND e.valid_to IS NULL AND {where}
 """
 
 
+def named(session: Session, query: str, namespace: str | None) -> list[Key]:
+    """The stored, non-hub entities the query names."""
+    keys = [m.key for m in extraction.extract(query)]
+    if not keys:
+        return []
+    params = {"keys": keys, "namespace": namespace, "hub_cap": HUB_CAP}
+    return [(r.namespace, r.id) for r in session.execute(_QUERY_ENTITIES, params)]
+
+
 def seeds(
     session: Session,
-    query: str,
+    query_entities: Sequence[Key],
     hits: Sequence[tuple[Key, float]],
-    namespace: str | None,
 ) -> dict[Key, float]:
     """Entity → restart weight: the query's names (weight 1 each), then the entities of the
     first-stage hits, each hit's weight shared among its entities."""
-    weights: dict[Key, float] = {}
-    keys = [m.key for m in extraction.extract(query)]
-    if keys:
-        rows = session.execute(_QUERY_ENTITIES, {"keys": keys, "namespace": namespace}).all()
-        for row in rows:
-            weights[(row.namespace, row.id)] = 1.0
+    weights: dict[Key, float] = dict.fromkeys(query_entities, 1.0)
     if hits:
         params = {"namespaces": [k[0] for k, _ in hits], "ids": [k[1] for k, _ in hits]}
         by_chunk: dict[Key, list[Key]] = {}

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from memsys.config import get_settings
 from memsys.embeddings import embed_query
 from memsys.models.chunk import DIMENSIONS
-from memsys.retrieval import dense, fusion, graph, lexical
+from memsys.retrieval import dense, fusion, graph, lexical, neighbours
 from memsys.retrieval import filters as sql_filters
 
 Key = tuple[str, str]
@@ -84,9 +84,9 @@ class Retrieval:
     timings: dict[str, float] = field(default_factory=dict)
     channels: dict[str, Any] = field(default_factory=dict)
     fusion: dict[str, Any] = field(default_factory=dict)
-    # Every candidate's channel scores, (id, similarity, bm25, ppr): what fusion saw, for the trace
-    # and for measuring other fusion methods on the same candidates (benchmarks).
-    features: list[tuple[str, float | None, float, float]] = field(default_factory=list)
+    # Every candidate's channel scores, (id, similarity, bm25, ppr, neighbourhood): what fusion
+    # saw, for the trace and for measuring other fusion methods on the same candidates.
+    features: list[tuple[str, float | None, float, float, float]] = field(default_factory=list)
 
     def candidates(self) -> list[dict[str, Any]]:
         return [h.trace_row() for h in self.hits]
@@ -136,14 +136,16 @@ def retrieve(
 
     graph_scores: dict[Key, float] = {}
     graph_hits: list[tuple[Key, float]] = []
+    names: list[Key] = []
     if weights.graph > 0 and keys:
-        first = fuse_scores(keys, rows, bm25, weights, method, {})
+        names = graph.named(session, query, given.get("namespace"))
+        if not names:  # a walk seeded only by the hits themselves mostly echoes them
+            weights = replace(weights, graph=weights.graph * weights.graph_unnamed)
+    if weights.graph > 0 and keys:
+        first = fuse_scores(keys, rows, bm25, weights, method)
         best = sorted(range(len(keys)), key=lambda i: -first[i])[: weights.graph_seeds]
         seeds = graph.seeds(
-            session,
-            query,
-            [(keys[i], 1.0 / rank) for rank, i in enumerate(best, start=1)],
-            given.get("namespace"),
+            session, names, [(keys[i], 1.0 / rank) for rank, i in enumerate(best, start=1)]
         )
         graph_hits = graph.search(session, seeds, given, as_of, pool)
         graph_scores = dict(graph_hits)
@@ -151,9 +153,30 @@ def retrieve(
         keys += _complete(session, vector, terms, new, bm25, rows)
     clock.lap("graph_ms")
 
+    near_scores: dict[Key, float] = {}
+    near_hits: list[tuple[Key, float]] = []
+    if weights.neighbours > 0 and keys:
+        # Seeds: the best hits of every other channel, each with its fused strength.
+        first = fuse_scores(keys, rows, bm25, weights, method, graph_scores)
+        best = sorted(range(len(keys)), key=lambda i: -first[i])[: weights.neighbour_seeds]
+        near_hits = neighbours.search(
+            session,
+            [(keys[i], first[i]) for i in best],
+            given,
+            as_of,
+            width=weights.neighbour_width,
+            gap=timedelta(seconds=weights.neighbour_gap_s),
+            decay=weights.neighbour_decay,
+            coherence=weights.neighbour_coherence,
+        )
+        near_scores = dict(near_hits)
+        new = [k for k, _ in near_hits if k not in rows]
+        keys += _complete(session, vector, terms, new, bm25, rows)
+    clock.lap("neighbours_ms")
+
     sims = [_similarity(rows[k]) for k in keys]
     lex = [bm25.get(k, 0.0) for k in keys]
-    fused = fuse_scores(keys, rows, bm25, weights, method, graph_scores)
+    fused = fuse_scores(keys, rows, bm25, weights, method, graph_scores, near_scores)
     vec_rank = {k: i for i, (k, _) in enumerate(dense_hits, start=1)}
     fts_rank = {k: i for i, (k, _) in enumerate(lexical_hits, start=1)}
     bm25_max = sum(terms.idf)
@@ -185,9 +208,13 @@ def retrieve(
                 "hits": [{"id": k[1], "bm25": round(s, 6)} for k, s in lexical_hits],
             },
             "graph": [{"id": k[1], "ppr": round(s, 8)} for k, s in graph_hits],
+            "neighbours": [{"id": k[1], "share": round(s, 6)} for k, s in near_hits],
         },
-        fusion={"method": method, **weights.as_dict()},
-        features=[(k[1], sims[i], lex[i], graph_scores.get(k, 0.0)) for i, k in enumerate(keys)],
+        fusion={"method": method, **weights.as_dict(), "query_entities": len(names)},
+        features=[
+            (k[1], sims[i], lex[i], graph_scores.get(k, 0.0), near_scores.get(k, 0.0))
+            for i, k in enumerate(keys)
+        ],
     )
 
 
@@ -221,14 +248,16 @@ def fuse_scores(
     bm25: dict[Key, float],
     weights: fusion.Weights,
     method: str,
-    graph_scores: dict[Key, float],
+    graph_scores: dict[Key, float] | None = None,
+    near_scores: dict[Key, float] | None = None,
 ) -> list[float]:
     sims = [_similarity(rows[k]) for k in keys]
     lex = [bm25.get(k, 0.0) for k in keys]
     if method == "rrf":
         return fusion.rrf(sims, lex, weights)
     graph_list = [graph_scores.get(k, 0.0) for k in keys] if graph_scores else None
-    return fusion.zfuse(sims, lex, weights, graph_list)
+    near_list = [near_scores.get(k, 0.0) for k in keys] if near_scores else None
+    return fusion.zfuse(sims, lex, weights, graph_list, near_list)
 
 
 def _hit(
