@@ -17,14 +17,16 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Any, cast
 
-from sqlalchemy import Connection, Engine, create_engine, text
+from sqlalchemy import Connection, CursorResult, Engine, Executable, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from memsys.config import Settings, get_settings
 from memsys.errors import DatabaseUnavailable
+from memsys.runtime_info import pid_alive
 
 log = logging.getLogger(__name__)
 
@@ -51,16 +53,6 @@ def _ensure_runtime_dir() -> None:
     os.environ["XDG_RUNTIME_DIR"] = str(path)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def drop_dead_handles(pgdata: Path) -> list[int]:
     """Remove pids of processes that no longer exist from pgserver's user list."""
     path = pgdata / ".handle_pids.json"
@@ -70,7 +62,7 @@ def drop_dead_handles(pgdata: Path) -> list[int]:
         pids = json.loads(path.read_text() or "[]")
     except (OSError, ValueError):
         pids = []
-    alive = [p for p in pids if _pid_alive(int(p))]
+    alive = [p for p in pids if pid_alive(int(p))]
     dead = [p for p in pids if p not in alive]
     if dead:
         path.write_text(json.dumps(alive))
@@ -213,6 +205,21 @@ def session_scope() -> Iterator[Session]:
 
 # SQLSTATE classes of a refused or lost connection: 08 connection exception,
 # 57P admin shutdown / crash shutdown / cannot connect now.
+_ADVISORY_LOCK = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
+
+
+def take_turns(session: Session, *parts: str) -> None:
+    """Serialise the transactions that name the same parts (a namespace and a key, a file, a
+    pair of memories) until they commit: a transaction-level advisory lock."""
+    session.execute(_ADVISORY_LOCK, {"key": "\x1f".join(parts)})
+
+
+def rowcount(session: Session, statement: Executable) -> int:
+    """Rows an UPDATE or DELETE touched."""
+    result = session.execute(statement)
+    return int(cast(CursorResult[Any], result).rowcount or 0)
+
+
 _LOST_SQLSTATES = ("08", "57P")
 
 

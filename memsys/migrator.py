@@ -15,9 +15,6 @@ from memsys.db import get_engine
 
 _PACKAGE = Path(__file__).resolve().parent
 log = logging.getLogger(__name__)
-# Alembic narrates every connection it configures at INFO ("Context impl …", "Will assume
-# transactional DDL"): noise at every start and every /v1/health. `memsys db` reports itself.
-logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
 def migrations_dir() -> Path:

@@ -56,7 +56,8 @@ def withdraw() -> None:
         server_file().unlink(missing_ok=True)
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (a pid owned by someone else counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -74,4 +75,4 @@ def running_server() -> dict[str, Any] | None:
         return None
     if not isinstance(info, dict) or not isinstance(info.get("pid"), int):
         return None
-    return info if _alive(info["pid"]) else None
+    return info if pid_alive(info["pid"]) else None

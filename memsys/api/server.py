@@ -60,6 +60,9 @@ def serve(host: str = "127.0.0.1", port: int = 8700) -> None:
     check_port(host, port)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("mcp").setLevel(logging.WARNING)
+    # Alembic narrates at INFO as it loads (plugins) and on every connection it configures
+    # ("Context impl …"): noise at each start and each /v1/health. Set before it is imported.
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     from memsys import migrator, runtime_info
     from memsys.api.app import create_app
 

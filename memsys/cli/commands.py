@@ -125,9 +125,7 @@ def make_command(op: Operation) -> Callable[..., None]:
                 continue
             target = data if p.parent is None else data.setdefault(p.parent, {})
             target[p.name] = list(raw) if isinstance(raw, tuple) else p.value(raw)
-        result = remote.call(op, data)  # a running server answers fastest
-        if result is None:
-            result = op.run(data)
+        result = remote.run(op, data)  # a running server answers fastest
         render = resolve(op.cli.render) if op.cli.render else None
         emit(result, as_json, render)
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from memsys.cli.output import short
+from memsys.cli.output import json_lines, short
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -51,9 +51,7 @@ def _graph_op(name: str, data: dict[str, Any]) -> Any:
     from memsys.cli import remote
     from memsys.operations import BY_NAME
 
-    op = BY_NAME[name]
-    result = remote.call(op, data)
-    return op.run(data) if result is None else result
+    return remote.run(BY_NAME[name], data)
 
 
 @app.command("export")
@@ -87,17 +85,12 @@ def import_(
     then relations. Existing names and relations are kept as they are."""
     from memsys.errors import InvalidInput
 
-    raw = sys.stdin.read() if path == "-" else Path(path).expanduser().read_text("utf-8")
     entities: list[dict[str, Any]] = []
     relations: list[dict[str, Any]] = []
-    for n, line in enumerate(raw.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-            kind = item.pop("type")
-        except (ValueError, KeyError, AttributeError, TypeError):
-            raise InvalidInput(f"line {n}: not an entity or relation line") from None
+    for n, item in json_lines(path):
+        kind = item.pop("type", None)
+        if kind not in ("entity", "relation"):
+            raise InvalidInput(f"line {n}: not an entity or relation line")
         (entities if kind == "entity" else relations).append(item)
     scope = {} if namespace is None else {"namespace": namespace}
     made = _graph_op("create_entities", {"entities": entities, **scope}) if entities else None

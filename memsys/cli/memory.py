@@ -3,10 +3,7 @@ store-batch, written by hand: it reads a file and stores it batch by batch."""
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,6 +11,7 @@ from memsys.cli.output import (
     Json,
     echo,
     emit,
+    json_lines,
     plural,
     progress_bar,
     progress_wanted,
@@ -143,10 +141,9 @@ def store_batch(
     from memsys.schemas import MemoryStoreBatchOut, MemoryStoreIn, parse
 
     items = []
-    for n, line in enumerate(_lines(path), start=1):
-        item = parse_line(n, line, namespace)
-        if item is None:
-            continue
+    for n, item in json_lines(path):
+        if namespace and "namespace" not in item:
+            item["namespace"] = namespace
         try:
             parse(MemoryStoreIn, item)
         except InvalidInput as exc:
@@ -159,9 +156,7 @@ def store_batch(
     with progress_bar(progress_wanted(as_json)) as report:
         for start in range(0, len(items), FILE_BATCH):
             data = {"memories": items[start : start + FILE_BATCH]}
-            done = remote.call(op, data)
-            if done is None:
-                done = op.run(data)
+            done = remote.run(op, data)
             assert isinstance(done, MemoryStoreBatchOut)
             results.extend(done.results)
             if report:
@@ -171,29 +166,6 @@ def store_batch(
         results=results, stored=len(results) - duplicates, duplicates=duplicates
     )
     emit(total, as_json, stored_batch)
-
-
-def _lines(path: str) -> list[str]:
-    if path == "-":
-        return sys.stdin.read().splitlines()
-    try:
-        return Path(path).expanduser().read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"Cannot read {path}: {exc}") from None
-
-
-def parse_line(n: int, line: str, namespace: str | None) -> dict[str, Any] | None:
-    if not line.strip():
-        return None
-    try:
-        item = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(f"line {n}: not valid JSON: {exc.msg}") from None
-    if not isinstance(item, dict):
-        raise InvalidInput(f'line {n}: expected a JSON object like {{"content": "…"}}')
-    if namespace and "namespace" not in item:
-        item["namespace"] = namespace
-    return item
 
 
 def stored_batch(r: MemoryStoreBatchOut) -> None:

@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
@@ -49,6 +50,28 @@ def value_of(text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError:
         return text
+
+
+def json_lines(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of a JSON-lines file (- is stdin); blank lines are skipped, and
+    a line that is not a JSON object is an error naming it."""
+    if path == "-":
+        text = sys.stdin.read()
+    else:
+        try:
+            text = Path(path).expanduser().read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidInput(f"Cannot read {path}: {exc}") from None
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"line {n}: not valid JSON: {exc.msg}") from None
+        if not isinstance(item, dict):
+            raise InvalidInput(f"line {n}: expected a JSON object") from None
+        yield n, item
 
 
 PIPE_WIDTH = 120

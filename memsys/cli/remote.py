@@ -103,3 +103,9 @@ def call(op: Operation, data: dict[str, Any]) -> Output | None:
         raise errors.DatabaseUnavailable(
             f"The running server did not answer: {exc.reason}"
         ) from None
+
+
+def run(op: Operation, data: dict[str, Any]) -> Output:
+    """The operation's result: from the running server when there is one, else in process."""
+    result = call(op, data)
+    return op.run(data) if result is None else result

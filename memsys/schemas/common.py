@@ -151,6 +151,26 @@ def check_budget(value: int, info: ValidationInfo) -> float:
     return value
 
 
+def within(low: float, high: float) -> AfterValidator:
+    """A number from `low` to `high`, or "<field> must be between low and high, got v"."""
+
+    def check(value: float, info: ValidationInfo) -> float:
+        if not low <= value <= high:
+            raise ValueError(f"{info.field_name} must be between {low} and {high}, got {value}")
+        return value
+
+    return AfterValidator(check)
+
+
+MAX_OFFSET = 1_000_000_000  # PostgreSQL's OFFSET is a bigint: keep far below it
+
+
+def check_offset(value: int) -> int:
+    if not 0 <= value <= MAX_OFFSET:
+        raise ValueError(f"offset must be 0 or more and at most {MAX_OFFSET}, got {value}")
+    return value
+
+
 def path_checker(what: str) -> AfterValidator:
     """A file or directory path: an empty one would silently mean the server's working dir."""
 
@@ -195,6 +215,7 @@ MinRelevance = Annotated[
     ),
 ]
 TokenBudget = Annotated[int, AfterValidator(check_budget)]
+Offset = Annotated[int, AfterValidator(check_offset)]
 MemoryType = Annotated[
     str,
     AfterValidator(check_memory_type),

@@ -5,23 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import Field
 
-from memsys.schemas.common import Input, NamespaceName, Output
+from memsys.schemas.common import Input, NamespaceName, Offset, Output, within
 
 MAX_LOG_PAGE = 500
-
-
-def _page(v: int) -> int:
-    if not 1 <= v <= MAX_LOG_PAGE:
-        raise ValueError(f"limit must be between 1 and {MAX_LOG_PAGE}, got {v}")
-    return v
-
-
-def _offset(v: int) -> int:
-    if not 0 <= v <= 1_000_000_000:
-        raise ValueError(f"offset must be 0 or more and at most 1000000000, got {v}")
-    return v
 
 
 TraceId = Annotated[str, Field(description="A trace id (trace_id of a search, recall or context)")]
@@ -59,8 +47,8 @@ class TraceOut(Output):
 
 
 class QueryLogIn(Input):
-    limit: Annotated[int, AfterValidator(_page), Field(description="Page size (1-500)")] = 50
-    offset: Annotated[int, AfterValidator(_offset), Field(description="Traces to skip")] = 0
+    limit: Annotated[int, within(1, MAX_LOG_PAGE), Field(description="Page size (1-500)")] = 50
+    offset: Annotated[Offset, Field(description="Traces to skip")] = 0
     namespace: Annotated[
         NamespaceName | None, Field(description="Only traces of this namespace")
     ] = None

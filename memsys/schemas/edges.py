@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from memsys.schemas.common import Input, Output
+from memsys.schemas.common import Input, Output, within
 
 # S001's relations between memories: the registry memory_relate accepts.
 MEMORY_RELATIONS = ("relates_to", "supersedes", "caused_by", "contradicts")
@@ -17,18 +17,6 @@ Direction = Literal["outgoing", "incoming", "both"]
 def _relation(v: str) -> str:
     if v not in MEMORY_RELATIONS:
         raise ValueError(f"Invalid relation: {v}. Use one of: {', '.join(MEMORY_RELATIONS)}")
-    return v
-
-
-def _weight(v: float) -> float:
-    if not 0.0 <= v <= 1000.0:
-        raise ValueError(f"weight must be between 0 and 1000, got {v}")
-    return v
-
-
-def _depth(v: int) -> int:
-    if not 1 <= v <= MAX_DEPTH:
-        raise ValueError(f"max_depth must be between 1 and {MAX_DEPTH}, got {v}")
     return v
 
 
@@ -49,9 +37,7 @@ class MemoryRelateIn(Input):
     source_id: Annotated[str, Field(description="ID of the source memory")]
     target_id: Annotated[str, Field(description="ID of the target memory")]
     relation: Relation
-    weight: Annotated[float, AfterValidator(_weight), Field(description="Edge weight (0-1000)")] = (
-        1.0
-    )
+    weight: Annotated[float, within(0, 1000), Field(description="Edge weight (0-1000)")] = 1.0
 
 
 class MemoryRelateOut(Output):
@@ -81,7 +67,7 @@ class MemoryInspectIn(Input):
     memory_id: Annotated[str, Field(description="ID of the memory to start inspection from")]
     max_depth: Annotated[
         int,
-        AfterValidator(_depth),
+        within(1, MAX_DEPTH),
         Field(
             description=f"Maximum number of hops to traverse (1-{MAX_DEPTH})",
             json_schema_extra={"minimum": 1, "maximum": MAX_DEPTH},

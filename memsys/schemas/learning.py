@@ -7,13 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from memsys.schemas.common import Input, Output
-
-
-def _limit(v: int) -> int:
-    if not 1 <= v <= 1000:
-        raise ValueError(f"limit must be between 1 and 1000, got {v}")
-    return v
+from memsys.schemas.common import Input, Output, within
 
 
 def _context(v: str) -> str:
@@ -64,7 +58,7 @@ class ValidationHistoryIn(Input):
         Field(description="Filter by event type (applied, succeeded, failed)"),
     ] = None
     limit: Annotated[
-        int, AfterValidator(_limit), Field(description="Maximum number of events to return")
+        int, within(1, 1000), Field(description="Maximum number of events to return")
     ] = 50
 
 

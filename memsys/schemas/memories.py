@@ -19,16 +19,17 @@ from memsys.schemas.common import (
     NamespaceFilter,
     NamespaceName,
     NResults,
+    Offset,
     OptionalQuery,
     Output,
     QueryText,
     TokenBudget,
     UnitInterval,
     check_query,
+    within,
 )
 
 MAX_TAGS = 50
-MAX_OFFSET = 1_000_000_000
 MAX_METADATA_BYTES = 65_536  # a memory's metadata as JSON
 LIST_ORDER_FIELDS = ("created_at", "updated_at", "importance", "confidence", "access_count")
 
@@ -230,25 +231,13 @@ class MemoryCountOut(Output):
 
 class MemoryListIn(MemoryCountIn):
     limit: Annotated[
-        int, Field(description="Maximum number of results (default: 100, max: 1000)")
+        int,
+        within(1, 1000),
+        Field(description="Maximum number of results (default: 100, max: 1000)"),
     ] = 100
-    offset: Annotated[int, Field(description="Number of results to skip for pagination")] = 0
+    offset: Annotated[Offset, Field(description="Number of results to skip for pagination")] = 0
     order_by: Annotated[str, Field(description="Field to sort by")] = "created_at"
     descending: Annotated[bool, Field(description="Sort in descending order")] = True
-
-    @field_validator("limit")
-    @classmethod
-    def _limit(cls, v: int) -> int:
-        if not 1 <= v <= 1000:
-            raise ValueError(f"limit must be between 1 and 1000, got {v}")
-        return v
-
-    @field_validator("offset")
-    @classmethod
-    def _offset(cls, v: int) -> int:
-        if not 0 <= v <= MAX_OFFSET:  # PostgreSQL's OFFSET is a bigint: keep far below it
-            raise ValueError(f"offset must be 0 or more and at most {MAX_OFFSET}, got {v}")
-        return v
 
     @field_validator("order_by")
     @classmethod

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, cast
 
-from sqlalchemy import CursorResult, Executable, func, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from memsys.db import rowcount
 from memsys.errors import InvalidInput, NotFound
 from memsys.models import Chunk, Document
 from memsys.models.log import ALL_NAMESPACES
@@ -25,12 +25,6 @@ from memsys.schemas import (
     DeleteFileOut,
 )
 from memsys.services import events, namespaces
-
-
-def rowcount(session: Session, statement: Executable) -> int:
-    """Rows an UPDATE touched."""
-    result = session.execute(statement)
-    return int(cast(CursorResult[Any], result).rowcount or 0)
 
 
 def resolve_path(path: str) -> Path:

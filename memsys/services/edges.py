@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from sqlalchemy import ColumnElement, func, or_, select, text, update
+from sqlalchemy import ColumnElement, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
+from memsys.db import take_turns
 from memsys.errors import InvalidInput, NotFound
 from memsys.models import Chunk, Edge
 from memsys.schemas.edges import (
@@ -27,21 +28,9 @@ from memsys.schemas.edges import (
     MemoryRelateIn,
     MemoryRelateOut,
 )
-from memsys.services import events
+from memsys.services import events, memories
 
 MAX_PATHS = 200
-_PAIR_LOCK = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
-
-
-def _memory(session: Session, memory_id: str) -> Chunk:
-    chunk = session.scalars(
-        select(Chunk).where(
-            Chunk.id == memory_id, Chunk.doc_type == "memory", Chunk.valid_to.is_(None)
-        )
-    ).first()
-    if chunk is None:
-        raise NotFound(f"Memory not found: {memory_id}")
-    return chunk
 
 
 def _memory_edges() -> list[ColumnElement[bool]]:
@@ -57,15 +46,17 @@ def relate(session: Session, params: MemoryRelateIn) -> MemoryRelateOut:
     """One edge per (source, target, relation): relating twice returns the first edge."""
     if params.source_id == params.target_id:
         raise InvalidInput("A memory cannot be related to itself")
-    source, target = _memory(session, params.source_id), _memory(session, params.target_id)
+    source, target = (
+        memories.live_memory(session, params.source_id),
+        memories.live_memory(session, params.target_id),
+    )
     if source.namespace != target.namespace:
         raise InvalidInput(
             f"The memories are in different namespaces ({source.namespace}, "
             f"{target.namespace}): an edge stays within one"
         )
     ns = source.namespace
-    key = "\x1f".join((ns, source.id, target.id, params.relation))
-    session.execute(_PAIR_LOCK, {"key": key})
+    take_turns(session, ns, source.id, target.id, params.relation)
     existing = session.scalar(
         select(Edge.id).where(
             Edge.namespace == ns,
@@ -146,7 +137,7 @@ def edge_forget(session: Session, params: MemoryEdgeForgetIn) -> MemoryEdgeForge
 def inspect(session: Session, params: MemoryInspectIn) -> MemoryInspectOut:
     """The memories within max_depth hops of one, the edges between them, every simple path
     from it (relevance decays by decay_factor per hop), as JSON or a mermaid flowchart."""
-    origin = _memory(session, params.memory_id)
+    origin = memories.live_memory(session, params.memory_id)
     ns = origin.namespace
     depth = {origin.id: 0}
     edges: dict[int, Edge] = {}

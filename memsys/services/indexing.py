@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import insert, select, text
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from memsys import chunking, ids
 from memsys.config import get_settings
-from memsys.db import session_scope
+from memsys.db import session_scope, take_turns
 from memsys.embeddings import get_embedder
 from memsys.errors import InvalidInput, MemsysError, NotFound
 from memsys.models import Chunk, Document
@@ -47,7 +47,6 @@ SYNC_EMBED_BLOCK = 256
 MIN_EMBED_BLOCK = 32
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
-_FILE_LOCK = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
 
 
 def check_root(path: Path, display: str) -> None:
@@ -135,7 +134,7 @@ def index_file(
     namespaces.ensure(session, params.namespace)
     # Writers of one file take turns: the second sees the first's document and replaces it
     # (or skips it when unchanged) instead of failing on the live-document unique index.
-    session.execute(_FILE_LOCK, {"key": f"{params.namespace}\x1f{source}"})
+    take_turns(session, params.namespace, source)
     existing = live_document(session, params.namespace, source)
     if existing is not None and existing.sha256 == digest:
         chunk_ids = session.scalars(

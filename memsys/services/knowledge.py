@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from memsys import ids
 from memsys.config import get_settings
+from memsys.db import rowcount
 from memsys.embeddings import get_embedder
 from memsys.errors import NotFound
 from memsys.models import Chunk, Edge, Entity
@@ -41,7 +42,6 @@ from memsys.schemas.graph import (
     RelationsOut,
 )
 from memsys.services import events, memories, namespaces
-from memsys.services.documents import rowcount
 
 OBSERVATION_OF = "observation_of"
 KEY_PREFIX = "kg#"

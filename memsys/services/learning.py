@@ -13,7 +13,6 @@ from __future__ import annotations
 from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
-from memsys.errors import NotFound
 from memsys.models import Chunk, ValidationEvent
 from memsys.schemas.learning import (
     MemoryApplyIn,
@@ -25,7 +24,7 @@ from memsys.schemas.learning import (
     ValidationHistoryOut,
     ValidationSummary,
 )
-from memsys.services import events
+from memsys.services import events, memories
 from memsys.vocabulary import is_golden
 
 SUCCESS_STEP = 0.10
@@ -35,16 +34,6 @@ FAILURE_STEP = 0.15
 def next_confidence(old: float, success: bool) -> float:
     new = old + SUCCESS_STEP if success else old - FAILURE_STEP
     return round(min(1.0, max(0.0, new)), 6)
-
-
-def _memory(session: Session, memory_id: str, lock: bool = False) -> Chunk:
-    stmt = select(Chunk).where(
-        Chunk.id == memory_id, Chunk.doc_type == "memory", Chunk.valid_to.is_(None)
-    )
-    chunk = session.scalars(stmt.with_for_update() if lock else stmt).first()
-    if chunk is None:
-        raise NotFound(f"Memory not found: {memory_id}")
-    return chunk
 
 
 def _event(session: Session, chunk: Chunk, **values: object) -> int:
@@ -58,7 +47,7 @@ def _event(session: Session, chunk: Chunk, **values: object) -> int:
 
 
 def apply(session: Session, params: MemoryApplyIn) -> MemoryApplyOut:
-    chunk = _memory(session, params.memory_id)
+    chunk = memories.live_memory(session, params.memory_id)
     event_id = _event(
         session, chunk, event_type="applied", context=params.context, session_id=params.session_id
     )
@@ -66,7 +55,9 @@ def apply(session: Session, params: MemoryApplyIn) -> MemoryApplyOut:
 
 
 def outcome(session: Session, params: MemoryOutcomeIn) -> MemoryOutcomeOut:
-    chunk = _memory(session, params.memory_id, lock=True)  # outcomes of one memory queue up
+    chunk = memories.live_memory(
+        session, params.memory_id, lock=True
+    )  # outcomes of one memory queue up
     old = chunk.confidence
     new = next_confidence(old, params.success)
     was_golden = is_golden(chunk.memory_type, old)
@@ -101,7 +92,7 @@ def outcome(session: Session, params: MemoryOutcomeIn) -> MemoryOutcomeOut:
 
 
 def history(session: Session, params: ValidationHistoryIn) -> ValidationHistoryOut:
-    chunk = _memory(session, params.memory_id)
+    chunk = memories.live_memory(session, params.memory_id)
     mine = (ValidationEvent.namespace == chunk.namespace, ValidationEvent.memory_id == chunk.id)
     stmt = select(ValidationEvent).where(*mine)
     if params.event_type:

@@ -52,6 +52,16 @@ def live_memories() -> Select[Chunk]:
     return select(Chunk).where(Chunk.doc_type == "memory", Chunk.valid_to.is_(None))
 
 
+def live_memory(session: Session, memory_id: str, lock: bool = False) -> Chunk:
+    """One live memory by id (ids are unique across namespaces); `lock` holds its row until
+    commit, so that writers of one memory take turns."""
+    stmt = live_memories().where(Chunk.id == memory_id)
+    chunk = session.scalars(stmt.with_for_update() if lock else stmt).first()
+    if chunk is None:
+        raise NotFound(f"Memory not found: {memory_id}")
+    return chunk
+
+
 def _existing(session: Session, namespace: str, digest: str) -> Chunk | None:
     return session.scalars(
         live_memories().where(Chunk.namespace == namespace, Chunk.content_hash == digest)

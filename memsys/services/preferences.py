@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import func, select, text
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from memsys.db import take_turns
 from memsys.errors import NotFound
 from memsys.models import Preference
 from memsys.schemas import (
@@ -21,8 +22,6 @@ from memsys.schemas import (
     PreferenceSetOut,
 )
 from memsys.services import events, namespaces
-
-_LOCK = text("SELECT pg_advisory_xact_lock(hashtextextended(:ns || chr(31) || :key, 0))")
 
 
 def _utc(moment: datetime) -> datetime:
@@ -55,7 +54,7 @@ def set_value(session: Session, params: PreferenceSetIn) -> PreferenceSetOut:
     """Set a preference; an unchanged value writes nothing and reports changed=false."""
     namespaces.ensure(session, params.namespace)
     # Serialise writers of one key so versions never collide.
-    session.execute(_LOCK, {"ns": params.namespace, "key": params.key})
+    take_turns(session, params.namespace, params.key)
     current = session.scalars(
         _at(select(Preference), None).where(
             Preference.namespace == params.namespace, Preference.key == params.key
@@ -129,7 +128,7 @@ def list_values(session: Session, params: PreferenceListIn) -> PreferenceListOut
 def delete(session: Session, params: PreferenceKeyIn) -> PreferenceDeleteOut:
     """Close the current value; its history stays (preference_history, as_of reads)."""
     namespaces.require(session, params.namespace)
-    session.execute(_LOCK, {"ns": params.namespace, "key": params.key})
+    take_turns(session, params.namespace, params.key)
     current = session.scalars(
         _at(select(Preference), None).where(
             Preference.namespace == params.namespace, Preference.key == params.key
