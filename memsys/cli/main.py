@@ -42,9 +42,9 @@ class MemsysGroup(TyperGroup):
         reason alone. Help output (including `memsys` with no arguments) is left as it is.
         """
         if not standalone_mode:
-            return super().main(args, prog_name, standalone_mode=False, **kw)
+            return self._main_once_more_after_schema(args, prog_name, **kw)
         try:
-            rv = super().main(args, prog_name, standalone_mode=False, **kw)
+            rv = self._main_once_more_after_schema(args, prog_name, **kw)
         except typer.Abort:
             typer.echo("Aborted!", err=True)
             sys.exit(1)
@@ -61,6 +61,12 @@ class MemsysGroup(TyperGroup):
             sys.exit(exc.exit_code)
         sys.exit(rv if isinstance(rv, int) else 0)
 
+    def _main_once_more_after_schema(self, args: Any, prog_name: str | None, **kw: Any) -> Any:
+        try:
+            return super().main(args, prog_name, standalone_mode=False, **kw)
+        except _SchemaCreated:  # the failed attempt wrote nothing: run the command again
+            return super().main(args, prog_name, standalone_mode=False, **kw)
+
     def invoke(self, ctx: Any) -> Any:  # Any: typer's vendored click.Context is private
         try:
             return super().invoke(ctx)
@@ -69,21 +75,49 @@ class MemsysGroup(TyperGroup):
         except MemsysError as exc:
             raise fail(exc.message, EXIT_INPUT) from None
         except Exception as exc:
+            if _created_schema(exc):
+                raise _SchemaCreated from None
             mapped = _database_error(exc)
             if mapped is None:
                 raise
             raise mapped from None
 
 
+class _SchemaCreated(Exception):
+    """The embedded database got its schema on first use: the command runs once more."""
+
+
+def _no_schema(exc: Exception) -> bool:
+    if "sqlalchemy" not in sys.modules:
+        return False
+    from sqlalchemy.exc import ProgrammingError
+
+    return isinstance(exc, ProgrammingError) and (
+        getattr(exc.orig, "sqlstate", None) == _UNDEFINED_TABLE
+    )
+
+
+def _created_schema(exc: Exception) -> bool:
+    """First use of the embedded database (which memsys owns): create the schema, as `memsys
+    serve` would, and say so. A database given by URL is never migrated behind its back."""
+    from memsys.config import get_settings
+
+    if not _no_schema(exc) or get_settings().database_url is not None:
+        return False
+    from memsys import migrator
+
+    typer.echo("memsys: first use of this data folder: creating the database schema", err=True)
+    migrator.upgrade("head")
+    return True
+
+
 def _database_error(exc: Exception) -> typer.Exit | None:
     """PostgreSQL errors a user fixes without a traceback: no schema yet, server gone."""
     if "sqlalchemy" not in sys.modules:
         return None
-    from sqlalchemy.exc import OperationalError, ProgrammingError
+    from sqlalchemy.exc import OperationalError
 
-    if isinstance(exc, ProgrammingError) and getattr(exc.orig, "sqlstate", None) == (
-        _UNDEFINED_TABLE
-    ):
+    if _no_schema(exc):
         return fail(
             "the database has no memsys schema yet: run `memsys db upgrade` "
             "(`memsys serve` and `memsys mcp` do it on start)",

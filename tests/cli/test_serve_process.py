@@ -183,3 +183,21 @@ def test_recall_path_embeds_without_importing_torch() -> None:
         check=True,
     )
     assert done.stdout.split() == ["onnx", "384", "False", "False"], done.stderr
+
+
+def test_first_use_of_an_embedded_home_creates_the_schema(home: Path) -> None:
+    env = {**_env(home), "MEMSYS_CLI_LOCAL": "1"}
+    first = subprocess.run(
+        [*_memsys(), "count", "--json"], env=env, capture_output=True, text=True, timeout=180
+    )
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["count"] == 0  # stdout stays the JSON alone
+    assert "creating the database schema" in first.stderr
+    stored = subprocess.run(
+        [*_memsys(), "store", "The tour works on a fresh folder", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert stored.returncode == 0 and "creating" not in stored.stderr, stored.stderr
