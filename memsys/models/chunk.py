@@ -106,7 +106,8 @@ class Chunk(Base):
             postgresql_where=text("doc_type = 'memory' AND valid_to IS NULL"),
         ),
         Index("ix_chunk_id", "id"),
-        Index("ix_chunk_namespace_doc_type_created_at", "namespace", "doc_type", "created_at"),
+        # Write order, ties broken by id: the neighbourhood channel walks it (LIMIT width).
+        Index("ix_chunk_write_order", "namespace", "doc_type", "created_at", "id"),
         Index("ix_chunk_namespace_document_id", "namespace", "document_id"),
         Index(
             "ix_chunk_pending_embedding",

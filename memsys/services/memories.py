@@ -116,6 +116,9 @@ def store(
             tags=params.tags or [],
             meta=params.metadata or {},
             lifecycle=lifecycle,
+            # The statement's own time, not the transaction's: memories stored in one batch
+            # keep the order they were given in (the neighbourhood channel reads it).
+            created_at=func.clock_timestamp(),
         )
         .on_conflict_do_nothing(
             index_elements=["namespace", "content_hash"],

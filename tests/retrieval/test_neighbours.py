@@ -15,7 +15,7 @@ from memsys import runner
 from memsys.db import session_scope
 from memsys.models import Chunk
 from memsys.retrieval import fusion, pipeline
-from memsys.schemas import MemoryForgetIn
+from memsys.schemas import MemoryForgetIn, MemoryStoreBatchIn, MemoryStoreIn
 from memsys.services import memories
 from tests.factories import index, store
 
@@ -73,6 +73,26 @@ def test_the_turn_after_a_strong_hit_is_pulled_in(embedder) -> None:
     assert _ids(found)[0] == asked and answered in _ids(found)
     # Only neighbours: nothing written far from every seed is scored by the channel.
     assert len(near) <= 2 * fusion.CURRENT.neighbour_width * fusion.CURRENT.neighbour_seeds
+
+
+def test_a_conversation_stored_in_one_batch_keeps_its_order(embedder) -> None:
+    """One transaction, one now(): the turns must still be neighbours in the order given."""
+    lines = [*OTHER_TOPICS[:6], QUESTION, ANSWER, *OTHER_TOPICS[6:]]
+    batch = MemoryStoreBatchIn(
+        memories=[MemoryStoreIn(content=line, namespace="chat:b") for line in lines]
+    )
+    stored = runner.run(memories.store_batch, batch).results
+    with session_scope() as s:
+        written = s.execute(
+            select(Chunk.id).where(Chunk.namespace == "chat:b").order_by(Chunk.created_at, Chunk.id)
+        ).scalars()
+        assert list(written) == [r.id for r in stored]
+        found = pipeline.retrieve(
+            s, QUERY, filters={"namespace": "chat:b"}, limit=3, pool=3, weights=WITH
+        )
+    asked, answered = stored[6].id, stored[7].id
+    near = {row["id"]: row["share"] for row in found.channels["neighbours"]}
+    assert _ids(found)[0] == asked and near.get(answered, 0) > 0
 
 
 def test_a_neighbour_on_another_subject_gets_a_smaller_share(embedder) -> None:
