@@ -51,18 +51,22 @@ _HIT_ENTITIES = text(
     WHERE e.relation = 'mentions' AND e.source_kind = 'chunk' AND e.valid_to IS NULL
     """
 )
+# A seed's degree is counted only up to HUB_CAP + 1: a hub (a speaker's name in every turn of
+# their conversation) is recognised after reading 41 index entries, not all of its mentions.
 _NEIGHBOURS = """
 WITH seeds AS (
     SELECT * FROM unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])) AS s(namespace, id)
-), degree AS (
-    SELECT e.namespace, e.target_id, count(*) AS n FROM edge e
-    JOIN seeds s ON e.namespace = s.namespace AND e.target_id = s.id
-    WHERE e.relation = 'mentions' AND e.valid_to IS NULL
-    GROUP BY e.namespace, e.target_id
+), small AS (
+    SELECT s.namespace, s.id FROM seeds s
+    WHERE (SELECT count(*) FROM (
+               SELECT 1 FROM edge e
+               WHERE e.namespace = s.namespace AND e.target_id = s.id
+                 AND e.relation = 'mentions' AND e.valid_to IS NULL
+               LIMIT :hub_cap + 1) d) <= :hub_cap
 )
 SELECT e.namespace, e.source_id AS chunk_id, e.target_id AS entity_id
-FROM edge e
-JOIN degree d ON e.namespace = d.namespace AND e.target_id = d.target_id AND d.n <= :hub_cap
+FROM small
+JOIN edge e ON e.namespace = small.namespace AND e.target_id = small.id
 JOIN chunk c ON c.namespace = e.namespace AND c.id = e.source_id
 WHERE e.relation = 'mentions' AND e.valid_to IS NULL AND {where}
 """

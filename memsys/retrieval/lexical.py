@@ -76,16 +76,16 @@ LIMIT :pool
 """
 )
 
-_SCORE_KEYS = (
-    """
-WITH cand AS (
-    SELECT c.namespace, c.id, c.tsv, c.doc_len FROM chunk c
-    JOIN unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])) AS k(namespace, id)
-      ON c.namespace = k.namespace AND c.id = k.id
-)
+# BM25 of one candidate `cand` (columns tsv, doc_len) as a scalar expression; 0 when it holds
+# no query term. The pipeline reads it with each candidate's other features.
+BM25_OF = """
+coalesce((SELECT sum(t.idf * (x.tf * (:k1 + 1))
+                     / (x.tf + :k1 * (1 - :b + :b * cand.doc_len / :avgdl)))
+          FROM (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf
+                FROM unnest(cand.tsv) u) x
+          JOIN unnest(CAST(:lexemes AS text[]), CAST(:idfs AS float8[])) AS t(lexeme, idf)
+            ON t.lexeme = x.lexeme), 0)
 """
-    + _SCORE
-)
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,7 @@ def candidate_terms(terms: QueryTerms) -> list[str]:
     return chosen
 
 
-def _score_params(terms: QueryTerms) -> dict[str, Any]:
+def score_params(terms: QueryTerms) -> dict[str, Any]:
     return {
         "lexemes": terms.lexemes,
         "idfs": terms.idf,
@@ -173,25 +173,10 @@ def search(
     statement = text(_SEARCH.format(where=sql_filters.where(filters, as_of)))
     params = {
         **sql_filters.binds(filters, as_of),
-        **_score_params(terms),
+        **score_params(terms),
         "tsquery": _tsquery(candidate_terms(terms)),
         "cap": CANDIDATE_CAP,
         "pool": pool,
     }
     rows = session.execute(statement, params).all()
     return [((r.namespace, r.id), float(r.score)) for r in rows]
-
-
-def score(
-    session: Session, terms: QueryTerms, keys: list[tuple[str, str]]
-) -> dict[tuple[str, str], float]:
-    """BM25 of given chunks (those another channel found); 0 for chunks with no query term."""
-    if not keys or not terms.searchable:
-        return {}
-    params = {
-        **_score_params(terms),
-        "namespaces": [k[0] for k in keys],
-        "ids": [k[1] for k in keys],
-    }
-    rows = session.execute(text(_SCORE_KEYS), params).all()
-    return {(r.namespace, r.id): float(r.score) for r in rows}

@@ -25,18 +25,36 @@ from memsys.retrieval import filters as sql_filters
 
 Key = tuple[str, str]
 
+# What fusion needs of each candidate, in one statement: exact similarity to the query and
+# BM25 (lexical.BM25_OF, 0 without a query term). Content and the other columns are read
+# only for the hits returned (_DETAILS): a query weighs ~100-200 candidates and returns ~5.
+_FEATURES = text(
+    f"""
+    WITH cand AS (
+        SELECT c.namespace, c.id, c.tsv, c.doc_len, c.content_hash, c.confidence,
+               c.importance,
+               CASE WHEN c.embedding IS NULL THEN NULL
+                    ELSE 1 - (c.embedding <=> :embedding) END AS similarity
+        FROM chunk c
+        JOIN unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])) AS k(namespace, id)
+          ON c.namespace = k.namespace AND c.id = k.id
+    )
+    SELECT cand.namespace, cand.id, cand.content_hash, cand.confidence, cand.importance,
+           cand.similarity, {lexical.BM25_OF} AS bm25
+    FROM cand
+    """
+).bindparams(bindparam("embedding", type_=Vector(DIMENSIONS)))
+
 _DETAILS = text(
     """
-    SELECT c.namespace, c.id, c.doc_type, c.content, c.content_hash, c.token_count,
-           c.memory_type, c.importance, c.confidence, c.tags, c.metadata, c.source_file,
-           c.chunk_index, c.header_path, c.created_at,
-           CASE WHEN c.embedding IS NULL THEN NULL
-                ELSE 1 - (c.embedding <=> :embedding) END AS similarity
+    SELECT c.namespace, c.id, c.doc_type, c.content, c.token_count, c.memory_type,
+           c.importance, c.confidence, c.tags, c.metadata, c.source_file, c.chunk_index,
+           c.header_path, c.created_at
     FROM chunk c
     JOIN unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])) AS k(namespace, id)
       ON c.namespace = k.namespace AND c.id = k.id
     """
-).bindparams(bindparam("embedding", type_=Vector(DIMENSIONS)))
+)
 
 
 @dataclass
@@ -181,16 +199,22 @@ def retrieve(
     fts_rank = {k: i for i, (k, _) in enumerate(lexical_hits, start=1)}
     bm25_max = sum(terms.idf)
     order = sorted(range(len(keys)), key=lambda i: (-fused[i], -(sims[i] or 0.0), keys[i][1]))
-    hits: list[Hit] = []
+    chosen: list[int] = []
     seen_content: set[str] = set()
     for i in order:
-        row = rows[keys[i]]
-        if row["content_hash"] in seen_content:  # the same text twice: keep the better one
+        digest = rows[keys[i]]["content_hash"]
+        if digest in seen_content:  # the same text twice: keep the better one
             continue
-        seen_content.add(row["content_hash"])
-        hits.append(_hit(row, keys[i], sims[i], lex[i], fused[i], bm25_max, vec_rank, fts_rank))
-        if len(hits) == limit:
+        seen_content.add(digest)
+        chosen.append(i)
+        if len(chosen) == limit:
             break
+    details = _details(session, [keys[i] for i in chosen])
+    hits = [
+        _hit(details[keys[i]], keys[i], sims[i], lex[i], fused[i], bm25_max, vec_rank, fts_rank)
+        for i in chosen
+        if keys[i] in details  # a purge committed since the features were read
+    ]
     # Scores read down the list never rise: a hit is never shown as more relevant than one
     # ranked above it.
     for above, below in itertools.pairwise(hits):
@@ -230,16 +254,30 @@ def _complete(
     bm25: dict[Key, float],
     rows: dict[Key, Any],
 ) -> list[Key]:
-    """Fetch the columns and exact similarity of `keys`, and their BM25 where unknown;
+    """Read what fusion needs of `keys` (similarity, BM25 where not known yet, content hash);
     returns the keys that exist."""
     if not keys:
         return []
-    missing = [k for k in keys if k not in bm25]
-    bm25.update(lexical.score(session, terms, missing))
-    params = {"embedding": vector, "namespaces": [k[0] for k in keys], "ids": [k[1] for k in keys]}
-    for row in session.execute(_DETAILS, params).mappings():
-        rows[(row["namespace"], row["id"])] = row
+    params = {
+        **lexical.score_params(terms),
+        "embedding": vector,
+        "namespaces": [k[0] for k in keys],
+        "ids": [k[1] for k in keys],
+    }
+    for row in session.execute(_FEATURES, params).mappings():
+        key = (row["namespace"], row["id"])
+        rows[key] = row
+        bm25.setdefault(key, float(row["bm25"]))
     return [k for k in keys if k in rows]
+
+
+def _details(session: Session, keys: list[Key]) -> dict[Key, Any]:
+    if not keys:
+        return {}
+    params = {"namespaces": [k[0] for k in keys], "ids": [k[1] for k in keys]}
+    return {
+        (row["namespace"], row["id"]): row for row in session.execute(_DETAILS, params).mappings()
+    }
 
 
 def fuse_scores(
