@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from memsys.config import get_settings
 from memsys.embeddings import embed_query
 from memsys.models.chunk import DIMENSIONS
-from memsys.retrieval import dense, fusion, graph, lexical, neighbours
+from memsys.retrieval import dense, fusion, graph, lexical, neighbours, rank
 from memsys.retrieval import filters as sql_filters
 
 Key = tuple[str, str]
@@ -177,6 +177,7 @@ def retrieve(
     sims = [_similarity(rows[k]) for k in keys]
     lex = [bm25.get(k, 0.0) for k in keys]
     fused = fuse_scores(keys, rows, bm25, weights, method, graph_scores, near_scores)
+    fused = rank.adjust(session, keys, rows, fused, as_of)  # confidence (capped) and stage
     vec_rank = {k: i for i, (k, _) in enumerate(dense_hits, start=1)}
     fts_rank = {k: i for i, (k, _) in enumerate(lexical_hits, start=1)}
     bm25_max = sum(terms.idf)
