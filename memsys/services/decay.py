@@ -14,7 +14,7 @@ S002's tiers are a view of the lifecycle, so `decay` can be scoped by them:
   medium — project memories of the heavier types (procedure, decision, insight, solution,
            code_pattern, configuration);
   long   — exempt memories: personal lifecycle, pinned, golden rules, ground truth. Their
-           score is computed, never acted on.
+           score is computed and stored, never acted on nor counted as decayed.
 Only `ultra` loses entries; the other tiers age through the four stages of memsys.services.
 lifecycle instead. ENTRIES_DECAYED counts the memories whose score fell below the threshold
 in this run, so a second run right after reports 0.
@@ -260,8 +260,10 @@ def decay(session: Session, params: DecayIn, now: datetime | None = None) -> Dec
             if where == "ultra" and current < params.threshold:
                 close(session, row, now, "decay", decay_score=current, threshold=params.threshold)
                 deleted += 1
-            elif current < params.threshold and (
-                row.decay_score is None or row.decay_score >= params.threshold
+            elif (
+                where != "long"
+                and current < params.threshold
+                and (row.decay_score is None or row.decay_score >= params.threshold)
             ):
                 decayed += 1
         store_scores(session, scores)
