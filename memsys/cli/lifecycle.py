@@ -130,5 +130,3 @@ def _maintained(r: dict[str, Any]) -> None:
 
 def register(app: typer.Typer) -> None:
     app.command("maintain")(maintain)
-
-

@@ -3,6 +3,7 @@ exempt memories never age; every signal can be read as of before its change."""
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -10,9 +11,9 @@ from sqlalchemy import select, update
 
 from memsys import runner
 from memsys.db import session_scope
-from memsys.models import Chunk, Edge, Event, MemoryAccess
+from memsys.models import Chunk, Edge, Event, MemoryAccess, MemoryChange
 from memsys.retrieval import rank
-from memsys.schemas import MemoryRecallIn
+from memsys.schemas import MemoryForgetIn, MemoryRecallIn
 from memsys.schemas.learning import MemoryOutcomeIn
 from memsys.services import access, history, learning, maintain, memories
 from memsys.services import decay as decay_rules
@@ -157,3 +158,32 @@ def test_near_duplicates_are_consolidated_once(embedder: Any) -> None:
         episode = s.scalars(select(Event).where(Event.event_type == "episode")).one()
         assert episode.payload["merged"] == [gone]
     assert maintain.run(now=days(0)).merged == 0
+
+
+def test_a_read_never_waits_for_a_held_memory_and_its_access_is_kept(embedder: Any) -> None:
+    memory = store("The message broker retains events for seven days").id
+    done = threading.Event()
+    with session_scope() as holder:  # a writer holds the row (e.g. an outcome in flight)
+        holder.execute(select(Chunk).where(Chunk.id == memory).with_for_update()).one()
+        reader = threading.Thread(
+            target=lambda: (recall("how long does the broker keep events"), done.set())
+        )
+        reader.start()
+        reader.join(timeout=30)
+        assert done.is_set()  # the read finished while the row was still locked
+    assert row(memory).access_count == 0  # the bump was skipped, not waited for
+    with session_scope() as s:
+        assert access.fold(s) == 1  # …and the log still had it
+    assert row(memory).access_count == 1
+
+
+def test_purge_takes_the_history_with_it(embedder: Any) -> None:
+    memory = store("The old admin password was hunter2").id
+    recall("old admin password")
+    runner.execute(learning.outcome, MemoryOutcomeIn, {"memory_id": memory, "success": False})
+    runner.execute(
+        memories.forget, MemoryForgetIn, {"memory_id": memory, "purge": True, "force": True}
+    )
+    with session_scope() as s:
+        for log in (MemoryAccess, MemoryChange):
+            assert s.scalars(select(log).where(log.memory_id == memory)).all() == []
