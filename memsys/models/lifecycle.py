@@ -1,7 +1,7 @@
 """What lifecycle and learning change, kept so that ranking can be replayed as of any time.
 
 `memory_change` holds one row per change of a ranking signal of a memory (stage, confidence,
-content when it is archived or rekindled, pinning): the value before and after, written in
+content when it is archived or rekindled, lossy mark): the value before and after, written in
 the transaction of the change. The value of a signal as of T is the `old_value` of its first
 change after T, or the current value when nothing changed since. `memory_access` is the
 access log: one row per memory handed to a caller (`hits` > 1 only for counts carried over
@@ -13,18 +13,19 @@ removes it.
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Identity, Index, Integer, String
+from sqlalchemy import BigInteger, CheckConstraint, Identity, Index, Integer, String
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
-from memsys.models.base import Base, timestamp_column
+from memsys.models.base import Base, in_list, timestamp_column
 
-CHANGE_FIELDS = ("stage", "confidence", "content", "pinned", "lossy")
+CHANGE_FIELDS = ("stage", "confidence", "content", "lossy")
 
 
 class MemoryChange(Base):
     __tablename__ = "memory_change"
     __table_args__ = (
+        CheckConstraint(in_list("field", CHANGE_FIELDS), name="field"),
         Index("ix_memory_change_memory", "namespace", "memory_id", "field", "changed_at"),
         Index("ix_memory_change_changed_at", "changed_at"),
     )

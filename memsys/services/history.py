@@ -1,4 +1,4 @@
-"""Ranking signals as of a past time: the change log of stage, confidence, content, pinning.
+"""Ranking signals as of a past time: the change log of stage, confidence, content, lossy.
 
 Every service that changes one of those signals calls `record` in its own transaction, so the
 log and the row never disagree. `as_of` answers "what was it then": the `old_value` of the

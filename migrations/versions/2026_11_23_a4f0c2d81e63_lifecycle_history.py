@@ -1,7 +1,7 @@
 """Lifecycle and learning history: memory_change, memory_access, and chunk lifecycle columns.
 
 What: `memory_change` (one row per change of a memory's stage, confidence, content on
-archiving/rekindling, pinning or lossy mark: old and new value), `memory_access` (the access
+archiving/rekindling, or lossy mark: old and new value), `memory_access` (the access
 log: one row per memory handed to a caller), and three `chunk` columns: `decay_score` (S003's
 score as of the last maintenance), `stage_changed_at`, `lossy` (rekindled from its summary).
 Existing access counts are carried into the log as one row each (`hits` = the count), so
@@ -33,7 +33,7 @@ FROM chunk WHERE doc_type = 'memory' AND access_count > 0
 """
 
 
-def _log_table(name: str, *columns: sa.Column) -> None:  # type: ignore[type-arg]
+def _log_table(name: str, *columns: sa.schema.SchemaItem) -> None:
     op.create_table(
         name,
         sa.Column("namespace", sa.String(length=128), nullable=False),
@@ -53,6 +53,10 @@ def upgrade() -> None:
         sa.Column("new_value", postgresql.JSONB(astext_type=sa.Text()), nullable=True),
         sa.Column("operation", sa.String(length=64), nullable=False),
         sa.Column("changed_at", sa.DateTime(timezone=True), server_default=now, nullable=False),
+        sa.CheckConstraint(
+            "field IN ('stage', 'confidence', 'content', 'lossy')",
+            name=op.f("ck_memory_change_field"),
+        ),
     )
     op.create_index(
         "ix_memory_change_memory",
