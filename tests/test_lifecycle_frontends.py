@@ -163,6 +163,9 @@ def test_health_finds_contradictions_low_confidence_and_stale(embedder: Any) -> 
     assert 0.3 < report["contradictions"][0]["similarity"] < 1.0
     assert report["low_confidence"] == [{"id": weak, "confidence": 0.0}]
     assert report["stale"] == []  # nothing is 30 days old yet
+    op("memory_recall", query="how is the API versioned", n_results=1)
+    temperatures = op("memory_analyze_health")["totals"]
+    assert (temperatures["warm"], temperatures["cold"], temperatures["hot"]) == (1, 2, 0)
     assert report["recommendations"][:2] == [
         "Resolve 1 contradiction: keep the right memory and forget the other, or relate "
         "them with 'supersedes'",
@@ -182,3 +185,15 @@ def test_outcome_without_a_try_is_counted_with_a_warning(embedder: Any) -> None:
     assert answer["warning"].startswith("No memory_apply was recorded")
     op("memory_apply", memory_id=memory, context="refactor")
     assert op("memory_outcome", memory_id=memory, success=True)["warning"] is None
+
+
+def test_maintain_from_the_cli_reports_and_a_second_run_does_nothing(embedder: Any) -> None:
+    store("Deploy notes: the release train leaves on Wednesdays", memory_type="workflow")
+    store("Deploy notes: the release train leaves on Wednesdays.", memory_type="workflow")
+    first = run_json("maintain", "--budget", "60")
+    assert first["complete"] and first["merged"] == 1 and first["rescored"] == 2
+    assert first["stages"] == {"active": 1, "demoted": 0, "archived": 0, "rehydratable": 0}
+    second = run_json("maintain")
+    assert (second["merged"], second["moved"]) == (0, {})
+    text = run("maintain").stdout
+    assert text.startswith("Maintenance complete in ") and "0 merged" in text

@@ -68,6 +68,27 @@ _TEMPERATURE = text(
 )
 
 
+_TEMPERATURE_COUNTS = text(
+    """
+    WITH recent AS (
+        SELECT namespace, memory_id, sum(hits) AS hits FROM memory_access
+        WHERE accessed_at > :since AND accessed_at <= :now
+          AND (CAST(:namespace AS text) IS NULL OR namespace = :namespace)
+        GROUP BY namespace, memory_id
+    )
+    SELECT CASE WHEN c.pinned THEN 'pinned'
+                WHEN coalesce(r.hits, 0) >= :hot THEN 'hot'
+                WHEN coalesce(r.hits, 0) > 0 THEN 'warm'
+                ELSE 'cold' END AS temperature,
+           count(*) AS n
+    FROM chunk c LEFT JOIN recent r ON r.namespace = c.namespace AND r.memory_id = c.id
+    WHERE c.doc_type = 'memory' AND c.valid_to IS NULL
+      AND (CAST(:namespace AS text) IS NULL OR c.namespace = :namespace)
+    GROUP BY 1
+    """
+)
+
+
 def record(session: Session, memory_ids: list[str], at: datetime | None = None) -> None:
     """Count one access for each memory handed to a caller (feeds decay and hot/cold)."""
     if memory_ids:
@@ -104,3 +125,18 @@ def temperatures(
         },
     )
     return {(r.namespace, r.id): classify(r.pinned, int(r.recent)) for r in rows}
+
+
+def temperature_counts(session: Session, namespace: str | None, now: datetime) -> dict[str, int]:
+    """How many live memories are hot, warm, cold and pinned as of `now`."""
+    rows = session.execute(
+        _TEMPERATURE_COUNTS,
+        {
+            "since": now - TEMPERATURE_WINDOW,
+            "now": now,
+            "namespace": namespace,
+            "hot": HOT_ACCESSES,
+        },
+    )
+    counts = {r.temperature: int(r.n) for r in rows}
+    return {k: counts.get(k, 0) for k in ("hot", "warm", "cold", "pinned")}

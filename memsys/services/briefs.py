@@ -161,6 +161,13 @@ def episode_log(session: Session, namespace: str | None, day: date) -> str:
     return "\n".join(body) + "\n"
 
 
+def reflection_brief(session: Session, namespace: str | None, now: datetime) -> str:
+    """REFLECTION.md (written in memsys.services.reflection; here beside core_brief)."""
+    from memsys.services import reflection
+
+    return reflection.reflection_brief(session, namespace, now)
+
+
 def reflection_count(session: Session) -> tuple[int, datetime | None]:
     """How many maintenance runs there have been, and the last one (REFLECTION.md header)."""
     row = session.execute(
@@ -173,14 +180,12 @@ def reflection_count(session: Session) -> tuple[int, datetime | None]:
 
 def brief(session: Session, params: BriefIn, now: datetime | None = None) -> BriefOut:
     """One brief as text (the CLI writes it to `filename`)."""
-    from memsys.services import reflection
-
     now = now or datetime.now(UTC)
     namespaces.require(session, params.namespace)
     if params.kind == "core":
         text, filename = core_brief(session, params.namespace, now), "CORE.md"
     elif params.kind == "reflection":
-        text = reflection.reflection_brief(session, params.namespace, now)
+        text = reflection_brief(session, params.namespace, now)
         filename = "REFLECTION.md"
     else:
         day = params.day or now.date()

@@ -4,7 +4,8 @@ contradictions: live `contradicts` edges between live memories (memory_relate or
 contradiction detector writes them), with the cosine of the two memories.
 low_confidence: confidence below LOW_CONFIDENCE — a memory that failed more than it worked.
 stale: no validation event (TRY/LEARN) in `stale_days` and older than that.
-Each list holds at most LIMIT entries; `totals` has the full counts.
+Each list holds at most LIMIT entries; `totals` has the full counts, and how many memories
+are hot / warm / cold / pinned (S004, from the access log).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from memsys.models import Chunk, ValidationEvent
 from memsys.schemas.lifecycle import Contradiction, HealthIn, HealthOut, LowConfidence, Stale
-from memsys.services import namespaces
+from memsys.services import access, namespaces
 
 LOW_CONFIDENCE = 0.2
 LIMIT = 50
@@ -51,7 +52,8 @@ def analyze(session: Session, params: HealthIn, now: datetime | None = None) -> 
     low: list[LowConfidence] = []
     stale: list[Stale] = []
     totals: dict[str, int] = {
-        "memories": int(session.scalar(select(func.count()).where(*_live(ns))) or 0)
+        "memories": int(session.scalar(select(func.count()).where(*_live(ns))) or 0),
+        **access.temperature_counts(session, ns, now),
     }
     if params.include_contradictions:
         rows = session.execute(_CONTRADICTIONS, {"namespace": ns}).all()
