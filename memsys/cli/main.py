@@ -12,7 +12,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from memsys.cli import commands, db, graph, preferences, server, status, trace
+from memsys.cli import commands, db, graph, lifecycle, preferences, server, status, trace
 from memsys.errors import DatabaseUnavailable, MemsysError
 
 EXIT_DATABASE = 1
@@ -155,6 +155,7 @@ app.add_typer(
 app.add_typer(trace.app, name="trace", help="Retrieval traces: show, log, feedback.")
 app.add_typer(db.app, name="db", help="Database schema migrations (Alembic).")
 server.register(app)
+lifecycle.register(app)
 status.register(app)
 
 

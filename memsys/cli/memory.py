@@ -183,6 +183,8 @@ def learned(r: MemoryOutcomeOut) -> None:
         f"{r.memory_id}: {verdict}, confidence {r.old_confidence:.2f} → "
         f"{r.new_confidence:.2f}{promoted}"
     )
+    if r.warning:
+        echo(f"warning: {r.warning}")
 
 
 def _moved(old: float | None, new: float | None) -> str:

@@ -33,6 +33,7 @@ from memsys.operations import BY_NAME, OPERATIONS, Operation
 
 log = logging.getLogger(__name__)
 GRAPH_RESOURCE = "memory://knowledge-graph"  # as the official memory server names it
+CORE_RESOURCE = "memory://core"  # CORE.md (S003), for a client to load at session start
 
 INSTRUCTIONS = (
     "memsys is long-term memory. Call memory_context (or memory_recall) at the start of a "
@@ -216,6 +217,21 @@ def build_server() -> MemsysMCPServer:
     def knowledge_graph() -> str:
         result = call(BY_NAME["read_graph"], {})
         return json.dumps(result["data"] if result["success"] else result)
+
+    def core_text() -> str:
+        result = call(BY_NAME["memory_brief"], {"kind": "core"})
+        return str(result["data"]["text"] if result["success"] else result["error"])
+
+    server.resource(
+        CORE_RESOURCE,
+        name="core",
+        description="CORE.md: the memories worth knowing at session start, grouped by type",
+        mime_type="text/markdown",
+    )(core_text)
+    server.prompt(
+        name="core_memory",
+        description="Load CORE.md (the memories worth knowing) into the conversation",
+    )(core_text)
 
     return server
 

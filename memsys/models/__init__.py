@@ -4,6 +4,7 @@ from memsys.models.base import Base
 from memsys.models.chunk import Chunk, Document
 from memsys.models.graph import Edge, Entity, Fact
 from memsys.models.lexicon import CorpusStat, TermStat
+from memsys.models.lifecycle import MemoryAccess, MemoryChange
 from memsys.models.log import AgentTrace, Event, QueryTrace, ValidationEvent
 from memsys.models.namespace import Namespace
 from memsys.models.preference import Preference
@@ -18,6 +19,8 @@ __all__ = [
     "Entity",
     "Event",
     "Fact",
+    "MemoryAccess",
+    "MemoryChange",
     "Namespace",
     "Preference",
     "QueryTrace",

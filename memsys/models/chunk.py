@@ -150,6 +150,11 @@ class Chunk(Base):
     pinned: Mapped[bool] = mapped_column(Boolean, server_default="false")
     access_count: Mapped[int] = mapped_column(Integer, server_default="0")
     last_accessed_at: Mapped[datetime | None] = timestamp_column(nullable=True)
+    # Lifecycle (memsys.services.lifecycle): S003's decay score as of the last maintenance,
+    # when the stage last changed, and whether a rekindled memory came back as its summary.
+    decay_score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    stage_changed_at: Mapped[datetime | None] = timestamp_column(nullable=True)
+    lossy: Mapped[bool] = mapped_column(Boolean, server_default="false")
 
     # Document chunks
     document_id: Mapped[str | None] = mapped_column(String(40), nullable=True)

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from memsys.config import get_settings
 from memsys.embeddings import embed_query
 from memsys.models.chunk import DIMENSIONS
-from memsys.retrieval import dense, fusion, graph, lexical, neighbours
+from memsys.retrieval import dense, fusion, graph, lexical, neighbours, rank
 from memsys.retrieval import filters as sql_filters
 
 Key = tuple[str, str]
@@ -31,16 +31,16 @@ Key = tuple[str, str]
 _FEATURES = text(
     f"""
     WITH cand AS (
-        SELECT c.namespace, c.id, c.tsv, c.doc_len, c.content_hash, c.confidence,
-               c.importance,
+        SELECT c.namespace, c.id, c.doc_type, c.tsv, c.doc_len, c.content_hash,
+               c.confidence, c.importance, c.stage,
                CASE WHEN c.embedding IS NULL THEN NULL
                     ELSE 1 - (c.embedding <=> :embedding) END AS similarity
         FROM chunk c
         JOIN unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])) AS k(namespace, id)
           ON c.namespace = k.namespace AND c.id = k.id
     )
-    SELECT cand.namespace, cand.id, cand.content_hash, cand.confidence, cand.importance,
-           cand.similarity, {lexical.BM25_OF} AS bm25
+    SELECT cand.namespace, cand.id, cand.doc_type, cand.content_hash, cand.confidence,
+           cand.importance, cand.stage, cand.similarity, {lexical.BM25_OF} AS bm25
     FROM cand
     """
 ).bindparams(bindparam("embedding", type_=Vector(DIMENSIONS)))
@@ -195,6 +195,7 @@ def retrieve(
     sims = [_similarity(rows[k]) for k in keys]
     lex = [bm25.get(k, 0.0) for k in keys]
     fused = fuse_scores(keys, rows, bm25, weights, method, graph_scores, near_scores)
+    fused = rank.adjust(session, keys, rows, fused, as_of)  # confidence (capped) and stage
     vec_rank = {k: i for i, (k, _) in enumerate(dense_hits, start=1)}
     fts_rank = {k: i for i, (k, _) in enumerate(lexical_hits, start=1)}
     bm25_max = sum(terms.idf)

@@ -49,6 +49,9 @@ class MemoryOutcomeOut(Output):
     old_confidence: float
     new_confidence: float
     promoted: bool = Field(description="True when this outcome made the memory a golden rule")
+    warning: str | None = Field(
+        default=None, description="Set when the memory was never applied (no TRY recorded)"
+    )
 
 
 class ValidationHistoryIn(Input):

@@ -4,8 +4,14 @@ memory_apply records a TRY; memory_outcome a LEARN that moves confidence by a bo
 +0.10 on success (at most 1.0), -0.15 on failure (at least 0.0) — monotone in outcomes, and
 a failure costs more than a success earns, so a rule that fails as often as it works loses
 confidence. Reaching 0.9 makes a memory a golden rule (S001), protected from forget unless
-forced; `promoted` says when an outcome did that. Every step is a validation_event row with
-the old and new confidence, so confidence can be reconstructed as of any past time.
+forced; `promoted` says when an outcome did that. Golden rules are also exempt from decay
+and aging (memsys.services.decay.exempt). Every step is a validation_event row with the old
+and new confidence, and a memory_change row, so confidence can be read as of any past time
+(memsys.retrieval.signals) and a query replayed with the confidence it saw.
+
+An outcome for a memory that was never applied is accepted (the agent may have used a
+memory it found by itself) and counted like any other, but the answer carries a `warning`
+saying that no TRY was recorded, so a caller that forgot memory_apply notices.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from memsys.schemas.learning import (
     ValidationSummary,
 )
 from memsys.services import events, memories
+from memsys.services import history as change_log
 from memsys.vocabulary import is_golden
 
 SUCCESS_STEP = 0.10
@@ -61,7 +68,17 @@ def outcome(session: Session, params: MemoryOutcomeIn) -> MemoryOutcomeOut:
     old = chunk.confidence
     new = next_confidence(old, params.success)
     was_golden = is_golden(chunk.memory_type, old)
+    applied = session.scalar(
+        select(ValidationEvent.id)
+        .where(
+            ValidationEvent.namespace == chunk.namespace,
+            ValidationEvent.memory_id == chunk.id,
+            ValidationEvent.event_type == "applied",
+        )
+        .limit(1)
+    )
     chunk.confidence = new
+    change_log.record(session, chunk, "confidence", old, new, "memory_outcome")
     _event(
         session,
         chunk,
@@ -88,6 +105,10 @@ def outcome(session: Session, params: MemoryOutcomeIn) -> MemoryOutcomeOut:
         old_confidence=old,
         new_confidence=new,
         promoted=not was_golden and is_golden(chunk.memory_type, new),
+        warning=None
+        if applied is not None
+        else "No memory_apply was recorded for this memory; the outcome was counted anyway. "
+        "Call memory_apply before acting on a memory so its history shows the TRY.",
     )
 
 

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from memsys import ids
 from memsys.embeddings import get_embedder
 from memsys.errors import InvalidInput, NotFound
-from memsys.models import Chunk, Edge, ValidationEvent
+from memsys.models import Chunk, Edge, MemoryAccess, MemoryChange, ValidationEvent
 from memsys.models.log import ALL_NAMESPACES
 from memsys.runner import before_transaction
 from memsys.schemas import (
@@ -222,12 +222,10 @@ def _close(session: Session, targets: list[Chunk], operation: str, purge: bool) 
     """Close (or, with purge, erase) memories and log each one."""
     for chunk in targets:
         if purge:
-            session.execute(
-                delete(ValidationEvent).where(
-                    ValidationEvent.namespace == chunk.namespace,
-                    ValidationEvent.memory_id == chunk.id,
+            for log in (ValidationEvent, MemoryChange, MemoryAccess):  # its history goes too
+                session.execute(
+                    delete(log).where(log.namespace == chunk.namespace, log.memory_id == chunk.id)
                 )
-            )
             session.execute(
                 delete(Edge).where(
                     Edge.namespace == chunk.namespace,

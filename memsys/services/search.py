@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from memsys import ids
@@ -25,16 +24,9 @@ from memsys.schemas import (
     SearchWithBudgetIn,
     SearchWithFiltersIn,
 )
-from memsys.services import events, namespaces
+from memsys.services import access, events, lifecycle, namespaces
 
 BUDGET_CANDIDATES = 50  # S001: search_with_budget considers up to 50 candidates
-
-_TOUCH = text(
-    """
-    UPDATE chunk SET access_count = access_count + 1, last_accessed_at = now()
-    WHERE doc_type = 'memory' AND valid_to IS NULL AND id = ANY(:ids)
-    """
-)
 
 ROUTING = "hybrid: pgvector kNN + BM25 (PostgreSQL), score-aware fusion"
 Hit = pipeline.Hit
@@ -62,6 +54,7 @@ def hybrid(
     found = pipeline.retrieve(session, query, filters=filters, limit=limit, pool=pool)
     if count_access:
         touch(session, [h.id for h in found.hits if h.doc_type == "memory"])
+        lifecycle.rekindle_hits(session, found.hits)  # archived hits come back in full
     return found
 
 
@@ -74,8 +67,7 @@ def relevant(hits: list[Hit], min_relevance: float | None) -> list[Hit]:
 
 def touch(session: Session, memory_ids: list[str]) -> None:
     """Count one access for each memory handed to a caller (feeds decay and hot/cold)."""
-    if memory_ids:
-        session.execute(_TOUCH, {"ids": memory_ids})
+    access.record(session, memory_ids)
 
 
 def _document_hit(h: Hit) -> SearchHit:

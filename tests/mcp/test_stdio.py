@@ -36,6 +36,9 @@ SLICE_TOOLS = {
     "debug_trace",
     "debug_query_log",
     "debug_feedback",
+    "decay",
+    "debug_rehydrate",
+    "memory_brief",
     # the official memory server's tools (tests/mcp/test_memory_server.py)
     "create_entities",
     "create_relations",
@@ -49,6 +52,8 @@ SLICE_TOOLS = {
 }
 READ_ONLY = {
     "validation_history",
+    "memory_analyze_health",
+    "memory_brief",
     "memory_inspect_graph",
     "debug_trace",
     "debug_query_log",
@@ -69,6 +74,7 @@ READ_ONLY = {
     "preference_history",
 }
 DESTRUCTIVE = {
+    "decay",
     "memory_forget",
     "delete_chunks",
     "delete_file",

@@ -1,0 +1,132 @@
+"""Lifecycle on a terminal: renderers for decay, rehydrate and health; `memsys brief`, which
+writes CORE.md / REFLECTION.md / episodes/<day>.md; and `memsys maintain`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from memsys.cli import remote
+from memsys.cli.output import Json, echo, emit, given, plural, short, show_table
+from memsys.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from memsys.schemas.lifecycle import BriefOut, DecayOut, HealthOut, RehydrateOut
+
+
+def decayed(r: DecayOut) -> None:
+    """S002's answer, as its protocol prints it, then the bands."""
+    echo(f"STATUS {r.status}")
+    echo(f"ENTRIES_DECAYED {r.entries_decayed}")
+    echo(f"ENTRIES_DELETED {r.entries_deleted}")
+    bands = ", ".join(f"{k} {v}" for k, v in sorted(r.by_status.items()))
+    echo(f"({plural(r.entries_scanned, 'memory')} scored: {bands or 'none'})")
+
+
+def rehydrated(r: RehydrateOut) -> None:
+    how = "full text restored" if r.restored == "full" else f"lossy ({r.restored})"
+    echo(f"{r.memory_id}: {r.stage_before} → {r.stage}, {how}, {r.temperature}")
+    echo(short(r.content, 400))
+
+
+def health(r: HealthOut) -> None:
+    echo(", ".join(f"{k} {v}" for k, v in r.totals.items()))
+    if r.contradictions:
+        show_table(
+            ["memory", "contradicts", "similarity"],
+            [[c.id1, c.id2, c.similarity] for c in r.contradictions],
+        )
+    if r.low_confidence:
+        show_table(["low confidence", ""], [[m.id, m.confidence] for m in r.low_confidence])
+    if r.stale:
+        show_table(
+            ["stale", "last validated"],
+            [[m.id, m.last_validated or "never"] for m in r.stale],
+        )
+    for advice in r.recommendations:
+        echo(f"- {advice}")
+
+
+def brief(
+    kind: Annotated[
+        str,
+        typer.Argument(
+            help="core (CORE.md), reflection (REFLECTION.md) or episodes (a day's log)",
+            show_default=False,
+        ),
+    ],
+    namespace: Annotated[
+        str | None,
+        typer.Option(
+            "--namespace", "-n", help="Only this namespace (e.g. 'global', 'project:myapp')"
+        ),
+    ] = None,
+    day: Annotated[
+        str | None,
+        typer.Option("--day", help="The day of the episode log (YYYY-MM-DD; default today)"),
+    ] = None,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Folder to write the file into (default .)")
+    ] = Path("."),
+    as_json: Json = False,
+) -> None:
+    """Write CORE.md, REFLECTION.md or episodes/YYYY-MM-DD.md into a folder."""
+    from memsys.operations import BY_NAME
+
+    result: BriefOut = remote.run(  # type: ignore[assignment]
+        BY_NAME["memory_brief"], given(kind=kind, namespace=namespace, day=day)
+    )
+    target = out / result.filename
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(result.text, encoding="utf-8")
+    except OSError as exc:
+        raise InvalidInput(f"Cannot write {target}: {exc.strerror}") from None
+    emit(result, as_json, lambda r: echo(f"Wrote {target} ({plural(r.entries, 'entry')})"))
+
+
+def maintain(
+    budget: Annotated[
+        float,
+        typer.Option("--budget", help="Seconds after which no new batch starts (default 300)"),
+    ] = 300.0,
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", "-n", help="Only this namespace")
+    ] = None,
+    as_json: Json = False,
+) -> None:
+    """Decay scores, stage changes (demote 7 d, archive 30 d, key only 90 d), consolidation
+    of near-duplicates; small transactions, safe beside live traffic and to run twice."""
+    from memsys.services import maintain as maintenance
+
+    if budget <= 0:
+        raise InvalidInput(f"--budget must be more than 0 seconds, got {budget}")
+    if namespace is not None:
+        from memsys.schemas.common import check_namespace
+
+        try:
+            check_namespace(namespace)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
+    report = maintenance.run(budget_s=budget, namespace=namespace).as_dict()
+    if as_json:
+        emit(report, True, None)
+    else:
+        _maintained(report)
+
+
+def _maintained(r: dict[str, Any]) -> None:
+    moved = ", ".join(f"{k} {v}" for k, v in sorted(r["moved"].items())) or "nothing moved"
+    stages = ", ".join(f"{k} {v}" for k, v in r["stages"].items())
+    state = "complete" if r["complete"] else "stopped at the time budget (run again)"
+    echo(
+        f"Maintenance {state} in {r['seconds']:.1f} s: {r['rescored']} rescored, {moved}, "
+        f"{r['merged']} merged, {r['counters_folded']} counters folded"
+    )
+    echo(f"Stages: {stages}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("maintain")(maintain)

@@ -1,0 +1,57 @@
+"""The rows of the lifecycle (memsys.services.decay, lifecycle, briefs, health)."""
+
+from __future__ import annotations
+
+from memsys.operations.spec import Cli, Operation, Rest
+from memsys.schemas import lifecycle as lc
+
+LIFECYCLE_CLI = "memsys.cli.lifecycle"
+
+LIFECYCLE_OPERATIONS: tuple[Operation, ...] = (
+    Operation(
+        name="decay",
+        summary="Recompute S003 decay scores (importance x e^(-0.03 days idle) x "
+        "log2(accesses+1) x type weight) for the memories in scope; session (ultra tier) "
+        "memories below the threshold are deleted. Returns ENTRIES_DECAYED / ENTRIES_DELETED.",
+        service="decay:decay",
+        input=lc.DecayIn,
+        output=lc.DecayOut,
+        effect="destructive",
+        rest=(Rest("POST", "/lifecycle/decay"),),
+        cli=Cli("decay", render=f"{LIFECYCLE_CLI}:decayed"),
+    ),
+    Operation(
+        name="debug_rehydrate",
+        summary="Rehydrate (rekindle) an archived or rehydratable memory now: its full text "
+        "comes back from its history, or its summary, marked lossy.",
+        service="lifecycle:rehydrate",
+        input=lc.RehydrateIn,
+        output=lc.RehydrateOut,
+        effect="write",
+        rest=(Rest("POST", "/debug/rehydrate/{memory_id}"),),
+        cli=Cli("rehydrate", arguments=("memory_id",), render=f"{LIFECYCLE_CLI}:rehydrated"),
+    ),
+    Operation(
+        name="memory_brief",
+        summary="Generated markdown: CORE.md (the memories worth loading at session start), "
+        "REFLECTION.md (themes, cross-project patterns, most accessed, insights, merges) or "
+        "a day's episode log. The CLI writes the file; REST and MCP return the text.",
+        service="briefs:brief",
+        input=lc.BriefIn,
+        output=lc.BriefOut,
+        effect="read",
+        rest=(Rest("GET", "/briefs/{kind}"),),
+        cli=Cli("brief", command=f"{LIFECYCLE_CLI}:brief"),
+    ),
+    Operation(
+        name="memory_analyze_health",
+        summary="Analyze the health of memories: contradictions, low-confidence and stale "
+        "memories, and recommendations.",
+        service="health:analyze",
+        input=lc.HealthIn,
+        output=lc.HealthOut,
+        effect="read",
+        rest=(Rest("GET", "/memories/analyze-health"),),
+        cli=Cli("health", render=f"{LIFECYCLE_CLI}:health"),
+    ),
+)

@@ -1,0 +1,118 @@
+"""Consolidation (FEATURES E7): near-duplicate memories merged into one.
+
+Two live memories of one namespace and one type whose embeddings are at least
+DUPLICATE_SIMILARITY apart in cosine are the same memory said twice. The survivor is the
+one with the most earned standing (golden or pinned first, then confidence, accesses, age);
+each other one gets a `supersedes` edge from the survivor and is closed (history kept, so
+replay still sees it), and one `episode` event records the merge — REFLECTION.md's
+consolidation history and the daily episode log read those. Golden rules, pinned memories
+and ground truth are never merged away (they can survive a merge).
+
+Work is incremental: each run looks at memories created since the previous run's watermark
+(an event), oldest first, so a run cut short by its time budget resumes where it stopped
+and a second run finds nothing new.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import numpy as np
+from sqlalchemy import select, tuple_
+from sqlalchemy.orm import Session
+
+from memsys.models import Chunk, Event
+from memsys.retrieval import dense
+from memsys.schemas.edges import MemoryRelateIn
+from memsys.services import decay, edges, events
+
+DUPLICATE_SIMILARITY = 0.95
+NEIGHBOURS = 5
+WATERMARK = "consolidate"
+
+
+def watermark(session: Session) -> tuple[datetime, str] | None:
+    """(creation time, id) up to which memories have been looked at by an earlier run."""
+    payload = session.scalar(
+        select(Event.payload)
+        .where(Event.event_type == "maintenance", Event.operation == WATERMARK)
+        .order_by(Event.occurred_at.desc(), Event.id.desc())
+        .limit(1)
+    )
+    if not payload or "upto" not in payload:
+        return None
+    return datetime.fromisoformat(payload["upto"]), str(payload["upto_id"])
+
+
+def candidates(
+    session: Session, since: tuple[datetime, str] | None, namespace: str | None, size: int
+) -> list[Chunk]:
+    stmt = select(Chunk).where(
+        Chunk.doc_type == "memory", Chunk.valid_to.is_(None), Chunk.embedding.is_not(None)
+    )
+    if since is not None:
+        stmt = stmt.where(tuple_(Chunk.created_at, Chunk.id) > since)
+    if namespace:
+        stmt = stmt.where(Chunk.namespace == namespace)
+    return list(session.scalars(stmt.order_by(Chunk.created_at, Chunk.id).limit(size)))
+
+
+def _standing(c: Chunk) -> tuple[bool, float, int, float]:
+    return (decay.exempt(c), c.confidence, c.access_count, -c.created_at.timestamp())
+
+
+def merge_one(session: Session, chunk: Chunk, now: datetime) -> list[str]:
+    """Merge `chunk` with its near-duplicates; returns the ids closed."""
+    raw = chunk.embedding
+    vector = np.asarray(raw.to_numpy() if hasattr(raw, "to_numpy") else raw, dtype=np.float32)
+    near = dense.search(
+        session,
+        vector,
+        {"namespace": chunk.namespace, "doc_type": "memory", "memory_type": chunk.memory_type},
+        None,
+        NEIGHBOURS + 1,
+    )
+    ids = [k[1] for k, sim in near if sim >= DUPLICATE_SIMILARITY and k[1] != chunk.id]
+    if not ids:
+        return []
+    others = session.scalars(
+        select(Chunk)
+        .where(Chunk.namespace == chunk.namespace, Chunk.id.in_(ids), Chunk.valid_to.is_(None))
+        .with_for_update(skip_locked=True)
+    )
+    group: list[Chunk] = [chunk, *others]
+    survivor = max(group, key=_standing)
+    merged = [c for c in group if c is not survivor and not decay.exempt(c)]
+    for other in merged:
+        edges.relate(
+            session,
+            MemoryRelateIn(source_id=survivor.id, target_id=other.id, relation="supersedes"),
+        )
+        decay.close(session, other, now, "consolidate", superseded_by=survivor.id)
+    if merged:
+        events.record(
+            session,
+            namespace=chunk.namespace,
+            event_type="episode",
+            operation="consolidate",
+            subject_kind="memory",
+            subject_id=survivor.id,
+            payload={
+                "merged": [c.id for c in merged],
+                "title": survivor.content[:80],
+                "memory_type": survivor.memory_type,
+                "tags": survivor.tags,
+            },
+        )
+    return [c.id for c in merged]
+
+
+def advance(session: Session, last: Chunk, merges: int) -> None:
+    """Move the watermark past `last` (the newest candidate looked at)."""
+    events.record(
+        session,
+        namespace="*",
+        event_type="maintenance",
+        operation=WATERMARK,
+        payload={"upto": last.created_at.isoformat(), "upto_id": last.id, "merges": merges},
+    )

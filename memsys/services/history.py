@@ -1,0 +1,74 @@
+"""Ranking signals as of a past time: the change log of stage, confidence, content, lossy.
+
+Every service that changes one of those signals calls `record` in its own transaction, so the
+log and the row never disagree. `as_of` answers "what was it then": the `old_value` of the
+first change after T, or the current value when nothing changed since (memsys.models.lifecycle).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import insert, select
+from sqlalchemy.orm import Session
+
+from memsys.models import MemoryChange
+from memsys.retrieval.signals import earlier_values, signals_as_of
+
+__all__ = ["earlier_values", "full_text", "record", "signals_as_of"]
+
+
+def record(
+    session: Session,
+    chunk: Any,
+    field: str,
+    old: Any,
+    new: Any,
+    operation: str,
+    at: datetime | None = None,
+) -> None:
+    """Log one change of `field` (call it in the transaction that makes the change)."""
+    if old == new:
+        return
+    values: dict[str, Any] = {
+        "namespace": chunk.namespace,
+        "memory_id": chunk.id,
+        "field": field,
+        "old_value": old,
+        "new_value": new,
+        "operation": operation,
+    }
+    if at is not None:
+        values["changed_at"] = at
+    session.execute(insert(MemoryChange).values(**values))
+
+
+def full_text(session: Session, memory: Any) -> str | None:
+    """The text a memory had before aging cut it: the old value of its latest archiving (or,
+    when the summary was the whole text, of its latest cut to a key). None when its history
+    no longer holds it; the current content when aging never changed it."""
+    for operation in ("archive", "key_only"):
+        old = session.scalar(
+            select(MemoryChange.old_value)
+            .where(
+                MemoryChange.namespace == memory.namespace,
+                MemoryChange.memory_id == memory.id,
+                MemoryChange.field == "content",
+                MemoryChange.operation == operation,
+            )
+            .order_by(MemoryChange.changed_at.desc(), MemoryChange.id.desc())
+            .limit(1)
+        )
+        if isinstance(old, str):
+            return old
+    unchanged = session.scalar(
+        select(MemoryChange.id)
+        .where(
+            MemoryChange.namespace == memory.namespace,
+            MemoryChange.memory_id == memory.id,
+            MemoryChange.field == "content",
+        )
+        .limit(1)
+    )
+    return memory.content if unchanged is None else None

@@ -1,0 +1,201 @@
+"""The four stages of S004, driven by time since last access, and rekindling.
+
+  active ──7 d unused──▶ demoted ──30 d──▶ archived ──90 d──▶ rehydratable
+    ▲                                         │                   │
+    └──────────── a matching query, or debug_rehydrate ───────────┘
+
+demoted: ranked at half strength (memsys.retrieval.rank), content untouched.
+archived: content replaced by an extractive summary (memsys.services.summary); the full text
+  stays in the memory's history (memory_change, operation "archive"), where rekindling and
+  replay find it. Ranked at a tenth, its embedding kept, so a query that means it still finds it.
+rehydratable: content cut to a key (the summary's first words); ranked at 1 %.
+A query whose hits include an archived or rehydratable memory rekindles it in that read:
+full text restored from history when it is there, else the summary (marked `lossy`).
+Exempt, always active: personal lifecycle, pinned, golden rules, ground truth (decay.exempt).
+Every change writes history rows (stage, content, lossy) in its transaction.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from memsys.errors import NotFound
+from memsys.models import Chunk
+from memsys.retrieval.pipeline import Hit
+from memsys.schemas.lifecycle import RehydrateIn, RehydrateOut
+from memsys.services import access, decay, events, history, summary
+from memsys.tokens import count_tokens
+
+STAGES = ("active", "demoted", "archived", "rehydratable")
+Restored = Literal["full", "summary", "none"]
+STAGE_AFTER_DAYS = (("rehydratable", 90.0), ("archived", 30.0), ("demoted", 7.0))
+AGED = ("archived", "rehydratable")
+ROW = (*decay.SIGNALS, Chunk.content, Chunk.lossy)
+
+
+def due_stage(memory: Any, now: datetime) -> str:
+    """The stage a memory's idle time calls for (exempt memories are always active)."""
+    if decay.exempt(memory):
+        return "active"
+    idle = decay.idle_days(memory, now)
+    for stage, days in STAGE_AFTER_DAYS:
+        if idle >= days:
+            return stage
+    return "active"
+
+
+def _set(session: Session, memory: Any, now: datetime, operation: str, **values: Any) -> None:
+    """Change columns of one memory, logging stage and lossy changes (content changes are
+    logged by the caller, which knows what the text was); updated_at stays: aging is not an
+    edit by anyone."""
+    for name in ("stage", "lossy"):
+        if name in values:
+            history.record(
+                session, memory, name, getattr(memory, name), values[name], operation, now
+            )
+    if "stage" in values:
+        values["stage_changed_at"] = now
+    if "content" in values:
+        values["token_count"] = count_tokens(values["content"])
+    session.execute(
+        update(Chunk)
+        .where(Chunk.namespace == memory.namespace, Chunk.id == memory.id)
+        .values(**values, updated_at=Chunk.updated_at)
+    )
+
+
+def age(session: Session, memory: Any, target: str, now: datetime) -> None:
+    """Move a memory forward to `target`, archiving and cutting its content on the way."""
+    content = memory.content
+    if target in AGED and memory.stage not in AGED:
+        shorter = summary.summarize(content)
+        history.record(session, memory, "content", content, shorter, "archive", now)
+        content = shorter
+    if target == "rehydratable" and memory.stage != "rehydratable":
+        key = summary.key_of(content)
+        history.record(session, memory, "content", content, key, "key_only", now)
+        content = key
+    values: dict[str, Any] = {"stage": target}
+    if content != memory.content:
+        values["content"] = content
+    _set(session, memory, now, f"lifecycle:{target}", **values)
+
+
+def rekindle(session: Session, memory: Any, now: datetime, operation: str) -> tuple[str, Restored]:
+    """Bring a memory back to active; returns (content, how: full | summary | none)."""
+    if memory.stage not in AGED:
+        if memory.stage != "active":
+            _set(session, memory, now, operation, stage="active")
+        return memory.content, "full"
+    full = history.full_text(session, memory)
+    how: Restored = "full"
+    if full is not None:
+        content, lossy = full, False
+    else:
+        content, lossy = memory.content, True
+        how = "summary" if memory.stage == "archived" else "none"
+    values: dict[str, Any] = {"stage": "active", "lossy": lossy}
+    if content != memory.content:
+        history.record(session, memory, "content", memory.content, content, operation, now)
+        values["content"] = content
+    _set(session, memory, now, operation, **values)
+    events.record(
+        session,
+        namespace=memory.namespace,
+        event_type="rehydrate",
+        operation=operation,
+        subject_kind="memory",
+        subject_id=memory.id,
+        payload={"from_stage": memory.stage, "restored": how},
+    )
+    return content, how
+
+
+def rekindle_hits(session: Session, hits: list[Hit], now: datetime | None = None) -> int:
+    """Rekindle the aged memories among a read's hits and hand back their restored text.
+    A memory another transaction holds is left for the next read (reads never wait)."""
+    keys = [(h.namespace, h.id) for h in hits if h.doc_type == "memory"]
+    if not keys:
+        return 0
+    now = now or datetime.now(UTC)
+    aged = session.execute(
+        select(*ROW)
+        .where(
+            Chunk.doc_type == "memory",
+            Chunk.stage.in_(AGED),
+            Chunk.namespace.in_({k[0] for k in keys}),
+            Chunk.id.in_([k[1] for k in keys]),
+        )
+        .with_for_update(skip_locked=True)
+    ).all()
+    restored = {}
+    for memory in aged:
+        restored[(memory.namespace, memory.id)], _ = rekindle(session, memory, now, "rekindle")
+    for h in hits:
+        if (h.namespace, h.id) in restored:
+            h.content = restored[(h.namespace, h.id)]
+            h.token_count = count_tokens(h.content)
+    return len(restored)
+
+
+def live_row(session: Session, memory_id: str, lock: bool = False) -> Any:
+    stmt = select(*ROW).where(
+        Chunk.doc_type == "memory", Chunk.valid_to.is_(None), Chunk.id == memory_id
+    )
+    row = session.execute(stmt.with_for_update() if lock else stmt).first()
+    if row is None:
+        raise NotFound(f"Memory not found: {memory_id}")
+    return row
+
+
+def rehydrate(session: Session, params: RehydrateIn, now: datetime | None = None) -> RehydrateOut:
+    """S004 POST /debug/rehydrate/{id}: rekindle one memory now, whatever its stage."""
+    now = now or datetime.now(UTC)
+    memory = live_row(session, params.memory_id, lock=True)
+    content, how = rekindle(session, memory, now, "debug_rehydrate")
+    access.record(session, [memory.id], at=now)
+    temperature = access.temperatures(session, [(memory.namespace, memory.id)], now)
+    return RehydrateOut(
+        memory_id=memory.id,
+        stage_before=memory.stage,
+        stage="active",
+        restored=how,
+        lossy=how != "full",
+        content=content,
+        temperature=temperature.get((memory.namespace, memory.id), "cold"),
+    )
+
+
+def transition(session: Session, memories: list[Any], now: datetime) -> Counter[str]:
+    """Move each memory to the stage its idle time calls for; counts what moved where."""
+    moved: Counter[str] = Counter()
+    for memory in memories:
+        target = due_stage(memory, now)
+        if target == memory.stage:
+            continue
+        if STAGES.index(target) > STAGES.index(memory.stage):
+            age(session, memory, target, now)
+            moved[target] += 1
+        else:  # used again, or now exempt: back to active
+            rekindle(session, memory, now, "maintain")
+            moved["rekindled"] += 1
+    return moved
+
+
+def stage_counts(session: Session, namespace: str | None = None) -> dict[str, int]:
+    from sqlalchemy import func
+
+    stmt = (
+        select(Chunk.stage, func.count())
+        .where(Chunk.doc_type == "memory", Chunk.valid_to.is_(None))
+        .group_by(Chunk.stage)
+    )
+    if namespace:
+        stmt = stmt.where(Chunk.namespace == namespace)
+    counts = dict(session.execute(stmt).tuples().all())
+    return {stage: int(counts.get(stage, 0)) for stage in STAGES}

@@ -1,0 +1,189 @@
+"""The four stages move with a clock the test controls; aged memories come back in full;
+exempt memories never age; every signal can be read as of before its change."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select, update
+
+from memsys import runner
+from memsys.db import session_scope
+from memsys.models import Chunk, Edge, Event, MemoryAccess, MemoryChange
+from memsys.retrieval import rank
+from memsys.schemas import MemoryForgetIn, MemoryRecallIn
+from memsys.schemas.learning import MemoryOutcomeIn
+from memsys.services import access, history, learning, maintain, memories
+from memsys.services import decay as decay_rules
+from tests.factories import store
+
+LONG = (
+    "The nightly backup job copies the Postgres base backup to the storage bucket. "
+    "It runs at two in the morning and keeps fourteen days of backups. "
+    "If the bucket is full the job fails and pages the on-call engineer. "
+    "Old backups are pruned by a lifecycle rule on the bucket, not by the job itself. "
+    "Restores are tested every quarter by restoring into a scratch database and "
+    "running the smoke tests against it."
+)
+
+
+def days(n: float) -> datetime:
+    return datetime.now(UTC) + timedelta(days=n)
+
+
+def row(memory_id: str) -> Chunk:
+    with session_scope() as s:
+        chunk = s.scalars(select(Chunk).where(Chunk.id == memory_id)).one()
+        s.expunge(chunk)
+        return chunk
+
+
+def recall(query: str) -> Any:
+    return runner.execute(memories.recall, MemoryRecallIn, {"query": query})
+
+
+def test_s003_decay_formula_and_bands() -> None:
+    # never accessed: usage factor 0.5; procedure weight 1.4
+    assert decay_rules.score(0.8, 0, 0, "procedure") == 0.8 * 0.5 * 1.4
+    # three accesses, ten days idle, a fix (weight 1.0): 0.6 · e^-0.3 · log2(4)
+    assert abs(decay_rules.score(0.6, 10, 3, "fix") - 0.6 * 0.7408182 * 2) < 1e-6
+    assert decay_rules.score(0.1, 400, 0, "general", pinned=True) == 999.0
+    assert decay_rules.type_weight("preference") == 1.0  # a type S003 does not weigh
+    bands = [decay_rules.status(v) for v in (0.5, 0.49, 0.2, 0.19, 0.05, 0.049)]
+    assert bands == ["active", "fading", "fading", "dormant", "dormant", "archived"]
+
+
+def test_confidence_moves_a_rank_by_at_most_the_cap() -> None:
+    assert rank.confidence_factor(rank.BASE_CONFIDENCE) == 1.0
+    assert rank.confidence_factor(1.0) == 1 + rank.CONFIDENCE_CAP
+    assert rank.confidence_factor(0.0) == 1 - rank.CONFIDENCE_CAP
+    levels = [i / 10 for i in range(11)]
+    factors = [rank.confidence_factor(c) for c in levels]
+    assert factors == sorted(factors)  # monotone
+    assert rank.factor(0.3, "active", 0.2) == 1.0  # a fresh memory is ranked as fused
+    assert rank.factor(0.3, "archived", 0.2) == 0.1 and rank.factor(0.3, "archived", 0.9) == 1.0
+
+
+def test_stages_follow_the_clock_and_a_match_rekindles_in_full(embedder: Any) -> None:
+    memory = store(LONG, memory_type="configuration").id
+    maintain.run(now=days(3))
+    assert row(memory).stage == "active"
+    report = maintain.run(now=days(8))
+    assert report.moved == {"demoted": 1} and report.complete
+    assert row(memory).stage == "demoted" and row(memory).content == LONG
+    maintain.run(now=days(31))
+    archived = row(memory)
+    assert archived.stage == "archived" and archived.content != LONG
+    assert archived.content.startswith("The nightly backup job copies")
+    assert archived.token_count <= 50 < len(LONG.split())
+    maintain.run(now=days(91))
+    key = row(memory)
+    assert key.stage == "rehydratable" and len(key.content.split()) <= 13
+    again = maintain.run(now=days(91))  # idempotent: nothing left to move
+    assert again.moved == {} and again.merged == 0
+
+    found = recall("when does the nightly Postgres backup run and how long are backups kept")
+    assert found.memories[0].id == memory
+    assert found.memories[0].content == LONG  # the caller gets the full text at once
+    back = row(memory)
+    assert (back.stage, back.content, back.lossy) == ("active", LONG, False)
+
+
+def test_exempt_memories_never_age(embedder: Any) -> None:
+    golden = store("Never force-push to main", memory_type="golden_rule").id
+    personal = store("The user likes dark themes", memory_type="preference").id
+    truth = store("Water boils at 100 C at sea level", metadata={"ground_truth": True}).id
+    pinned = store("The office wifi password is in the vault").id
+    plain = store("The staging cluster has three nodes").id
+    with session_scope() as s:
+        s.execute(update(Chunk).where(Chunk.id == pinned).values(pinned=True))
+    maintain.run(now=days(120))
+    stages = {m: row(m).stage for m in (golden, personal, truth, pinned, plain)}
+    assert stages == {
+        golden: "active",
+        personal: "active",
+        truth: "active",
+        pinned: "active",
+        plain: "rehydratable",
+    }
+    assert row(pinned).decay_score == 999.0
+
+
+def test_confidence_and_stage_read_as_of_before_their_change(embedder: Any) -> None:
+    memory = store("Cache keys include the tenant id").id
+    key = (row(memory).namespace, memory)
+    before = datetime.now(UTC)
+    runner.execute(learning.outcome, MemoryOutcomeIn, {"memory_id": memory, "success": True})
+    maintain.run(now=days(10))
+    with session_scope() as s:
+        now = history.signals_as_of(s, [key], None)[key]
+        then = history.signals_as_of(s, [key], before)[key]
+    assert (now["confidence"], now["stage"]) == (0.4, "demoted")
+    assert (then["confidence"], then["stage"]) == (0.3, "active")
+
+
+def test_accesses_are_logged_and_counters_fold_to_the_log(embedder: Any) -> None:
+    memory = store("The CDN caches images for a week").id
+    recall("how long does the CDN cache images")
+    recall("CDN image cache duration")
+    with session_scope() as s:
+        logged = s.scalars(select(MemoryAccess.hits).where(MemoryAccess.memory_id == memory))
+        assert list(logged) == [1, 1]
+        # A bump skipped under a lock leaves the counter behind its log: fold repairs it.
+        s.execute(update(Chunk).where(Chunk.id == memory).values(access_count=0))
+    with session_scope() as s:
+        assert access.fold(s) == 1
+    assert row(memory).access_count == 2
+    with session_scope() as s:
+        key = (row(memory).namespace, memory)
+        assert access.temperatures(s, [key], datetime.now(UTC)) == {key: "warm"}
+        assert access.temperatures(s, [key], days(40)) == {key: "cold"}
+
+
+def test_near_duplicates_are_consolidated_once(embedder: Any) -> None:
+    first = store("The deploy script lives in tools/deploy.sh", memory_type="fact").id
+    second = store("The deploy script lives in tools/deploy.sh.", memory_type="fact").id
+    other = store("Grafana dashboards are provisioned from JSON files", memory_type="fact").id
+    report = maintain.run(now=days(0))
+    assert report.merged == 1
+    with session_scope() as s:
+        live = set(s.scalars(memories.live_memories().with_only_columns(Chunk.id)))
+        assert other in live and len(live & {first, second}) == 1
+        survivor = (live & {first, second}).pop()
+        gone = ({first, second} - {survivor}).pop()
+        edge = s.scalars(select(Edge).where(Edge.relation == "supersedes")).one()
+        assert (edge.source_id, edge.target_id) == (survivor, gone)
+        episode = s.scalars(select(Event).where(Event.event_type == "episode")).one()
+        assert episode.payload["merged"] == [gone]
+    assert maintain.run(now=days(0)).merged == 0
+
+
+def test_a_read_never_waits_for_a_held_memory_and_its_access_is_kept(embedder: Any) -> None:
+    memory = store("The message broker retains events for seven days").id
+    done = threading.Event()
+    with session_scope() as holder:  # a writer holds the row (e.g. an outcome in flight)
+        holder.execute(select(Chunk).where(Chunk.id == memory).with_for_update()).one()
+        reader = threading.Thread(
+            target=lambda: (recall("how long does the broker keep events"), done.set())
+        )
+        reader.start()
+        reader.join(timeout=30)
+        assert done.is_set()  # the read finished while the row was still locked
+    assert row(memory).access_count == 0  # the bump was skipped, not waited for
+    with session_scope() as s:
+        assert access.fold(s) == 1  # …and the log still had it
+    assert row(memory).access_count == 1
+
+
+def test_purge_takes_the_history_with_it(embedder: Any) -> None:
+    memory = store("The old admin password was hunter2").id
+    recall("old admin password")
+    runner.execute(learning.outcome, MemoryOutcomeIn, {"memory_id": memory, "success": False})
+    runner.execute(
+        memories.forget, MemoryForgetIn, {"memory_id": memory, "purge": True, "force": True}
+    )
+    with session_scope() as s:
+        for log in (MemoryAccess, MemoryChange):
+            assert s.scalars(select(log).where(log.memory_id == memory)).all() == []

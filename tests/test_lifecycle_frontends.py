@@ -1,0 +1,201 @@
+"""Lifecycle operations on MCP, REST and the CLI: decay, rehydrate, briefs, health."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from fastapi.testclient import TestClient
+
+from memsys.api.app import create_app
+from memsys.db import session_scope
+from memsys.mcp.server import CORE_RESOURCE, build_server, call
+from memsys.operations import BY_NAME
+from memsys.schemas.lifecycle import HealthIn
+from memsys.services import health, maintain
+from tests.cli.helpers import fails, run, run_json
+from tests.conftest import table_counts
+from tests.factories import store
+
+BASE = "http://127.0.0.1:8700"
+
+
+@pytest.fixture
+def client(embedder: Any) -> Iterator[TestClient]:
+    with TestClient(create_app(background=False), base_url=BASE) as c:
+        yield c
+
+
+def op(name: str, **args: Any) -> Any:
+    answer = call(BY_NAME[name], args)
+    assert answer["success"], answer
+    return answer["data"]
+
+
+def test_bad_lifecycle_input_is_refused_everywhere_and_writes_nothing(client: TestClient) -> None:
+    store("The build cache lives on the runner", lifecycle="session")
+    before = table_counts()
+    answer = call(BY_NAME["decay"], {"threshold": 1.5})
+    assert answer == {
+        "success": False,
+        "error": "threshold must be between 0.0 and 1.0, got 1.5",
+    }
+    refused = client.post("/v1/lifecycle/decay", json={"threshold": -0.1})
+    assert refused.status_code == 422 and "threshold" in refused.json()["error"]
+    assert "scope" in fails("decay", "--scope", "forever")
+    missing = client.post("/v1/debug/rehydrate/mem_nope")
+    assert missing.status_code == 404 and missing.json()["error"] == "Memory not found: mem_nope"
+    assert "Memory not found" in fails("rehydrate", "mem_nope")
+    assert "kind" in call(BY_NAME["memory_brief"], {"kind": "diary"})["error"]
+    assert "stale_days" in call(BY_NAME["memory_analyze_health"], {"stale_days": 0})["error"]
+    assert "--budget" in fails("maintain", "--budget", "0")
+    assert table_counts() == before
+
+
+def test_decay_deletes_session_scratch_and_counts_decayed_once(embedder: Any) -> None:
+    scratch = store("Scratch: the test run id is 42", lifecycle="session").id
+    plain = store("The wiki moved to the new domain", memory_type="general").id
+    golden = store("Never deploy on Fridays", memory_type="golden_rule").id
+    # fresh scores: 0.5·0.5·1.0 = 0.25 (session), 0.5·0.5·0.8 = 0.2 (general)
+    first = run_json("decay", "--threshold", "0.3")
+    assert (first["entries_decayed"], first["entries_deleted"]) == (1, 1)
+    assert first["entries_scanned"] == 3
+    again = op("decay", threshold=0.3)
+    assert (again["entries_decayed"], again["entries_deleted"]) == (0, 0)
+    live = {m["id"] for m in op("memory_list")["memories"]}
+    assert live == {plain, golden} and scratch not in live
+    text = run("decay", "--threshold", "0.3").stdout
+    assert "STATUS OK\nENTRIES_DECAYED 0\nENTRIES_DELETED 0\n" in text
+
+
+def test_rehydrate_brings_back_the_full_text(client: TestClient) -> None:
+    content = (
+        "Our API gateway rate-limits each client to one hundred requests per second. "
+        "Bursts of up to five hundred are allowed for ten seconds. "
+        "Limits are keyed by the API token, not by the IP address. "
+        "Internal services bypass the limit through the mesh, which has its own quotas. "
+        "Changing a limit needs a config reload but no restart."
+    )
+    memory = store(content, memory_type="configuration").id
+    maintain.run(now=datetime.now(UTC) + timedelta(days=40))
+    listed = op("memory_list")["memories"][0]
+    assert listed["content"] != content  # archived: the summary is what is stored
+    answer = client.post(f"/v1/debug/rehydrate/{memory}").json()
+    assert answer["stage_before"] == "archived" and answer["stage"] == "active"
+    assert (answer["restored"], answer["lossy"], answer["content"]) == ("full", False, content)
+    assert op("memory_list")["memories"][0]["content"] == content
+
+
+def test_core_brief_is_a_file_a_text_a_resource_and_a_prompt(
+    client: TestClient, tmp_path: Path
+) -> None:
+    store("Use uv to manage Python environments", memory_type="decision", tags=["python"])
+    store("Never store secrets in the repo", memory_type="golden_rule")
+    store("Fixed the flaky login test by waiting for the DOM", memory_type="fix")
+    # importance 0.1 → 0.1·0.5·1.0 = 0.05: below CORE.md's 0.2, left out
+    store("A thing happened once", memory_type="general", importance=0.1)
+    written = run_json("brief", "core", "--out", str(tmp_path))
+    text = (tmp_path / "CORE.md").read_text()
+    assert written["text"] == text and written["entries"] == 3
+    lines = text.splitlines()
+    assert lines[0] == "# Memory Core (auto-generated)"
+    assert lines[1].startswith(f"> Last updated: {datetime.now(UTC).date()} | Active memories: 3/4")
+    assert "## Golden Rules" in lines and "## Active Decisions" in lines
+    assert any(
+        line.startswith("- [Use uv to manage Python environments](graph/decisions/use-uv-")
+        and line.endswith(" (python)")
+        for line in lines
+    )
+    assert "A thing happened once" not in text
+    assert client.get("/v1/briefs/core").json()["text"] == text
+
+    async def over_mcp() -> tuple[str, str]:
+        server = build_server()
+        resource = next(iter(await server.read_resource(CORE_RESOURCE))).content
+        prompt = await server.get_prompt("core_memory", {})
+        return str(resource), str(prompt.messages[0].content.text)  # type: ignore[union-attr]
+
+    resource, prompt = anyio.run(over_mcp)
+    assert resource == text == prompt
+
+    episodes = run_json("brief", "episodes", "--out", str(tmp_path))
+    day = datetime.now(UTC).date()
+    assert episodes["filename"] == f"episodes/{day}.md" and episodes["entries"] == 4
+    log = (tmp_path / "episodes" / f"{day}.md").read_text()
+    assert log.startswith(f"# {day}\n\n## ") and "- **Type:** decision" in log
+    assert "- **Memory:** [Use uv to manage Python environments](../graph/decisions/" in log
+
+
+def test_reflection_brief_reads_themes_projects_accesses_and_merges(embedder: Any) -> None:
+    for ns, n in (("project:shop", 2), ("project:blog", 1)):
+        for i in range(n):
+            store(
+                f"Fixed a Python import cycle number {i} in {ns}",
+                namespace=ns,
+                tags=["fix", "python"],
+                memory_type="fix",
+            )
+    store("Caching the config halves startup time", memory_type="insight", namespace="project:blog")
+    op("memory_recall", query="python import cycle", n_results=1)
+    text = op("memory_brief", kind="reflection")["text"]
+    assert text.startswith("# Reflection Summary (auto-generated)\n> Last updated: ")
+    assert '- **fix + python**: 3 memories ("Fixed a Python import cycle' in text
+    assert "- **fix**: appears in shop (2), blog (1)" in text
+    most = text.split("## Most Accessed\n")[1].split("\n\n")[0].splitlines()
+    assert len(most) == 2 and most[1].startswith("1. [Fixed a Python import cycle number ")
+    assert most[1].endswith(" - 1 accesses")
+    assert "## Recent Insights\nInsight-type memories:\n- [Caching the config" in text
+    assert text.endswith("## Consolidation History\n- Total merges performed: 0\n")
+
+
+def test_health_finds_contradictions_low_confidence_and_stale(embedder: Any) -> None:
+    a = store("The API is versioned in the URL path").id
+    b = store("The API is versioned with a request header").id
+    op("memory_relate", source_id=a, target_id=b, relation="contradicts")
+    weak = store("Restart the worker to clear the queue").id
+    op("memory_apply", memory_id=weak, context="queue stuck")
+    for _ in range(2):
+        op("memory_outcome", memory_id=weak, success=False)
+    report = op("memory_analyze_health")
+    assert [(c["id1"], c["id2"]) for c in report["contradictions"]] == [(a, b)]
+    assert 0.3 < report["contradictions"][0]["similarity"] < 1.0
+    assert report["low_confidence"] == [{"id": weak, "confidence": 0.0}]
+    assert report["stale"] == []  # nothing is 30 days old yet
+    op("memory_recall", query="how is the API versioned", n_results=1)
+    temperatures = op("memory_analyze_health")["totals"]
+    assert (temperatures["warm"], temperatures["cold"], temperatures["hot"]) == (1, 2, 0)
+    assert report["recommendations"][:2] == [
+        "Resolve 1 contradiction: keep the right memory and forget the other, or relate "
+        "them with 'supersedes'",
+        "Review 1 low-confidence memory (confidence < 0.2): correct or forget them",
+    ]
+    later = datetime.now(UTC) + timedelta(days=45)
+    with session_scope() as s:
+        stale = health.analyze(s, HealthIn(include_contradictions=False), now=later)
+    assert {m.id for m in stale.stale} == {a, b, weak}
+    assert [m.last_validated is None for m in stale.stale].count(False) == 1
+
+
+def test_outcome_without_a_try_is_counted_with_a_warning(embedder: Any) -> None:
+    memory = store("Prefer composition over inheritance").id
+    answer = op("memory_outcome", memory_id=memory, success=True)
+    assert answer["new_confidence"] == 0.4
+    assert answer["warning"].startswith("No memory_apply was recorded")
+    op("memory_apply", memory_id=memory, context="refactor")
+    assert op("memory_outcome", memory_id=memory, success=True)["warning"] is None
+
+
+def test_maintain_from_the_cli_reports_and_a_second_run_does_nothing(embedder: Any) -> None:
+    store("Deploy notes: the release train leaves on Wednesdays", memory_type="workflow")
+    store("Deploy notes: the release train leaves on Wednesdays.", memory_type="workflow")
+    first = run_json("maintain", "--budget", "60")
+    assert first["complete"] and first["merged"] == 1 and first["rescored"] == 2
+    assert first["stages"] == {"active": 1, "demoted": 0, "archived": 0, "rehydratable": 0}
+    second = run_json("maintain")
+    assert (second["merged"], second["moved"]) == (0, {})
+    text = run("maintain").stdout
+    assert text.startswith("Maintenance complete in ") and "0 merged" in text
