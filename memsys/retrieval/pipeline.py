@@ -87,6 +87,10 @@ class Retrieval:
     # Every candidate's channel scores, (id, similarity, bm25, ppr, neighbourhood): what fusion
     # saw, for the trace and for measuring other fusion methods on the same candidates.
     features: list[tuple[str, float | None, float, float, float]] = field(default_factory=list)
+    # Every candidate in fused order, (id, fused score), and the ids left out because a better
+    # one had the same text: the trace's record of where each candidate went.
+    ranked: list[tuple[str, float]] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)
 
     def candidates(self) -> list[dict[str, Any]]:
         return [h.trace_row() for h in self.hits]
@@ -183,9 +187,11 @@ def retrieve(
     order = sorted(range(len(keys)), key=lambda i: (-fused[i], -(sims[i] or 0.0), keys[i][1]))
     hits: list[Hit] = []
     seen_content: set[str] = set()
+    duplicates: list[str] = []
     for i in order:
         row = rows[keys[i]]
         if row["content_hash"] in seen_content:  # the same text twice: keep the better one
+            duplicates.append(keys[i][1])
             continue
         seen_content.add(row["content_hash"])
         hits.append(_hit(row, keys[i], sims[i], lex[i], fused[i], bm25_max, vec_rank, fts_rank))
@@ -215,6 +221,8 @@ def retrieve(
             (k[1], sims[i], lex[i], graph_scores.get(k, 0.0), near_scores.get(k, 0.0))
             for i, k in enumerate(keys)
         ],
+        ranked=[(keys[i][1], fused[i]) for i in order],
+        duplicates=duplicates,
     )
 
 

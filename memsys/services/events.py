@@ -49,6 +49,14 @@ def trace_query(
     retrieved: list[dict[str, Any]],
     timings: dict[str, float],
     output: dict[str, Any] | None = None,
+    channels: dict[str, Any] | None = None,
+    fusion: dict[str, Any] | None = None,
+    user_context: dict[str, Any] | None = None,
+    mode_detected: str | None = None,
+    mode_confidence: float | None = None,
+    verification: dict[str, Any] | None = None,
+    error: str | None = None,
+    error_type: str | None = None,
 ) -> str:
     """Write a query event and its trace together (FEATURES F1); returns the trace id."""
     trace_id = ids.new_id(ids.QUERY)
@@ -59,7 +67,8 @@ def trace_query(
         operation=operation,
         subject_kind="query_trace",
         subject_id=trace_id,
-        payload={"query": query, "results": len(retrieved)},
+        payload={"query": query, "results": len(retrieved), **({"error": error} if error else {})},
+        session_id=(user_context or {}).get("session_id"),
     )
     session.execute(
         insert(QueryTrace).values(
@@ -74,6 +83,14 @@ def trace_query(
             retrieved=retrieved,
             timings=timings,
             output=output,
+            channels=channels or {},
+            fusion=fusion or {},
+            user_context=user_context or {},
+            mode_detected=mode_detected,
+            mode_confidence=mode_confidence,
+            verification=verification,
+            error=error,
+            error_type=error_type,
             total_latency_ms=timings.get("total_ms", 0.0),
             event_id=event_id,
         )
