@@ -118,6 +118,7 @@ def retrieve(
     vector: np.ndarray | None = None,
     weights: fusion.Weights = fusion.CURRENT,
     method: str = "zfuse",
+    terms: lexical.QueryTerms | None = None,
 ) -> Retrieval:
     """The best `limit` chunks for `query` under `filters` (keys of filters.FILTER_SQL)."""
     given = sql_filters.active(filters)
@@ -128,7 +129,8 @@ def retrieve(
     clock.lap("embed_ms")
     dense_hits = dense.search(session, vector, given, as_of, pool)
     clock.lap("dense_ms")
-    terms = lexical.analyse(session, query, given.get("namespace"))
+    if terms is None:  # a replay passes the term statistics its trace recorded
+        terms = lexical.analyse(session, query, given.get("namespace"))
     lexical_hits = lexical.search(session, terms, given, as_of, pool)
     clock.lap("lexical_ms")
 

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from memsys.embeddings import embed_query
 from memsys.errors import InvalidInput
 from memsys.models import QueryTrace
-from memsys.retrieval import fusion
+from memsys.retrieval import fusion, lexical
 from memsys.retrieval import trace as shape
 from memsys.schemas.debug import TraceBody
 from memsys.schemas.debug_replay import ReplayIn, ReplayOut
@@ -74,12 +74,15 @@ def replay(session: Session, params: ReplayIn) -> ReplayOut:
         )
     weights = fusion.CURRENT if params.now else weights_of(row)
     request = row.fusion.get("request") or {}
+    recorded = row.channels.get("terms")
+    terms = None if params.now or not recorded else lexical.QueryTerms.recorded(recorded)
     how = tracing.Replay(
         as_of=None if params.now else row.created_at,
         weights=weights,
         method="zfuse" if params.now else str(row.fusion.get("method", "zfuse")),
         pool=None if params.now else request.get("pool"),
         vector=embed_query(row.query) if row.query else None,
+        terms=terms,
     )
     started = time.perf_counter()
     replayed = _run_and_undo(session, op.service, op.input.model_validate(call), how)

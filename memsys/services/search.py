@@ -74,6 +74,7 @@ def hybrid(
             vector=how.vector,
             weights=how.weights,
             method=how.method,
+            terms=how.terms,
         )
     tracing.saw(found, {"filters": filters or {}, "limit": limit, "pool": pool})
     if count_access:

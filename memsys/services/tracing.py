@@ -27,7 +27,7 @@ from memsys.db import session_scope
 from memsys.embeddings import embed_query
 from memsys.errors import MemsysError
 from memsys.models.log import ALL_NAMESPACES
-from memsys.retrieval import fusion
+from memsys.retrieval import fusion, lexical
 from memsys.retrieval import trace as shape
 from memsys.retrieval.pipeline import Retrieval
 from memsys.services import events
@@ -73,6 +73,7 @@ class Replay:
     method: str
     pool: int | None
     vector: np.ndarray | None
+    terms: lexical.QueryTerms | None = None  # BM25 statistics as the trace recorded them
     written: list[str] = field(default_factory=list)  # the trace ids the replayed call wrote
 
 
@@ -201,6 +202,7 @@ def _failure(draft: Draft, exc: BaseException) -> dict[str, Any]:
         "filters": draft.filters,
         "stores": STORES,
         "routing": ROUTING,
+        "candidates": [],
         "retrieved": [],
         "timings": {"total_ms": draft.elapsed_ms()},
         "user_context": draft.user_context,
@@ -228,4 +230,4 @@ def write_failures() -> None:
             with session_scope() as session:
                 events.trace_query(session, **row)
         except Exception:  # the database itself may be what failed: the caller's error wins
-            log.warning("could not write the trace of a failed %s", row["operation"])
+            log.warning("could not write the trace of a failed %s", row["operation"], exc_info=True)
