@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from sqlalchemy import insert
+from sqlalchemy import insert, literal, null, select
 from sqlalchemy.orm import Session
 
 from memsys import ids
@@ -58,41 +58,53 @@ def trace_query(
     error: str | None = None,
     error_type: str | None = None,
 ) -> str:
-    """Write a query event and its trace together (FEATURES F1); returns the trace id."""
+    """Write a query event and its trace together (FEATURES F1), in one statement (one
+    round trip: the event's INSERT is a CTE whose id the trace row takes); returns the id."""
     trace_id = ids.new_id(ids.QUERY)
-    event_id = record(
-        session,
-        namespace=namespace,
-        event_type="query",
-        operation=operation,
-        subject_kind="query_trace",
-        subject_id=trace_id,
-        payload={"query": query, "results": len(retrieved), **({"error": error} if error else {})},
-        session_id=(user_context or {}).get("session_id"),
-    )
-    session.execute(
-        insert(QueryTrace).values(
+    payload = {"query": query, "results": len(retrieved), **({"error": error} if error else {})}
+    event = (
+        insert(Event)
+        .values(
             namespace=namespace,
-            id=trace_id,
+            event_type="query",
             operation=operation,
-            query=query,
-            filters=filters,
-            stores_queried=stores,
-            routing_logic=routing,
-            candidates=candidates,
-            retrieved=retrieved,
-            timings=timings,
-            output=output,
-            channels=channels or {},
-            fusion=fusion or {},
-            user_context=user_context or {},
-            mode_detected=mode_detected,
-            mode_confidence=mode_confidence,
-            verification=verification,
-            error=error,
-            error_type=error_type,
-            total_latency_ms=timings.get("total_ms", 0.0),
-            event_id=event_id,
+            subject_kind="query_trace",
+            subject_id=trace_id,
+            payload=payload,
+            session_id=(user_context or {}).get("session_id"),
         )
+        .returning(Event.id)
+        .cte("query_event")
     )
+    values: dict[str, Any] = {
+        "namespace": namespace,
+        "id": trace_id,
+        "operation": operation,
+        "query": query,
+        "filters": filters,
+        "stores_queried": stores,
+        "routing_logic": routing,
+        "candidates": candidates,
+        "retrieved": retrieved,
+        "timings": timings,
+        "output": output,
+        "channels": channels or {},
+        "fusion": fusion or {},
+        "user_context": user_context or {},
+        "mode_detected": mode_detected,
+        "mode_confidence": mode_confidence,
+        "verification": verification,
+        "error": error,
+        "error_type": error_type,
+        "total_latency_ms": timings.get("total_ms", 0.0),
+    }
+    columns = QueryTrace.__table__.c
+    row = select(
+        *[
+            null() if v is None else literal(v, type_=columns[k].type).label(k)
+            for k, v in values.items()
+        ],
+        event.c.id,
+    )
+    session.execute(insert(QueryTrace).from_select([*values, "event_id"], row))
     return trace_id
