@@ -24,6 +24,8 @@ class FeedbackOut(Output):
     note: str | None = None
     expected_ids: list[str] = []
     attribution: dict[str, Any] = {}
+    error_type: str | None = None
+    error_subtype: str | None = None
     at: datetime
 
 
@@ -82,6 +84,7 @@ class QueryLogItem(Output):
     results: int
     total_latency_ms: float
     error: str | None
+    error_type: str | None = None
 
 
 class QueryLogOut(Output):

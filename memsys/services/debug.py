@@ -94,6 +94,7 @@ def query_log(session: Session, params: QueryLogIn) -> QueryLogOut:
                 results=len(r.retrieved),
                 total_latency_ms=r.total_latency_ms,
                 error=r.error,
+                error_type=r.error_type,
             )
             for r in rows
         ],

@@ -161,8 +161,13 @@ def write(
     output: dict[str, Any] | None = None,
     stores: list[str] | None = None,
     routing: str | None = None,
+    mode_detected: str | None = None,
+    mode_confidence: float | None = None,
+    verification: dict[str, Any] | None = None,
 ) -> str:
-    """Write the call's trace (and its query event) in the call's transaction."""
+    """Write the call's trace (and its query event) in the call's transaction. A tool that
+    detects a mode or verifies its result passes them here (`verification["passed"]` feeds
+    the verification-failure alert)."""
     fields = _retrieval_fields(draft)
     timings = {**fields.pop("timings"), "total_ms": draft.elapsed_ms()}
     trace_id = events.trace_query(
@@ -177,6 +182,9 @@ def write(
         timings=timings,
         output=output,
         user_context=draft.user_context,
+        mode_detected=mode_detected,
+        mode_confidence=mode_confidence,
+        verification=verification,
         **fields,
     )
     replaying = _replay.get()
