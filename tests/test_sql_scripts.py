@@ -78,4 +78,8 @@ def test_queries_that_returned_a_memory(traced: dict[str, str]) -> None:
 
 def test_the_overview_report(traced: dict[str, str]) -> None:
     out = psql("trace_report.sql", days="7")
-    assert "memory_recall" in out and traced["returned"] in out
+    assert "memory_recall" in out
+    (line,) = [row for row in out.splitlines() if traced["returned"] in row]
+    cells = [c.strip() for c in line.split("|")]
+    # trace, chunk, returned rank 1, fused rank 1, and found by the dense channel
+    assert cells[1:4] == [traced["returned"], "1", "1"] and cells[4].isdigit()

@@ -3,9 +3,12 @@ given chunk go (`locate`), and what changed between two runs of one query (`diff
 
 Stored form (compact, ranks implicit in the order): `candidates` = every fused candidate,
 best first, as [id, fused score]; `channels` = each channel's pool, best first, as
-[id, channel score], plus the lexical channel's term statistics under "terms"; `fusion` =
-the version, method and weights used, the request (filters, limit, pool) and a digest of the
-query embedding. Pure functions: nothing here touches the database.
+[fused rank, channel score] — the chunk is `candidates[fused rank - 1]`, so each id is
+stored once (an id string stands in for a chunk that is not among the candidates) — plus
+the lexical channel's term statistics under "terms"; `fusion` = the version, method and
+weights used, the request (filters, limit, pool) and a digest of the query embedding.
+`pools(record)` turns channels back into [id, score] lists. Pure functions: nothing here
+touches the database.
 """
 
 from __future__ import annotations
@@ -31,14 +34,30 @@ def digest(vector: np.ndarray) -> str:
 
 def channels_of(found: Retrieval) -> dict[str, Any]:
     lexical = found.channels.get("lexical", {})
+    fused_rank = {chunk_id: n for n, (chunk_id, _) in enumerate(found.ranked, start=1)}
+    pools = {
+        "dense": found.channels.get("dense", []),
+        "lexical": lexical.get("hits", []),
+        "graph": found.channels.get("graph", []),
+        "neighbours": found.channels.get("neighbours", []),
+    }
     out: dict[str, Any] = {
-        "dense": [[c["id"], c["similarity"]] for c in found.channels.get("dense", [])],
-        "lexical": [[c["id"], c["bm25"]] for c in lexical.get("hits", [])],
-        "graph": [[c["id"], c["ppr"]] for c in found.channels.get("graph", [])],
-        "neighbours": [[c["id"], c["share"]] for c in found.channels.get("neighbours", [])],
+        name: [[fused_rank.get(c["id"], c["id"]), c[_SCORE_OF[name]]] for c in pool]
+        for name, pool in pools.items()
     }
     out["terms"] = {k: v for k, v in lexical.items() if k != "hits"}
     return out
+
+
+def pools(record: dict[str, Any]) -> dict[str, list[list[Any]]]:
+    """Each channel's pool as [id, score], best first (stored ranks resolved to ids)."""
+    candidates = record.get("candidates") or []
+    channels = record.get("channels") or {}
+
+    def chunk(ref: Any) -> Any:
+        return candidates[ref - 1][0] if isinstance(ref, int) else ref
+
+    return {name: [[chunk(r[0]), r[1]] for r in channels.get(name, [])] for name in CHANNELS}
 
 
 def candidates_of(found: Retrieval) -> list[list[Any]]:
@@ -75,10 +94,10 @@ def returned_pairs(retrieved: list[dict[str, Any]]) -> list[list[Any]]:
 def locate(record: dict[str, Any], chunk_id: str) -> dict[str, Any]:
     """Which channels saw `chunk_id` and where, its fused rank, and the stage that dropped it
     (or the rank it was returned at). `record` holds a trace's stored fields."""
-    channels = record.get("channels") or {}
+    channels = pools(record)
     seen: dict[str, Any] = {}
     for name in CHANNELS:
-        pool = channels.get(name, [])
+        pool = channels[name]
         at = _position(pool, chunk_id)
         seen[name] = (
             {"rank": at[0], "score": at[1], _SCORE_OF[name]: at[1]}
@@ -149,9 +168,8 @@ def _list_diff(original: list[Any], replay: list[Any]) -> dict[str, Any]:
 
 
 def _stage_lists(record: dict[str, Any]) -> dict[str, Any]:
-    channels = record.get("channels") or {}
     return {
-        **{name: channels.get(name, []) for name in CHANNELS},
+        **pools(record),
         "fusion": record.get("candidates") or [],
         "output": returned_pairs(record.get("retrieved") or []),
     }

@@ -63,9 +63,8 @@ def trace(session: Session, params: TraceIn) -> TraceOut:
 def readable(record: dict[str, Any]) -> dict[str, Any]:
     """A stored trace's compact lists as {id, score, rank} rows."""
     channels = dict(record.get("channels") or {})
-    for name in shape.CHANNELS:
-        if name in channels:
-            channels[name] = shape.ranked(channels[name])
+    for name, pool in shape.pools(record).items():
+        channels[name] = shape.ranked(pool)
     candidates = shape.ranked(record.get("candidates") or [])
     return {**record, "channels": channels, "candidates": candidates}
 

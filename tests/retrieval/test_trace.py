@@ -10,10 +10,11 @@ from memsys.retrieval import trace as shape
 def record(**changes: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
         "channels": {
-            "dense": [["a", 0.9], ["b", 0.8], ["c", 0.7], ["d", 0.6]],
-            "lexical": [["b", 3.2], ["a", 1.1]],
+            # Stored as [fused rank, score]: a=1, c=2, b=3, d=4, e=5 in `candidates`.
+            "dense": [[1, 0.9], [3, 0.8], [2, 0.7], [4, 0.6]],
+            "lexical": [[3, 3.2], [1, 1.1]],
             "graph": [],
-            "neighbours": [["e", 0.2]],
+            "neighbours": [[5, 0.2], ["gone", 0.1]],  # a chunk no longer among candidates
             "terms": {"terms": {"backup": 2}, "doc_count": 5, "avgdl": 4.0},
         },
         "candidates": [["a", 2.1], ["c", 1.9], ["b", 1.5], ["d", 0.4], ["e", 0.1]],
@@ -22,6 +23,13 @@ def record(**changes: Any) -> dict[str, Any]:
         "output": None,
     }
     return {**base, **changes}
+
+
+def test_pools_resolve_stored_ranks_to_ids() -> None:
+    pools = shape.pools(record())
+    assert pools["dense"] == [["a", 0.9], ["b", 0.8], ["c", 0.7], ["d", 0.6]]
+    assert pools["neighbours"] == [["e", 0.2], ["gone", 0.1]]
+    assert shape.locate(record(), "gone")["channels"]["neighbours"]["rank"] == 2
 
 
 def test_locate_names_the_stage_for_each_fate() -> None:
@@ -48,8 +56,15 @@ def test_diff_of_equal_traces_is_empty() -> None:
 
 
 def test_diff_reports_the_first_stage_that_changed() -> None:
+    # Fusion order changes too (b first), so every stored rank points elsewhere: the dense
+    # pool, the same chunks with the same scores, must not show as changed.
     changed = record(
-        channels={**record()["channels"], "lexical": [["a", 1.3], ["b", 3.2]]},
+        channels={
+            **record()["channels"],
+            "dense": [[2, 0.9], [1, 0.8], [3, 0.7], [4, 0.6]],
+            "lexical": [[2, 1.3], [1, 3.2]],
+            "neighbours": [[5, 0.2], ["gone", 0.1]],
+        },
         candidates=[["b", 2.2], ["a", 2.1], ["c", 1.9], ["d", 0.4], ["e", 0.1]],
         retrieved=[{"id": "b", "score": 0.95}],
     )

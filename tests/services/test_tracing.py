@@ -14,8 +14,10 @@ from memsys.errors import NotFound
 from memsys.models import Event, QueryTrace
 from memsys.operations import BY_NAME, OPERATIONS, Operation
 from memsys.retrieval import dense, fusion
+from memsys.retrieval import trace as shape
 from memsys.schemas import MemoryRecallIn
 from memsys.services import debug, memories
+from memsys.services.debug_attribution import record_of
 from tests.factories import store
 
 # Values for the required fields of tools that retrieve (besides the query).
@@ -61,9 +63,10 @@ def test_every_retrieving_tool_writes_a_full_trace(op: Operation, memories_store
     assert row.error is None and row.event_id is not None
     # Every channel's pool, the fused candidates, fusion version and weights, the call.
     assert set(row.channels) >= {"dense", "lexical", "graph", "neighbours", "terms"}
-    dense_ids = [c[0] for c in row.channels["dense"]]
+    dense_pool = shape.pools(record_of(row))["dense"]
+    dense_ids = [c[0] for c in dense_pool]
     assert set(memories_stored) <= set(dense_ids)
-    scores = [c[1] for c in row.channels["dense"]]
+    scores = [c[1] for c in dense_pool]
     assert scores == sorted(scores, reverse=True)
     assert {c[0] for c in row.candidates} >= set(dense_ids)
     assert row.fusion["version"] == fusion.FUSION_VERSION
