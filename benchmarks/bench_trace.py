@@ -178,12 +178,39 @@ def embedding_determinism(qs: list[str]) -> dict[str, Any]:
         single = [digest(model.embed_one(q)) for q in qs]
     finally:
         torch.set_num_threads(threads)
+    other = other_process_digests(qs)
     return {
         "queries": len(qs),
         "threads": threads,
+        "provider": type(model).__name__,
         "same_digest_recomputed": sum(a == b for a, b in zip(first, again, strict=True)),
         "same_digest_one_thread": sum(a == b for a, b in zip(first, single, strict=True)),
+        "same_digest_other_process": sum(a == b for a, b in zip(first, other, strict=True)),
     }
+
+
+def other_process_digests(qs: list[str]) -> list[str]:
+    """The same digests from a fresh Python process (as a CLI replay would compute them)."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys\n"
+        "from memsys.embeddings import get_embedder\n"
+        "from memsys.retrieval.trace import digest\n"
+        "m = get_embedder()\n"
+        "print(json.dumps([digest(m.embed_one(q)) for q in json.load(sys.stdin)]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        input=json.dumps(qs),
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=common.ROOT,
+    )
+    return list(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def run_size(size: int, loaded: int, pool: list[str], vectors: Any, args: Any) -> dict:

@@ -36,6 +36,11 @@ SLICE_TOOLS = {
     "debug_trace",
     "debug_query_log",
     "debug_feedback",
+    "debug_why",
+    "debug_replay",
+    "debug_error_attribution",
+    "debug_monitoring_alerts",
+    "debug_prune_traces",
     # the official memory server's tools (tests/mcp/test_memory_server.py)
     "create_entities",
     "create_relations",
@@ -52,6 +57,10 @@ READ_ONLY = {
     "memory_inspect_graph",
     "debug_trace",
     "debug_query_log",
+    "debug_why",
+    "debug_replay",
+    "debug_error_attribution",
+    "debug_monitoring_alerts",
     "read_graph",
     "search_nodes",
     "open_nodes",
@@ -69,6 +78,7 @@ READ_ONLY = {
     "preference_history",
 }
 DESTRUCTIVE = {
+    "debug_prune_traces",
     "memory_forget",
     "delete_chunks",
     "delete_file",
