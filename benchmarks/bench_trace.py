@@ -76,6 +76,59 @@ def measure_overhead(qs: list[str], warm: list[str]) -> dict[str, Any]:
     }
 
 
+def server_cpu_s() -> float:
+    """CPU seconds used so far by the database server: the postmaster's children (backends,
+    WAL writer, checkpointer…) — load-independent, unlike wall time on a busy machine."""
+    import os
+
+    from sqlalchemy import text
+
+    from memsys.db import session_scope
+
+    with session_scope() as s:
+        backend = s.scalar(text("SELECT pg_backend_pid()"))
+    postmaster = int(Path(f"/proc/{backend}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    ticks = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == postmaster:
+            ticks += int(fields[11]) + int(fields[12])  # utime + stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_cost(qs: list[str], block: int = 20) -> dict[str, Any]:
+    """CPU per recall, traced and untraced, in alternating blocks: this process's CPU plus
+    the database server's. The difference is what tracing costs in work, whatever the load."""
+    spent = {"traced": [0.0, 0.0], "untraced": [0.0, 0.0]}
+    calls = {"traced": 0, "untraced": 0}
+    for start in range(0, len(qs), block):
+        chunk = qs[start : start + block]
+        order = ("traced", "untraced") if (start // block) % 2 == 0 else ("untraced", "traced")
+        for variant in order:
+            client, server = time.process_time(), server_cpu_s()
+            for q in chunk:
+                recall(q) if variant == "traced" else untraced(q)
+            spent[variant][0] += time.process_time() - client
+            spent[variant][1] += server_cpu_s() - server
+            calls[variant] += len(chunk)
+    out: dict[str, Any] = {}
+    for variant, (client, server) in spent.items():
+        n = calls[variant]
+        out[variant] = {
+            "client_ms": round(client / n * 1000, 3),
+            "server_ms": round(server / n * 1000, 3),
+            "total_ms": round((client + server) / n * 1000, 3),
+        }
+    out["overhead_ms"] = round(out["traced"]["total_ms"] - out["untraced"]["total_ms"], 3)
+    out["calls_each"] = calls["traced"]
+    return out
+
+
 def write_cost(qs: list[str]) -> dict[str, Any]:
     """The time inside tracing.write alone (build the trace, insert trace + event)."""
     from memsys.services import tracing
@@ -220,6 +273,8 @@ def run_size(size: int, loaded: int, pool: list[str], vectors: Any, args: Any) -
     common.progress(f"{size:,}: recall traced vs untraced ({len(qs)} queries each)")
     overhead = measure_overhead(qs, warm)
     trace_ids = overhead.pop("_trace_ids")
+    common.progress(f"{size:,}: CPU per recall, traced vs untraced")
+    cpu = cpu_cost(qs)
     common.progress(f"{size:,}: tracing.write alone")
     write = write_cost(qs[: args.queries // 2])
     common.progress(f"{size:,}: replaying {args.replays} traces")
@@ -228,6 +283,7 @@ def run_size(size: int, loaded: int, pool: list[str], vectors: Any, args: Any) -
         "size": size,
         "load": load,
         **overhead,
+        "cpu_per_recall": cpu,
         "trace_write_ms": write,
         "replay": replay,
         "storage": storage(trace_ids),
@@ -280,6 +336,8 @@ def print_tables(report: dict[str, Any]) -> None:
             rows,
         )
     )
+    for r in report["sizes"]:
+        print(f"CPU per recall at {r['size']:,}:", r["cpu_per_recall"])
     print("embedding determinism:", report["embedding_determinism"])
 
 
