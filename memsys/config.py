@@ -35,6 +35,14 @@ class Settings(BaseSettings):
     candidate_pool: int = 60
     hnsw_ef_search: int = 100
 
+    # The context-assembly debugger: how long traces are kept (`memsys maintain` prunes older
+    # ones) and when monitoring raises an alert (S004's thresholds).
+    trace_retention_days: int = 30
+    alert_latency_p95_ms: float = 800.0
+    alert_verification_failure_rate: float = 0.02
+    alert_mode_accuracy: float = 0.85
+    alert_context_bug_rate: float = 0.30
+
     # auto | onnx | sentence-transformers (memsys/embeddings.py).
     embedding_provider: str = "auto"
 

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from memsys.db import session_scope
 from memsys.schemas import parse
+from memsys.services import tracing
 
 In = TypeVar("In", bound=BaseModel)
 Out = TypeVar("Out")
@@ -36,10 +37,17 @@ def run(service: Callable[[Session, In], Out], params: In) -> Out:
     """Run a service on input that is already validated, in one transaction."""
     prepare = getattr(service, "prepare", None)
     prepared = prepare(params) if prepare is not None else None
-    with session_scope() as session:
-        if prepared is None:
-            return service(session, params)
-        return service(session, params, prepared=prepared)  # type: ignore[call-arg]
+    collecting = tracing.collecting()
+    try:
+        with session_scope() as session:
+            if prepared is None:
+                return service(session, params)
+            return service(session, params, prepared=prepared)  # type: ignore[call-arg]
+    except Exception:
+        tracing.write_failures()  # a failed retrieval keeps its trace, written after rollback
+        raise
+    finally:
+        tracing.stop_collecting(collecting)
 
 
 def execute_bare(service: Callable[[Session], Out]) -> Out:

@@ -123,7 +123,8 @@ def _maintained(r: dict[str, Any]) -> None:
     state = "complete" if r["complete"] else "stopped at the time budget (run again)"
     echo(
         f"Maintenance {state} in {r['seconds']:.1f} s: {r['rescored']} rescored, {moved}, "
-        f"{r['merged']} merged, {r['counters_folded']} counters folded"
+        f"{r['merged']} merged, {r['counters_folded']} counters folded, "
+        f"{r['traces_pruned']} traces pruned"
     )
     echo(f"Stages: {stages}")
 

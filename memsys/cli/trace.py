@@ -11,7 +11,13 @@ import typer
 from memsys.cli.output import echo, short, show_table
 
 if TYPE_CHECKING:
-    from memsys.schemas.debug import QueryLogOut, TraceFeedbackOut, TraceOut
+    from memsys.schemas.debug import QueryLogOut, TraceFeedbackOut, TraceOut, TraceWhyOut
+    from memsys.schemas.debug_replay import (
+        AlertsOut,
+        ErrorAttributionOut,
+        PruneTracesOut,
+        ReplayOut,
+    )
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -22,6 +28,13 @@ def show(r: TraceOut) -> None:
     echo(f"filters: {json.dumps(r.filters)}  routing: {r.routing_logic}")
     timings = ", ".join(f"{k} {v} ms" for k, v in r.timings.items())
     echo(f"timings: {timings}")
+    if r.fusion.get("version"):
+        pools = ", ".join(f"{k} {len(v)}" for k, v in r.channels.items() if k != "terms")
+        echo(f"fusion: {r.fusion['version']}  candidates: {len(r.candidates)} ({pools})")
+    if r.error:
+        echo(f"error ({r.error_type}): {r.error}")
+    elif r.error_type:
+        echo(f"attributed: {r.error_type}" + (f" / {r.error_subtype}" if r.error_subtype else ""))
     show_table(
         ["rank", "id", "score", "tokens"],
         [[n, h.get("id"), h.get("score"), h.get("tokens")] for n, h in enumerate(r.retrieved, 1)],
@@ -53,3 +66,64 @@ def feedback_given(r: TraceFeedbackOut) -> None:
     echo(f"Recorded: {r.trace_id} was {r.verdict}")
     for memory_id, where in r.attribution.items():
         echo(f"  {memory_id}: {where}")
+    feedback_classified(r)
+
+
+def feedback_classified(r: TraceFeedbackOut) -> None:
+    if r.error_type:
+        sub = f" / {r.error_subtype}" if r.error_subtype else ""
+        echo(f"  attributed: {r.error_type}{sub}: {r.reason}")
+    for memory_id, where in r.where_lost.items():
+        echo(f"  {memory_id}: lost at {where['stage']}: {where['reason']}")
+
+
+def why(r: TraceWhyOut) -> None:
+    echo(f"{r.memory_id} in {r.trace_id}: {r.stage}: {r.reason}")
+    rows = []
+    for name, seen in r.channels.items():
+        found = seen.get("rank") is not None
+        rows.append([name, seen.get("rank") or "-", seen.get("score") if found else "-"])
+    show_table(["channel", "rank", "score"], rows)
+    if r.fused_rank is not None:
+        echo(f"fused rank {r.fused_rank} (score {r.fused_score})")
+
+
+def replayed(r: ReplayOut) -> None:
+    when = "now" if r.as_of is None else f"as of {r.as_of:%Y-%m-%d %H:%M:%S}"
+    echo(f"replay of {r.trace_id} {when} ({r.fusion_version}), {r.replay_ms} ms")
+    if r.identical:
+        echo("identical: every channel, rank, score and the output match the trace")
+        return
+    echo(f"first stage that changed: {r.changed_stage}")
+    for stage, change in r.diff.items():
+        parts = [f"{k} {len(v)}" for k, v in change.items() if isinstance(v, list)]
+        echo(f"  {stage}: {', '.join(parts) or json.dumps(change)[:200]}")
+    for name, change in r.fields.items():
+        echo(
+            f"  {name}: {short(json.dumps(change['original']), 60)} -> "
+            f"{short(json.dumps(change['replay']), 60)}"
+        )
+
+
+def errors(r: ErrorAttributionOut) -> None:
+    echo(
+        f"last {r.days} days: {r.total_queries} queries, {r.failed_queries} failed, "
+        f"{r.judged_queries} judged"
+    )
+    show_table(["failure", "count"], [[k, v] for k, v in r.failure_breakdown.items()])
+    show_table(["context bug", "count"], [[k, v] for k, v in r.context_bug_breakdown.items()])
+
+
+def alerts(r: AlertsOut) -> None:
+    for a in r.alerts:
+        echo(f"{a.severity.upper()} {a.type}: {a.message}")
+    if not r.alerts:
+        echo(f"no alerts over the last {r.days} day(s)")
+    echo(", ".join(f"{k} {'-' if v is None else v}" for k, v in r.metrics.items()))
+
+
+def pruned(r: PruneTracesOut) -> None:
+    echo(
+        f"Deleted {r.deleted} traces older than {r.older_than_days} days "
+        f"(before {r.cutoff:%Y-%m-%d %H:%M})"
+    )

@@ -15,6 +15,13 @@ from memsys.models.base import Base, in_list, timestamp_column
 
 ALL_NAMESPACES = "*"
 ERROR_TYPES = ("context_bug", "model_bug", "system_error")
+# S004's context-bug sub-categories (memsys.services.debug_attribution says how each is found).
+CONTEXT_BUGS = (
+    "wrong_store_queried",
+    "wrong_mode_detected",
+    "wrong_lifecycle_filter",
+    "retrieval_ranking_error",
+)
 VALIDATION_EVENT_TYPES = ("applied", "succeeded", "failed")
 
 
@@ -49,7 +56,17 @@ class QueryTrace(Base):
     __table_args__ = (
         CheckConstraint(f"error_type IS NULL OR {in_list('error_type', ERROR_TYPES)}", name="err"),
         Index("ix_query_trace_created_at", "created_at"),
+        CheckConstraint(
+            f"error_subtype IS NULL OR {in_list('error_subtype', CONTEXT_BUGS)}", name="subtype"
+        ),
         Index("ix_query_trace_error_type", "error_type"),
+        # "Which queries returned this memory?": retrieved @> '[{"id": "mem_…"}]'.
+        Index(
+            "ix_query_trace_retrieved",
+            "retrieved",
+            postgresql_using="gin",
+            postgresql_ops={"retrieved": "jsonb_path_ops"},
+        ),
     )
 
     namespace: Mapped[str] = mapped_column(String(128), primary_key=True)
@@ -63,7 +80,13 @@ class QueryTrace(Base):
     mode_confidence: Mapped[float | None] = mapped_column(Float, nullable=True)
     stores_queried: Mapped[list[str]] = mapped_column(JSONB, server_default="[]")
     routing_logic: Mapped[str | None] = mapped_column(Text, nullable=True)
-    candidates: Mapped[list[dict[str, Any]]] = mapped_column(JSONB, server_default="[]")
+    # Every fused candidate, best first: [id, fused score] (rank = position + 1).
+    candidates: Mapped[list[Any]] = mapped_column(JSONB, server_default="[]")
+    # Each channel's pool, best first: {"dense": [[id, score], …], …, "terms": {…}}.
+    channels: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
+    # Fusion version and weights, the retrieval request (filters, limit, pool) and the query
+    # embedding's digest: what a replay needs to run the same retrieval.
+    fusion: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
     retrieved: Mapped[list[dict[str, Any]]] = mapped_column(JSONB, server_default="[]")
     timings: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
     verification: Mapped[dict[str, Any] | None] = mapped_column(JSONB, nullable=True)
@@ -71,6 +94,7 @@ class QueryTrace(Base):
     total_latency_ms: Mapped[float] = mapped_column(Float, server_default="0")
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     error_type: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    error_subtype: Mapped[str | None] = mapped_column(String(32), nullable=True)
     event_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 

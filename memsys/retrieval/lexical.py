@@ -106,8 +106,22 @@ class QueryTerms:
         return {
             "terms": dict(zip(self.lexemes, self.df, strict=True)),
             "doc_count": self.doc_count,
-            "avgdl": round(self.avgdl, 3),
+            "avgdl": self.avgdl,  # exact: a replay scores with the statistics recorded here
         }
+
+    @classmethod
+    def recorded(cls, trace: dict[str, Any]) -> QueryTerms:
+        """The statistics a trace recorded (`trace()`), as they were when it ran."""
+        lexemes = sorted(trace["terms"])
+        n = int(trace["doc_count"])
+        dfs = [int(trace["terms"][lex]) for lex in lexemes]
+        return cls(
+            lexemes=lexemes,
+            df=dfs,
+            idf=[idf(d, n) for d in dfs],
+            doc_count=n,
+            avgdl=float(trace["avgdl"]),
+        )
 
 
 def idf(df: int, n: int) -> float:

@@ -105,6 +105,10 @@ class Retrieval:
     # Every candidate's channel scores, (id, similarity, bm25, ppr, neighbourhood): what fusion
     # saw, for the trace and for measuring other fusion methods on the same candidates.
     features: list[tuple[str, float | None, float, float, float]] = field(default_factory=list)
+    # Every candidate in fused order, (id, fused score), and the ids left out because a better
+    # one had the same text: the trace's record of where each candidate went.
+    ranked: list[tuple[str, float]] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)
 
     def candidates(self) -> list[dict[str, Any]]:
         return [h.trace_row() for h in self.hits]
@@ -132,6 +136,7 @@ def retrieve(
     vector: np.ndarray | None = None,
     weights: fusion.Weights = fusion.CURRENT,
     method: str = "zfuse",
+    terms: lexical.QueryTerms | None = None,
 ) -> Retrieval:
     """The best `limit` chunks for `query` under `filters` (keys of filters.FILTER_SQL)."""
     given = sql_filters.active(filters)
@@ -142,7 +147,8 @@ def retrieve(
     clock.lap("embed_ms")
     dense_hits = dense.search(session, vector, given, as_of, pool)
     clock.lap("dense_ms")
-    terms = lexical.analyse(session, query, given.get("namespace"))
+    if terms is None:  # a replay passes the term statistics its trace recorded
+        terms = lexical.analyse(session, query, given.get("namespace"))
     lexical_hits = lexical.search(session, terms, given, as_of, pool)
     clock.lap("lexical_ms")
 
@@ -202,9 +208,11 @@ def retrieve(
     order = sorted(range(len(keys)), key=lambda i: (-fused[i], -(sims[i] or 0.0), keys[i][1]))
     chosen: list[int] = []
     seen_content: set[str] = set()
+    duplicates: list[str] = []
     for i in order:
         digest = rows[keys[i]]["content_hash"]
         if digest in seen_content:  # the same text twice: keep the better one
+            duplicates.append(keys[i][1])
             continue
         seen_content.add(digest)
         chosen.append(i)
@@ -240,6 +248,8 @@ def retrieve(
             (k[1], sims[i], lex[i], graph_scores.get(k, 0.0), near_scores.get(k, 0.0))
             for i, k in enumerate(keys)
         ],
+        ranked=[(keys[i][1], fused[i]) for i in order],
+        duplicates=duplicates,
     )
 
 

@@ -24,25 +24,45 @@ class FeedbackOut(Output):
     note: str | None = None
     expected_ids: list[str] = []
     attribution: dict[str, Any] = {}
+    error_type: str | None = None
+    error_subtype: str | None = None
     at: datetime
 
 
-class TraceOut(Output):
-    id: str
-    namespace: str
-    created_at: datetime
+class TraceBody(Output):
+    """A trace's content: what a replay produces too (without id and time)."""
+
     operation: str
     query: str
+    user_context: dict[str, Any] = {}
     filters: dict[str, Any]
+    mode_detected: str | None = None
+    mode_confidence: float | None = None
     stores_queried: list[str]
     routing_logic: str | None
-    candidates: list[dict[str, Any]]
+    channels: dict[str, Any] = Field(
+        {}, description="Each channel's candidates, best first: {id, score, rank}"
+    )
+    candidates: list[dict[str, Any]] = Field(
+        description="Every fused candidate, best first: {id, score (fused), rank}"
+    )
+    fusion: dict[str, Any] = Field(
+        {}, description="Fusion version, method and weights; the retrieval request"
+    )
     retrieved: list[dict[str, Any]]
     timings: dict[str, Any]
+    verification: dict[str, Any] | None = None
     output: dict[str, Any] | None
     total_latency_ms: float
     error: str | None
     error_type: str | None
+    error_subtype: str | None = None
+
+
+class TraceOut(TraceBody):
+    id: str
+    namespace: str
+    created_at: datetime
     feedback: list[FeedbackOut]
 
 
@@ -64,6 +84,7 @@ class QueryLogItem(Output):
     results: int
     total_latency_ms: float
     error: str | None
+    error_type: str | None = None
 
 
 class QueryLogOut(Output):
@@ -83,6 +104,10 @@ class TraceFeedbackIn(Input):
         list[str] | None,
         Field(description="Ids that should have been returned: the answer says where each was"),
     ] = None
+    expected_mode: Annotated[
+        str | None,
+        Field(description="The query mode that was right (checks the mode detected)"),
+    ] = None
 
 
 class TraceFeedbackOut(Output):
@@ -90,4 +115,37 @@ class TraceFeedbackOut(Output):
     verdict: str
     attribution: dict[str, Any] = Field(
         description="Per expected id: returned at rank N, or 'not returned'"
+    )
+    error_type: str | None = Field(
+        None, description="context_bug, model_bug or system_error (None when right)"
+    )
+    error_subtype: str | None = Field(
+        None,
+        description="For a context bug: wrong_store_queried, wrong_mode_detected, "
+        "wrong_lifecycle_filter or retrieval_ranking_error",
+    )
+    reason: str | None = Field(None, description="Why it was classified so")
+    where_lost: dict[str, Any] = Field(
+        {}, description="Per expected id: which channels saw it and which stage lost it"
+    )
+
+
+class TraceWhyIn(Input):
+    trace_id: TraceId
+    memory_id: Annotated[str, Field(description="The memory (or chunk) id to explain")]
+
+
+class TraceWhyOut(Output):
+    trace_id: str
+    memory_id: str
+    stage: str = Field(
+        description="returned, or the stage that lost it: scope, retrieval, fusion, dedupe, output"
+    )
+    reason: str
+    returned_rank: int | None
+    fused_rank: int | None
+    fused_score: float | None
+    channels: dict[str, Any] = Field(description="Per channel: rank and score, or not in pool")
+    memory: dict[str, Any] | None = Field(
+        None, description="The memory as of the trace: namespace, type, validity"
     )

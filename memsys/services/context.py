@@ -3,15 +3,12 @@ rules first, never over the token budget (the count is of what is returned)."""
 
 from __future__ import annotations
 
-import time
-
 from sqlalchemy.orm import Session
 
 from memsys.models import Chunk
-from memsys.models.log import ALL_NAMESPACES
 from memsys.runner import before_transaction
 from memsys.schemas import MemoryContextIn, MemoryContextOut
-from memsys.services import events, memories, namespaces, search
+from memsys.services import memories, namespaces, search, tracing
 from memsys.tokens import count_tokens
 from memsys.vocabulary import GOLDEN_RULE, is_golden
 
@@ -65,7 +62,18 @@ def _context_candidates(session: Session, params: MemoryContextIn) -> list[Chunk
 @before_transaction(search.embed_query_of)
 def context(session: Session, params: MemoryContextIn) -> MemoryContextOut:
     """Markdown grouped by type (golden rules first) that never exceeds `token_budget`."""
-    started = time.perf_counter()
+    filters = {"namespace": params.namespace, "token_budget": params.token_budget}
+    with tracing.traced(
+        "memory_context",
+        params.query or "",
+        namespace=params.namespace,
+        filters=filters,
+        params=params,
+    ) as t:
+        return _context(session, params, t)
+
+
+def _context(session: Session, params: MemoryContextIn, t: tracing.Draft) -> MemoryContextOut:
     candidates = _context_candidates(session, params)
     # Golden rules first, then in retrieval (or importance) order.
     ordered = sorted(
@@ -108,18 +116,13 @@ def context(session: Session, params: MemoryContextIn) -> MemoryContextOut:
 
     memory_ids = [mid for key in SECTIONS for mid, _ in chosen.get(key, [])]
     search.touch(session, memory_ids)
-    timings = {"total_ms": round((time.perf_counter() - started) * 1000, 3)}
-    trace_id = events.trace_query(
+    trace_id = tracing.write(
         session,
-        namespace=params.namespace or ALL_NAMESPACES,
-        operation="memory_context",
-        query=params.query or "",
-        filters={"namespace": params.namespace, "token_budget": params.token_budget},
-        stores=["vector", "fulltext"] if params.query else ["relational"],
-        routing="hybrid recall" if params.query else "importance order",
-        candidates=[{"id": c.id} for c in ordered],
+        t,
         retrieved=[{"id": mid} for mid in memory_ids],
-        timings=timings,
+        output={"tokens": count_tokens(rendered), "considered": [c.id for c in ordered]},
+        stores=None if params.query else ["relational"],
+        routing=None if params.query else "importance order (no query)",
     )
     return MemoryContextOut(
         context=rendered,

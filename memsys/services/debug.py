@@ -1,17 +1,24 @@
-"""The debugger's first tools: read a trace, page through the query log, record feedback.
+"""The debugger's tools on stored traces: read one, page through the query log, record
+feedback (and attribute the error), explain where a memory went, prune old traces.
 
 Feedback is an event on the trace (event_type 'feedback'), in the trace's namespace; for each
 id the caller expected, the answer says whether the traced query returned it and at which
-rank, the first step of attributing a wrong answer.
+rank, and a wrong answer is classified (memsys.services.debug_attribution) onto the trace's
+error_type / error_subtype.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
+from memsys.config import get_settings
 from memsys.errors import NotFound
 from memsys.models import Event, QueryTrace
+from memsys.retrieval import trace as shape
 from memsys.schemas.debug import (
     FeedbackOut,
     QueryLogIn,
@@ -21,13 +28,16 @@ from memsys.schemas.debug import (
     TraceFeedbackOut,
     TraceIn,
     TraceOut,
+    TraceWhyIn,
+    TraceWhyOut,
 )
-from memsys.services import events
+from memsys.schemas.debug_replay import PruneTracesIn, PruneTracesOut
+from memsys.services import debug_attribution, events
 
 FEEDBACK = "feedback"
 
 
-def _trace(session: Session, trace_id: str) -> QueryTrace:
+def find(session: Session, trace_id: str) -> QueryTrace:
     row = session.scalars(select(QueryTrace).where(QueryTrace.id == trace_id)).first()
     if row is None:
         raise NotFound(f"Trace not found: {trace_id}")
@@ -35,30 +45,28 @@ def _trace(session: Session, trace_id: str) -> QueryTrace:
 
 
 def trace(session: Session, params: TraceIn) -> TraceOut:
-    row = _trace(session, params.trace_id)
+    row = find(session, params.trace_id)
     notes = session.scalars(
         select(Event)
         .where(Event.event_type == FEEDBACK, Event.subject_id == row.id)
         .order_by(Event.id)
     )
     return TraceOut(
+        **readable(debug_attribution.record_of(row)),
         id=row.id,
         namespace=row.namespace,
         created_at=row.created_at,
-        operation=row.operation,
-        query=row.query,
-        filters=row.filters,
-        stores_queried=row.stores_queried,
-        routing_logic=row.routing_logic,
-        candidates=row.candidates,
-        retrieved=row.retrieved,
-        timings=row.timings,
-        output=row.output,
-        total_latency_ms=row.total_latency_ms,
-        error=row.error,
-        error_type=row.error_type,
         feedback=[FeedbackOut(**n.payload, at=n.occurred_at) for n in notes],
     )
+
+
+def readable(record: dict[str, Any]) -> dict[str, Any]:
+    """A stored trace's compact lists as {id, score, rank} rows."""
+    channels = dict(record.get("channels") or {})
+    for name, pool in shape.pools(record).items():
+        channels[name] = shape.ranked(pool)
+    candidates = shape.ranked(record.get("candidates") or [])
+    return {**record, "channels": channels, "candidates": candidates}
 
 
 def query_log(session: Session, params: QueryLogIn) -> QueryLogOut:
@@ -85,6 +93,7 @@ def query_log(session: Session, params: QueryLogIn) -> QueryLogOut:
                 results=len(r.retrieved),
                 total_latency_ms=r.total_latency_ms,
                 error=r.error,
+                error_type=r.error_type,
             )
             for r in rows
         ],
@@ -95,16 +104,37 @@ def query_log(session: Session, params: QueryLogIn) -> QueryLogOut:
 
 
 def feedback(session: Session, params: TraceFeedbackIn) -> TraceFeedbackOut:
-    row = _trace(session, params.trace_id)
+    row = find(session, params.trace_id)
     returned = [r.get("id") for r in row.retrieved]
+    expected = params.expected_ids or []
     attribution: dict[str, object] = {
-        expected: (
-            {"returned_at_rank": returned.index(expected) + 1}
-            if expected in returned
+        memory_id: (
+            {"returned_at_rank": returned.index(memory_id) + 1}
+            if memory_id in returned
             else "not returned"
         )
-        for expected in params.expected_ids or []
+        for memory_id in expected
     }
+    error_type = subtype = reason = None
+    lost: dict[str, object] = {}
+    if params.verdict == "wrong":
+        error_type, subtype, reason, lost = debug_attribution.classify(
+            session, row, expected, params.expected_mode
+        )
+    elif row.error_type != debug_attribution.SYSTEM_ERROR:
+        reason = "judged right"
+    if row.error_type != debug_attribution.SYSTEM_ERROR:  # a failed call stays a failure
+        row.error_type, row.error_subtype = error_type, subtype
+    payload: dict[str, object] = {
+        "verdict": params.verdict,
+        "note": params.note,
+        "expected_ids": expected,
+        "attribution": attribution,
+        "error_type": error_type,
+        "error_subtype": subtype,
+    }
+    if params.expected_mode and row.mode_detected:
+        payload["mode_correct"] = params.expected_mode == row.mode_detected
     events.record(
         session,
         namespace=row.namespace,
@@ -112,11 +142,59 @@ def feedback(session: Session, params: TraceFeedbackIn) -> TraceFeedbackOut:
         operation="debug_feedback",
         subject_kind="query_trace",
         subject_id=row.id,
-        payload={
-            "verdict": params.verdict,
-            "note": params.note,
-            "expected_ids": params.expected_ids or [],
-            "attribution": attribution,
-        },
+        payload=payload,
     )
-    return TraceFeedbackOut(trace_id=row.id, verdict=params.verdict, attribution=attribution)
+    session.flush()
+    return TraceFeedbackOut(
+        trace_id=row.id,
+        verdict=params.verdict,
+        attribution=attribution,
+        error_type=row.error_type,
+        error_subtype=row.error_subtype,
+        reason=reason,
+        where_lost=lost,
+    )
+
+
+def why(session: Session, params: TraceWhyIn) -> TraceWhyOut:
+    """Why a memory was, or was not, in a traced result: channels, fused rank, the stage."""
+    row = find(session, params.trace_id)
+    found = debug_attribution.where_lost(session, row, params.memory_id.strip())
+    return TraceWhyOut(
+        trace_id=row.id,
+        memory_id=found["memory_id"],
+        stage=found["stage"],
+        reason=found["reason"],
+        returned_rank=found["returned_rank"],
+        fused_rank=found["fused_rank"],
+        fused_score=found["fused_score"],
+        channels=found["channels"],
+        memory=found["memory"],
+    )
+
+
+def prune_traces(session: Session, now: datetime, older_than_days: int | None = None) -> int:
+    """Delete traces older than the retention (MEMSYS_TRACE_RETENTION_DAYS, default 30) and
+    their query events; returns how many traces went. `memsys maintain` calls this."""
+    days = older_than_days or get_settings().trace_retention_days
+    cutoff = now - timedelta(days=days)
+    gone = session.execute(
+        delete(QueryTrace).where(QueryTrace.created_at < cutoff).returning(QueryTrace.id)
+    ).scalars()
+    count = len(list(gone))
+    session.execute(
+        delete(Event).where(
+            Event.event_type.in_(("query", FEEDBACK)),
+            Event.subject_kind == "query_trace",
+            Event.occurred_at < cutoff,
+        )
+    )
+    return count
+
+
+def prune(session: Session, params: PruneTracesIn) -> PruneTracesOut:
+    now = session.scalar(select(func.now()))
+    assert now is not None
+    days = params.older_than_days or get_settings().trace_retention_days
+    deleted = prune_traces(session, now, days)
+    return PruneTracesOut(deleted=deleted, older_than_days=days, cutoff=now - timedelta(days=days))

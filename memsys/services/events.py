@@ -2,11 +2,12 @@
 
 from typing import Any
 
-from sqlalchemy import insert
+from sqlalchemy import bindparam, insert, text
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
 
 from memsys import ids
-from memsys.models import Event, QueryTrace
+from memsys.models import Event
 
 
 def record(
@@ -36,6 +37,42 @@ def record(
     ).scalar_one()
 
 
+# A constant statement (built once, prepared by the driver after a few runs): building an
+# INSERT … SELECT in the ORM on every query cost ~2 ms of CPU (benchmarks/bench_trace.py).
+_JSON = (
+    "payload",
+    "filters",
+    "stores",
+    "candidates",
+    "retrieved",
+    "timings",
+    "output",
+    "channels",
+    "fusion",
+    "user_context",
+    "verification",
+)
+_TRACE = text(
+    """
+    WITH query_event AS (
+        INSERT INTO event (namespace, event_type, operation, subject_kind, subject_id,
+                           payload, session_id)
+        VALUES (:namespace, 'query', :operation, 'query_trace', :id, :payload, :session_id)
+        RETURNING id
+    )
+    INSERT INTO query_trace (namespace, id, operation, query, filters, stores_queried,
+                             routing_logic, candidates, retrieved, timings, output, channels,
+                             fusion, user_context, mode_detected, mode_confidence,
+                             verification, error, error_type, total_latency_ms, event_id)
+    SELECT :namespace, :id, :operation, :query, :filters, :stores, :routing, :candidates,
+           :retrieved, :timings, :output, :channels, :fusion, :user_context, :mode_detected,
+           :mode_confidence, :verification, :error, :error_type, :total_latency_ms,
+           query_event.id
+    FROM query_event
+    """
+).bindparams(*[bindparam(name, type_=JSONB(none_as_null=True)) for name in _JSON])
+
+
 def trace_query(
     session: Session,
     *,
@@ -49,33 +86,44 @@ def trace_query(
     retrieved: list[dict[str, Any]],
     timings: dict[str, float],
     output: dict[str, Any] | None = None,
+    channels: dict[str, Any] | None = None,
+    fusion: dict[str, Any] | None = None,
+    user_context: dict[str, Any] | None = None,
+    mode_detected: str | None = None,
+    mode_confidence: float | None = None,
+    verification: dict[str, Any] | None = None,
+    error: str | None = None,
+    error_type: str | None = None,
 ) -> str:
-    """Write a query event and its trace together (FEATURES F1); returns the trace id."""
+    """Write a query event and its trace together (FEATURES F1), in one statement (one
+    round trip: the event's INSERT is a CTE whose id the trace row takes); returns the id."""
     trace_id = ids.new_id(ids.QUERY)
-    event_id = record(
-        session,
-        namespace=namespace,
-        event_type="query",
-        operation=operation,
-        subject_kind="query_trace",
-        subject_id=trace_id,
-        payload={"query": query, "results": len(retrieved)},
-    )
+    payload = {"query": query, "results": len(retrieved), **({"error": error} if error else {})}
     session.execute(
-        insert(QueryTrace).values(
-            namespace=namespace,
-            id=trace_id,
-            operation=operation,
-            query=query,
-            filters=filters,
-            stores_queried=stores,
-            routing_logic=routing,
-            candidates=candidates,
-            retrieved=retrieved,
-            timings=timings,
-            output=output,
-            total_latency_ms=timings.get("total_ms", 0.0),
-            event_id=event_id,
-        )
+        _TRACE,
+        {
+            "namespace": namespace,
+            "id": trace_id,
+            "operation": operation,
+            "payload": payload,
+            "session_id": (user_context or {}).get("session_id"),
+            "query": query,
+            "filters": filters,
+            "stores": stores,
+            "routing": routing,
+            "candidates": candidates,
+            "retrieved": retrieved,
+            "timings": timings,
+            "output": output,
+            "channels": channels or {},
+            "fusion": fusion or {},
+            "user_context": user_context or {},
+            "mode_detected": mode_detected,
+            "mode_confidence": mode_confidence,
+            "verification": verification,
+            "error": error,
+            "error_type": error_type,
+            "total_latency_ms": timings.get("total_ms", 0.0),
+        },
     )
     return trace_id

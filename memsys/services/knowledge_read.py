@@ -7,7 +7,7 @@ from sqlalchemy.orm import Session
 
 from memsys.runner import before_transaction
 from memsys.schemas.graph import GraphOut, OpenNodesIn, ReadGraphIn, SearchNodesIn
-from memsys.services import namespaces, search
+from memsys.services import namespaces, search, tracing
 from memsys.services.knowledge import (
     entities_out,
     graph_namespace,
@@ -34,7 +34,22 @@ def search_nodes(session: Session, params: SearchNodesIn) -> GraphOut:
     """Entities whose name or type contains the query first, then those whose observations
     the retrieval pipeline ranks highest; relations with either end among them."""
     ns = graph_namespace(params)
-    namespaces.require(session, ns)
+    scope = {"namespace": ns}
+    with tracing.traced(
+        "search_nodes", params.query, namespace=ns, filters=scope, params=params
+    ) as t:
+        namespaces.require(session, ns)
+        out = _search_nodes(session, params, ns)
+        tracing.write(
+            session,
+            t,
+            retrieved=[{"id": e.name} for e in out.entities],
+            stores=["vector", "fulltext", "graph"],
+        )
+        return out
+
+
+def _search_nodes(session: Session, params: SearchNodesIn, ns: str) -> GraphOut:
     needle = params.query.lower()
     every = live_entities(session, ns)
     by_name = [e for e in every if needle in e.name.lower() or needle in e.entity_type.lower()]

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memsys.db import session_scope
-from memsys.services import access, consolidate, decay, events, lifecycle
+from memsys.services import access, consolidate, debug, decay, events, lifecycle
 
 BATCH = 500
 CANDIDATE_BATCH = 200
@@ -32,6 +32,7 @@ class Report:
     rescored: int = 0
     moved: dict[str, int] = field(default_factory=dict)
     merged: int = 0
+    traces_pruned: int = 0
     batches: int = 0
     seconds: float = 0.0
     complete: bool = False
@@ -57,6 +58,9 @@ def run(
 
     with session_scope() as session:
         report.counters_folded = access.fold(session)
+    if namespace is None:  # traces older than the retention (MEMSYS_TRACE_RETENTION_DAYS)
+        with session_scope() as session:
+            report.traces_pruned = debug.prune_traces(session, now)
 
     moved: Counter[str] = Counter()
     after: tuple[str, str] = ("", "")

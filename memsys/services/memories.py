@@ -5,7 +5,6 @@ memory_context renders them for a prompt in memsys.services.context."""
 from __future__ import annotations
 
 import hashlib
-import time
 from typing import Any
 
 import numpy as np
@@ -17,7 +16,6 @@ from memsys import ids
 from memsys.embeddings import get_embedder
 from memsys.errors import InvalidInput, NotFound
 from memsys.models import Chunk, Edge, MemoryAccess, MemoryChange, ValidationEvent
-from memsys.models.log import ALL_NAMESPACES
 from memsys.runner import before_transaction
 from memsys.schemas import (
     MemoryCountIn,
@@ -35,7 +33,7 @@ from memsys.schemas import (
     MemoryStoreIn,
     MemoryStoreOut,
 )
-from memsys.services import events, mentions, namespaces, search
+from memsys.services import events, mentions, namespaces, search, tracing
 from memsys.tokens import count_tokens
 from memsys.vocabulary import GOLDEN_RULE
 
@@ -196,23 +194,15 @@ def recall_hits(
 @before_transaction(search.embed_query_of)
 def recall(session: Session, params: MemoryRecallIn) -> MemoryRecallOut:
     """Memories most relevant to a query, with S001's filters applied in SQL."""
-    started = time.perf_counter()
     filters = params.model_dump(exclude={"query", "n_results", "min_relevance"})
-    found = recall_hits(session, params.query, filters, params.n_results)
-    hits = [_hit(h) for h in search.relevant(found.hits, params.min_relevance)]
-    timings = {**found.timings, "total_ms": round((time.perf_counter() - started) * 1000, 3)}
-    trace_id = events.trace_query(
-        session,
-        namespace=params.namespace or ALL_NAMESPACES,
-        operation="memory_recall",
-        query=params.query,
-        filters=filters,
-        stores=["vector", "fulltext"],
-        routing=search.ROUTING,
-        candidates=found.candidates(),
-        retrieved=[{"id": h.id, "score": h.score} for h in hits],
-        timings=timings,
-    )
+    with tracing.traced(
+        "memory_recall", params.query, namespace=params.namespace, filters=filters, params=params
+    ) as t:
+        found = recall_hits(session, params.query, filters, params.n_results)
+        hits = [_hit(h) for h in search.relevant(found.hits, params.min_relevance)]
+        trace_id = tracing.write(
+            session, t, retrieved=[{"id": h.id, "score": h.score} for h in hits]
+        )
     return MemoryRecallOut(
         memories=hits, total=len(hits), query=params.query, filters=filters, trace_id=trace_id
     )
@@ -271,15 +261,19 @@ def forget(session: Session, params: MemoryForgetIn) -> MemoryForgetOut:
             raise NotFound(f"Memory not found: {memory_id}")
     else:
         assert query is not None
-        found = recall_hits(
-            session, query, {"namespace": params.namespace}, params.n_results, count_access=False
-        )
-        keys = [
-            (h.namespace, h.id)
-            for h in found.hits
-            if h.similarity is not None and h.similarity >= params.min_similarity
-        ]
-        targets = [c for c in (session.get(Chunk, k) for k in keys) if c is not None]
+        scope = {"namespace": params.namespace}
+        with tracing.traced(
+            "memory_forget", query, namespace=params.namespace, filters=scope, params=params
+        ) as t:
+            found = recall_hits(session, query, scope, params.n_results, count_access=False)
+            chosen = [
+                h
+                for h in found.hits
+                if h.similarity is not None and h.similarity >= params.min_similarity
+            ]
+            rows = (session.get(Chunk, (h.namespace, h.id)) for h in chosen)
+            targets = [c for c in rows if c is not None]
+            tracing.write(session, t, retrieved=[{"id": h.id, "score": h.score} for h in chosen])
 
     protected = [c for c in targets if c.golden and not params.force]
     doomed = [c for c in targets if c not in protected]

@@ -6,14 +6,13 @@ the fused score.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from memsys import ids
+from memsys.config import get_settings
 from memsys.embeddings import embed_query
-from memsys.models.log import ALL_NAMESPACES
 from memsys.retrieval import pipeline
 from memsys.runner import before_transaction
 from memsys.schemas import (
@@ -24,11 +23,11 @@ from memsys.schemas import (
     SearchWithBudgetIn,
     SearchWithFiltersIn,
 )
-from memsys.services import access, events, lifecycle, namespaces
+from memsys.services import access, lifecycle, namespaces, tracing
 
 BUDGET_CANDIDATES = 50  # S001: search_with_budget considers up to 50 candidates
 
-ROUTING = "hybrid: pgvector kNN + BM25 (PostgreSQL), score-aware fusion"
+ROUTING = tracing.ROUTING
 Hit = pipeline.Hit
 Retrieval = pipeline.Retrieval
 
@@ -51,7 +50,25 @@ def hybrid(
     count_access: bool = True,
 ) -> Retrieval:
     """Top `limit` chunks for `query` under `filters`, through the retrieval pipeline."""
-    found = pipeline.retrieve(session, query, filters=filters, limit=limit, pool=pool)
+    how = tracing.replay_settings()
+    if how is None:
+        pool = max(pool or get_settings().candidate_pool, limit)
+        found = pipeline.retrieve(session, query, filters=filters, limit=limit, pool=pool)
+    else:  # a replay: the data as of then, the weights and pool the trace recorded
+        pool = how.pool or max(pool or get_settings().candidate_pool, limit)
+        found = pipeline.retrieve(
+            session,
+            query,
+            filters=filters,
+            limit=limit,
+            pool=pool,
+            as_of=how.as_of,
+            vector=how.vector,
+            weights=how.weights,
+            method=how.method,
+            terms=how.terms,
+        )
+    tracing.saw(found, {"filters": filters or {}, "limit": limit, "pool": pool})
     if count_access:
         touch(session, [h.id for h in found.hits if h.doc_type == "memory"])
         lifecycle.rekindle_hits(session, found.hits)  # archived hits come back in full
@@ -98,45 +115,23 @@ def _document_hit(h: Hit) -> SearchHit:
     )
 
 
-def _traced(
-    session: Session,
-    operation: str,
-    query: str,
-    filters: dict[str, Any],
-    found: Retrieval,
-    returned: list[SearchHit],
-    started: float,
-    output: dict[str, Any] | None = None,
-) -> str:
-    timings = {**found.timings, "total_ms": round((time.perf_counter() - started) * 1000, 3)}
-    return events.trace_query(
-        session,
-        namespace=filters.get("namespace") or ALL_NAMESPACES,
-        operation=operation,
-        query=query,
-        filters=filters,
-        stores=["vector", "fulltext"],
-        routing=ROUTING,
-        candidates=found.candidates(),
-        retrieved=[{"id": r.id, "score": r.score, "tokens": r.tokens} for r in returned],
-        timings=timings,
-        output=output,
-    )
+def _retrieved(returned: list[SearchHit]) -> list[dict[str, Any]]:
+    return [{"id": r.id, "score": r.score, "tokens": r.tokens} for r in returned]
 
 
 def _run(
     session: Session,
+    params: SearchIn | SearchWithFiltersIn,
     operation: str,
-    query: str,
     filters: dict[str, Any],
-    n: int,
-    min_relevance: float | None,
 ) -> SearchOut:
-    started = time.perf_counter()
-    namespaces.require(session, filters.get("namespace"))
-    found = hybrid(session, query, filters=filters, limit=n)
-    results = [_document_hit(h) for h in relevant(found.hits, min_relevance)]
-    trace_id = _traced(session, operation, query, filters, found, results, started)
+    query, n, min_relevance = params.query, params.n_results, params.min_relevance
+    ns = filters.get("namespace")
+    with tracing.traced(operation, query, namespace=ns, filters=filters, params=params) as t:
+        namespaces.require(session, filters.get("namespace"))
+        found = hybrid(session, query, filters=filters, limit=n)
+        results = [_document_hit(h) for h in relevant(found.hits, min_relevance)]
+        trace_id = tracing.write(session, t, retrieved=_retrieved(results))
     return SearchOut(
         results=results,
         total=len(results),
@@ -150,20 +145,13 @@ def _run(
 def search(session: Session, params: SearchIn) -> SearchOut:
     """Search documents and memories alike, in every namespace or in one."""
     filters = {"namespace": params.namespace} if params.namespace else {}
-    return _run(session, "search", params.query, filters, params.n_results, params.min_relevance)
+    return _run(session, params, "search", filters)
 
 
 @before_transaction(embed_query_of)
 def search_with_filters(session: Session, params: SearchWithFiltersIn) -> SearchOut:
     filters = params.filters.model_dump(exclude_none=True)
-    return _run(
-        session,
-        "search_with_filters",
-        params.query,
-        filters,
-        params.n_results,
-        params.min_relevance,
-    )
+    return _run(session, params, "search_with_filters", filters)
 
 
 @before_transaction(embed_query_of)
@@ -173,27 +161,26 @@ def search_with_budget(session: Session, params: SearchWithBudgetIn) -> SearchBu
     A result too large for what is left is skipped (a smaller, lower-ranked one may still
     fit); `truncated_count` says how many candidates were left out.
     """
-    started = time.perf_counter()
     filters = params.filters.model_dump(exclude_none=True) if params.filters else {}
-    namespaces.require(session, filters.get("namespace"))
-    found = hybrid(session, params.query, filters=filters, limit=BUDGET_CANDIDATES)
-    chosen: list[SearchHit] = []
-    used = 0
-    for hit in relevant(found.hits, params.min_relevance):
-        if used + hit.token_count <= params.max_tokens:
-            chosen.append(_document_hit(hit))
-            used += hit.token_count
-    left_out = len(found.hits) - len(chosen)
-    trace_id = _traced(
-        session,
-        "search_with_budget",
-        params.query,
-        filters,
-        found,
-        chosen,
-        started,
-        output={"max_tokens": params.max_tokens, "tokens_used": used},
-    )
+    ns = filters.get("namespace")
+    with tracing.traced(
+        "search_with_budget", params.query, namespace=ns, filters=filters, params=params
+    ) as t:
+        namespaces.require(session, ns)
+        found = hybrid(session, params.query, filters=filters, limit=BUDGET_CANDIDATES)
+        chosen: list[SearchHit] = []
+        used = 0
+        for hit in relevant(found.hits, params.min_relevance):
+            if used + hit.token_count <= params.max_tokens:
+                chosen.append(_document_hit(hit))
+                used += hit.token_count
+        left_out = len(found.hits) - len(chosen)
+        trace_id = tracing.write(
+            session,
+            t,
+            retrieved=_retrieved(chosen),
+            output={"max_tokens": params.max_tokens, "tokens_used": used},
+        )
     return SearchBudgetOut(
         results=chosen,
         query=params.query,

@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from memsys.api.app import create_app
-from tests.cli.helpers import fails, run_json
+from tests.cli.helpers import fails, run, run_json
 
 
 @pytest.fixture
@@ -54,3 +54,49 @@ def test_a_recall_is_traced_listed_and_judged(client: TestClient) -> None:
     assert missing.status_code == 404
     assert "verdict" in fails("trace", "feedback", trace_id, "meh")
     assert "limit must be between 1 and 500" in fails("trace", "log", "--limit", "0")
+
+
+def test_replay_why_errors_alerts_and_prune_on_every_front_end(client: TestClient) -> None:
+    from memsys.mcp.server import call
+    from memsys.operations import BY_NAME
+
+    kept = run_json("store", "Backups run nightly at 02:00 UTC", "--type", "fact")["id"]
+    other = run_json("store", "Backups are kept for 30 days in the eu-west bucket")["id"]
+    trace_id = run_json("recall", "when do backups run", "-k", "1")["trace_id"]
+
+    replayed = run_json("trace", "replay", trace_id)
+    assert replayed["identical"] is True and replayed["changed_stage"] is None
+    over_rest = client.post(f"/v1/debug/replay/{trace_id}", json={"now": True}).json()
+    assert over_rest["as_of"] is None and over_rest["identical"] is True
+    over_mcp = call(BY_NAME["debug_replay"], {"trace_id": trace_id})
+    assert over_mcp["success"] is True and over_mcp["data"]["identical"] is True
+    assert client.post("/v1/debug/replay/qry_nope", json={}).status_code == 404
+    assert "Trace not found: qry_nope" in fails("trace", "replay", "qry_nope")
+
+    seen = run_json("trace", "why", trace_id, kept)
+    assert seen["stage"] == "returned" and seen["returned_rank"] == 1
+    lost = client.get(f"/v1/debug/trace/{trace_id}/why/{other}").json()
+    assert lost["stage"] == "fusion" and lost["channels"]["dense"]["rank"] == 2
+
+    run_json("trace", "feedback", trace_id, "wrong", "--expected", other)
+    errors = client.get("/v1/debug/error-attribution", params={"days": 7}).json()
+    assert errors["failed_queries"] == 1 and errors["failure_breakdown"]["context_bugs"] == 1
+    assert run_json("trace", "errors", "--days", "7") == errors
+    assert client.get("/v1/debug/error-attribution", params={"days": 0}).status_code == 422
+    assert "days must be between 1 and 365" in fails("trace", "errors", "--days", "400")
+
+    alerted = run_json("trace", "alerts")
+    assert [a["type"] for a in alerted["alerts"]] == ["context_bug_rate_high"]
+    assert client.get("/v1/debug/monitoring/alerts").json() == alerted
+
+    kept_traces = run_json("trace", "prune")
+    assert kept_traces["deleted"] == 0 and kept_traces["older_than_days"] == 30
+    assert client.get(f"/v1/debug/trace/{trace_id}").status_code == 200
+
+    # The human forms say the same in words.
+    assert "identical" in run("trace", "replay", trace_id).stdout
+    assert f"{other} in {trace_id}: fusion" in run("trace", "why", trace_id, other).stdout
+    assert "context_bugs" in run("trace", "errors").stdout
+    assert "CRITICAL context_bug_rate_high" in run("trace", "alerts").stdout
+    assert "Deleted 0 traces older than 30 days" in run("trace", "prune").stdout
+    assert "fusion: zfuse-2" in run("trace", "show", trace_id).stdout

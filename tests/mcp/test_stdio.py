@@ -39,6 +39,11 @@ SLICE_TOOLS = {
     "decay",
     "debug_rehydrate",
     "memory_brief",
+    "debug_why",
+    "debug_replay",
+    "debug_error_attribution",
+    "debug_monitoring_alerts",
+    "debug_prune_traces",
     # the official memory server's tools (tests/mcp/test_memory_server.py)
     "create_entities",
     "create_relations",
@@ -57,6 +62,10 @@ READ_ONLY = {
     "memory_inspect_graph",
     "debug_trace",
     "debug_query_log",
+    "debug_why",
+    "debug_replay",
+    "debug_error_attribution",
+    "debug_monitoring_alerts",
     "read_graph",
     "search_nodes",
     "open_nodes",
@@ -75,6 +84,7 @@ READ_ONLY = {
 }
 DESTRUCTIVE = {
     "decay",
+    "debug_prune_traces",
     "memory_forget",
     "delete_chunks",
     "delete_file",

@@ -11,7 +11,7 @@ from sqlalchemy import select, update
 
 from memsys import runner
 from memsys.db import session_scope
-from memsys.models import Chunk, Edge, Event, MemoryAccess, MemoryChange
+from memsys.models import Chunk, Edge, Event, MemoryAccess, MemoryChange, QueryTrace
 from memsys.retrieval import rank
 from memsys.schemas import MemoryForgetIn, MemoryRecallIn
 from memsys.schemas.learning import MemoryOutcomeIn
@@ -187,3 +187,16 @@ def test_purge_takes_the_history_with_it(embedder: Any) -> None:
     with session_scope() as s:
         for log in (MemoryAccess, MemoryChange):
             assert s.scalars(select(log).where(log.memory_id == memory)).all() == []
+
+
+def test_maintenance_prunes_traces_past_their_retention(embedder: Any) -> None:
+    store("Deploys go out on Tuesdays after the review.", namespace="default")
+    traced = runner.run(memories.recall, MemoryRecallIn(query="when do deploys go out")).trace_id
+    with session_scope() as s:
+        kept_ids = set(s.scalars(select(QueryTrace.id)))
+    assert traced in kept_ids
+    assert maintain.run(now=datetime.now(UTC) + timedelta(days=1)).traces_pruned == 0
+    report = maintain.run(now=datetime.now(UTC) + timedelta(days=31))  # default retention 30
+    assert report.traces_pruned == len(kept_ids)
+    with session_scope() as s:
+        assert traced not in set(s.scalars(select(QueryTrace.id)))

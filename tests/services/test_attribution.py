@@ -1,0 +1,153 @@
+"""Attribution of wrong answers (which stage lost the expected memory), the statistics over N
+days, monitoring alerts, and `why` on a real traced recall."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy import update
+
+from memsys import runner
+from memsys.config import get_settings
+from memsys.db import session_scope
+from memsys.errors import InvalidInput
+from memsys.models import QueryTrace
+from memsys.schemas import MemoryForgetIn, MemoryRecallIn
+from memsys.schemas.debug import TraceFeedbackIn, TraceFeedbackOut, TraceWhyIn, TraceWhyOut
+from memsys.schemas.debug_replay import AlertsIn, AlertsOut, ErrorAttributionIn
+from memsys.services import debug, debug_attribution, memories
+from tests.factories import store
+
+
+def recall(query: str, **fields: Any) -> str:
+    return runner.execute(memories.recall, MemoryRecallIn, {"query": query, **fields}).trace_id
+
+
+def judge(trace_id: str, verdict: str = "wrong", **fields: Any) -> TraceFeedbackOut:
+    data = {"trace_id": trace_id, "verdict": verdict, **fields}
+    return runner.execute(debug.feedback, TraceFeedbackIn, data)
+
+
+def why(trace_id: str, memory_id: str) -> TraceWhyOut:
+    return runner.execute(debug.why, TraceWhyIn, {"trace_id": trace_id, "memory_id": memory_id})
+
+
+def alerts(days: int = 1) -> AlertsOut:
+    return runner.execute(debug_attribution.monitoring_alerts, AlertsIn, {"days": days})
+
+
+@pytest.fixture
+def ids(embedder: Any) -> dict[str, str]:
+    return {
+        "nightly": store("Backups run nightly at 02:00 UTC", memory_type="fact").id,
+        "kept": store("Backups are kept for 30 days in the eu-west bucket", memory_type="fact").id,
+        "pref": store("I like backups verified by a restore drill", memory_type="preference").id,
+        "plant": store("The office plant needs water on Mondays").id,
+        "home": store("Home backups go to the NAS in the attic", namespace="home").id,
+    }
+
+
+def test_why_follows_a_memory_through_the_stages(ids: dict[str, str]) -> None:
+    trace_id = recall("when do backups run", n_results=1)
+    returned = why(trace_id, ids["nightly"])
+    assert returned.stage == "returned" and returned.returned_rank == 1
+    assert returned.channels["dense"]["rank"] is not None and returned.fused_rank == 1
+    cut = why(trace_id, ids["kept"])
+    assert cut.stage == "fusion" and cut.returned_rank is None
+    assert cut.fused_rank is not None and cut.fused_rank > 1
+    assert f"fused rank {cut.fused_rank}" in cut.reason
+    assert cut.channels["dense"]["rank"] >= 1 and cut.channels["dense"]["score"] > 0
+    elsewhere = why(recall("backups", namespace="global"), ids["home"])
+    assert elsewhere.stage == "scope" and "namespace home" in elsewhere.reason
+    unknown = why(trace_id, "mem_0000000000000000")
+    assert unknown.stage == "scope" and unknown.memory is None
+
+
+def test_a_ranking_error_names_where_the_memory_was_lost(ids: dict[str, str]) -> None:
+    trace_id = recall("when do backups run", n_results=1)
+    judged = judge(trace_id, expected_ids=[ids["kept"]], note="wanted the retention")
+    assert (judged.error_type, judged.error_subtype) == ("context_bug", "retrieval_ranking_error")
+    assert judged.where_lost[ids["kept"]]["stage"] == "fusion"
+    assert judged.attribution == {ids["kept"]: "not returned"}
+    with session_scope() as s:  # the trace carries its attribution
+        row = debug.find(s, trace_id)
+        assert (row.error_type, row.error_subtype) == ("context_bug", "retrieval_ranking_error")
+
+
+def test_wrong_store_wrong_filter_and_lifecycle(ids: dict[str, str]) -> None:
+    in_global = recall("backups", namespace="global")
+    judged = judge(in_global, expected_ids=[ids["home"]])
+    assert judged.error_subtype == "wrong_store_queried" and "home" in (judged.reason or "")
+
+    facts_only = recall("backups", memory_type="fact")
+    judged = judge(facts_only, expected_ids=[ids["pref"]])
+    assert judged.error_subtype == "wrong_lifecycle_filter"
+    assert "memory_type=fact" in (judged.reason or "")
+
+    runner.execute(memories.forget, MemoryForgetIn, {"memory_id": ids["plant"]})
+    after_forget = recall("office plant")
+    judged = judge(after_forget, expected_ids=[ids["plant"]])
+    assert judged.error_subtype == "wrong_lifecycle_filter" and "closed" in (judged.reason or "")
+
+
+def test_model_bug_system_error_and_right(ids: dict[str, str]) -> None:
+    trace_id = recall("when do backups run", n_results=2)
+    judged = judge(trace_id, expected_ids=[ids["nightly"]])
+    assert (judged.error_type, judged.error_subtype) == ("model_bug", None)
+    assert judge(trace_id, "right").error_type is None  # judged again: right
+    with session_scope() as s:
+        s.execute(
+            update(QueryTrace)
+            .where(QueryTrace.id == trace_id)
+            .values(error="QueryCanceled: timeout", error_type="system_error")
+        )
+    assert judge(trace_id, expected_ids=[ids["kept"]]).error_type == "system_error"
+    assert judge(trace_id, "right").error_type == "system_error"  # a failed call stays failed
+
+
+def test_statistics_over_days(ids: dict[str, str]) -> None:
+    judge(recall("when do backups run", n_results=1), expected_ids=[ids["kept"]])
+    judge(recall("backups", namespace="global"), expected_ids=[ids["home"]])
+    judge(recall("when do backups run", n_results=2), expected_ids=[ids["nightly"]])
+    recall("office plant")
+    stats = runner.execute(debug_attribution.error_attribution, ErrorAttributionIn, {"days": 7})
+    assert stats.total_queries == 4 and stats.failed_queries == 3 and stats.judged_queries == 3
+    assert stats.failure_breakdown == {"context_bugs": 2, "model_bugs": 1, "system_errors": 0}
+    assert stats.context_bug_breakdown["wrong_store_queried"] == 1
+    assert stats.context_bug_breakdown["retrieval_ranking_error"] == 1
+    assert stats.context_bug_rate == pytest.approx(2 / 3, abs=1e-3)
+    with pytest.raises(InvalidInput, match="days must be between 1 and 365"):
+        runner.execute(debug_attribution.error_attribution, ErrorAttributionIn, {"days": 0})
+
+
+def test_alerts_fire_past_their_thresholds(ids: dict[str, str], monkeypatch: Any) -> None:
+    quiet = recall("when do backups run", n_results=1)
+    assert alerts().alerts == []  # one fast, unjudged query: nothing to report
+    judge(quiet, expected_ids=[ids["kept"]])  # a context bug: 1 of 1 failures
+    with session_scope() as s:
+        s.execute(
+            update(QueryTrace)
+            .where(QueryTrace.id == quiet)
+            .values(verification={"passed": False}, mode_detected="execution")
+        )
+    judge(quiet, expected_ids=[ids["kept"]], expected_mode="planning")
+    monkeypatch.setenv("MEMSYS_ALERT_LATENCY_P95_MS", "0.001")
+    get_settings.cache_clear()
+    try:
+        fired = alerts()
+    finally:
+        monkeypatch.delenv("MEMSYS_ALERT_LATENCY_P95_MS")
+        get_settings.cache_clear()
+    kinds = {a.type: a for a in fired.alerts}
+    assert set(kinds) == {
+        "latency_high",
+        "verification_failure_high",
+        "mode_detection_low",
+        "context_bug_rate_high",
+    }
+    assert kinds["verification_failure_high"].severity == "critical"
+    assert fired.metrics["verification_failure_rate"] == 1.0
+    assert fired.metrics["mode_accuracy"] == 0.0
+    assert fired.metrics["context_bug_rate"] == 1.0
+    assert alerts().alerts and "latency_high" not in {a.type for a in alerts().alerts}

@@ -1,0 +1,145 @@
+"""Deterministic replay: an unchanged database reproduces a trace exactly, scores included;
+after edits, as-of replay still does, and replay-now shows what changed and where."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy import update
+
+from memsys import runner
+from memsys.db import session_scope
+from memsys.embeddings import _queries
+from memsys.errors import InvalidInput, NotFound
+from memsys.models import QueryTrace
+from memsys.operations import BY_NAME
+from memsys.schemas import MemoryForgetIn, MemoryRecallIn
+from memsys.schemas.debug import TraceIn
+from memsys.schemas.debug_replay import ReplayIn, ReplayOut
+from memsys.services import debug, debug_replay, memories
+from tests.factories import store
+
+FACTS = [
+    "Backups run nightly at 02:00 UTC",
+    "Backups are kept for 30 days in the eu-west bucket",
+    "The office plant needs water on Mondays",
+    "Restore drills happen every quarter from the backup bucket",
+    "Deploys go out on Tuesdays after the standup",
+    "The VPN certificate expires in March",
+]
+
+
+def recall(query: str, **fields: Any) -> str:
+    out = runner.execute(memories.recall, MemoryRecallIn, {"query": query, **fields})
+    return out.trace_id
+
+
+def replay(trace_id: str, now: bool = False) -> ReplayOut:
+    return runner.execute(debug_replay.replay, ReplayIn, {"trace_id": trace_id, "now": now})
+
+
+def shown(trace_id: str) -> Any:
+    return runner.execute(debug.trace, TraceIn, {"trace_id": trace_id})
+
+
+def clear_query_cache() -> None:
+    _queries.clear()
+
+
+@pytest.fixture
+def stored(embedder: Any) -> list[str]:
+    return [store(text, memory_type="fact").id for text in FACTS]
+
+
+def test_replay_on_an_unchanged_database_is_exact(stored: list[str]) -> None:
+    trace_id = recall("when do backups run", n_results=3)
+    original = shown(trace_id)
+    clear_query_cache()  # the replay embeds the query again: the vector must be the same
+    again = replay(trace_id)
+    assert again.identical and again.changed_stage is None and again.diff == {}
+    assert again.as_of == original.created_at and again.fusion_version == "zfuse-2"
+    # Every channel's ids, ranks and scores, the fused candidates and the output, to the digit.
+    for name in ("dense", "lexical", "graph", "neighbours"):
+        assert again.replay.channels[name] == original.channels[name], name
+    assert original.channels["dense"] and original.channels["lexical"]
+    assert again.replay.candidates == original.candidates
+    assert again.replay.retrieved == original.retrieved
+    assert again.replay.fusion["embedding"] == original.fusion["embedding"]
+    # The replay wrote nothing: still one trace, no access counted.
+    with session_scope() as s:
+        assert len(s.query(QueryTrace).all()) == 1
+
+
+def test_the_tools_own_cut_is_replayed_too(stored: list[str]) -> None:
+    out = BY_NAME["search_with_budget"].run({"query": "backup bucket", "max_tokens": 25})
+    again = replay(out.trace_id)  # type: ignore[attr-defined]
+    assert again.identical
+    assert again.replay.output == {"max_tokens": 25, "tokens_used": out.tokens_used}  # type: ignore[attr-defined]
+
+
+def test_after_edits_as_of_replays_the_past_and_now_shows_the_change(stored: list[str]) -> None:
+    trace_id = recall("when do backups run", n_results=2)
+    first = shown(trace_id).retrieved[0]["id"]
+    assert first == stored[0]
+    runner.execute(memories.forget, MemoryForgetIn, {"memory_id": first})
+    newer = store("Backups now run every hour, on the hour", memory_type="fact").id
+
+    past = replay(trace_id)
+    assert past.identical, (past.changed_stage, past.diff)  # the memories as they were then
+
+    today = replay(trace_id, now=True)
+    assert not today.identical and today.as_of is None
+    assert today.changed_stage == "dense"
+    assert first in [r["id"] for r in today.diff["dense"]["removed"]]
+    assert newer in [r["id"] for r in today.diff["dense"]["added"]]
+    assert first in [r["id"] for r in today.diff["output"]["removed"]]
+    assert today.replay.retrieved[0]["id"] == newer
+
+
+def test_a_purge_shows_in_the_as_of_replay(stored: list[str]) -> None:
+    trace_id = recall("office plant", n_results=2)
+    plant = stored[2]
+    assert shown(trace_id).retrieved[0]["id"] == plant
+    runner.execute(memories.forget, MemoryForgetIn, {"memory_id": plant, "purge": True})
+    again = replay(trace_id)
+    assert not again.identical and again.changed_stage == "dense"
+    assert [r["id"] for r in again.diff["dense"]["removed"]] == [plant]
+    assert plant in [r["id"] for r in again.diff["output"]["removed"]]
+
+
+def test_unknown_fusion_versions_are_refused_not_guessed(stored: list[str]) -> None:
+    trace_id = recall("backups")
+    with session_scope() as s:
+        row = debug.find(s, trace_id)
+        s.execute(
+            update(QueryTrace)
+            .where(QueryTrace.id == trace_id)
+            .values(fusion={**row.fusion, "version": "zfuse-0"})
+        )
+    with pytest.raises(InvalidInput, match="zfuse-0, whose weights this memsys no longer knows"):
+        replay(trace_id)
+    assert replay(trace_id, now=True).fusion_version == "zfuse-2"  # today's answer still works
+
+
+def test_changed_weights_under_a_known_version_are_refused(stored: list[str]) -> None:
+    trace_id = recall("backups")
+    with session_scope() as s:
+        row = debug.find(s, trace_id)
+        s.execute(
+            update(QueryTrace)
+            .where(QueryTrace.id == trace_id)
+            .values(fusion={**row.fusion, "lexical": 0.25})
+        )
+    with pytest.raises(InvalidInput, match="other values for lexical"):
+        replay(trace_id)
+
+
+def test_unknown_and_pre_debugger_traces(stored: list[str]) -> None:
+    with pytest.raises(NotFound, match="Trace not found: qry_nope"):
+        replay("qry_nope")
+    trace_id = recall("backups")
+    with session_scope() as s:
+        s.execute(update(QueryTrace).where(QueryTrace.id == trace_id).values(fusion={}))
+    with pytest.raises(InvalidInput, match="does not hold the call it traced"):
+        replay(trace_id)

@@ -1,0 +1,142 @@
+"""Every retrieval is traced: each tool that retrieves, a failed call, retention."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select, text
+
+from memsys import runner
+from memsys.db import session_scope
+from memsys.errors import NotFound
+from memsys.models import Event, QueryTrace
+from memsys.operations import BY_NAME, OPERATIONS, Operation
+from memsys.retrieval import dense, fusion
+from memsys.retrieval import trace as shape
+from memsys.schemas import MemoryRecallIn
+from memsys.services import debug, memories
+from memsys.services.debug_attribution import record_of
+from tests.factories import store
+
+# Values for the required fields of tools that retrieve (besides the query).
+SAMPLE = {"query": "when do backups run", "max_tokens": 400, "filters": {}}
+
+RETRIEVING = [
+    op
+    for op in OPERATIONS
+    if op.read_only and op.input is not None and "query" in op.input.model_fields
+]
+
+
+def test_the_retrieving_tools_are_found() -> None:
+    names = {op.name for op in RETRIEVING}
+    assert {"search", "memory_recall", "memory_context", "search_nodes"} <= names
+
+
+def traces() -> list[QueryTrace]:
+    with session_scope() as s:
+        rows = list(s.scalars(select(QueryTrace).order_by(QueryTrace.created_at)))
+        s.expunge_all()
+        return rows
+
+
+@pytest.fixture
+def memories_stored(embedder: Any) -> list[str]:
+    return [
+        store("Backups run nightly at 02:00 UTC", memory_type="fact").id,
+        store("The office plant needs water on Mondays").id,
+        store("Backups are kept for 30 days in the eu-west bucket", memory_type="fact").id,
+    ]
+
+
+@pytest.mark.parametrize("op", RETRIEVING, ids=lambda op: op.name)
+def test_every_retrieving_tool_writes_a_full_trace(op: Operation, memories_stored: Any) -> None:
+    assert op.input is not None
+    data = {
+        n: SAMPLE[n] for n, f in op.input.model_fields.items() if f.is_required() or n == "query"
+    }
+    op.run(data)
+    (row,) = traces()
+    assert row.operation == op.name and row.query == SAMPLE["query"]
+    assert row.error is None and row.event_id is not None
+    # Every channel's pool, the fused candidates, fusion version and weights, the call.
+    assert set(row.channels) >= {"dense", "lexical", "graph", "neighbours", "terms"}
+    dense_pool = shape.pools(record_of(row))["dense"]
+    dense_ids = [c[0] for c in dense_pool]
+    assert set(memories_stored) <= set(dense_ids)
+    scores = [c[1] for c in dense_pool]
+    assert scores == sorted(scores, reverse=True)
+    assert {c[0] for c in row.candidates} >= set(dense_ids)
+    assert row.fusion["version"] == fusion.FUSION_VERSION
+    assert row.fusion["dense"] == fusion.CURRENT.dense
+    assert row.fusion["request"]["limit"] >= 1 and row.fusion["embedding"]
+    assert row.fusion["input"]["query"] == SAMPLE["query"]
+    assert {"embed_ms", "dense_ms", "lexical_ms", "fuse_ms", "total_ms"} <= set(row.timings)
+
+
+def test_forget_by_query_is_traced_too(memories_stored: Any) -> None:
+    BY_NAME["memory_forget"].run({"query": "office plant watering", "min_similarity": 0.5})
+    (row,) = traces()
+    assert row.operation == "memory_forget"
+    assert [r["id"] for r in row.retrieved] == [memories_stored[1]]
+
+
+def test_a_failed_retrieval_keeps_its_trace(memories_stored: Any, monkeypatch: Any) -> None:
+    """A real statement timeout in the dense channel: the call fails, its writes roll back,
+    and its trace is written afterwards in a transaction of its own."""
+    real = dense.search
+
+    def slow(session: Any, *args: Any) -> Any:
+        session.execute(text("SET LOCAL statement_timeout = '20ms'"))
+        session.execute(text("SELECT pg_sleep(1)"))
+        return real(session, *args)
+
+    monkeypatch.setattr(dense, "search", slow)
+    with pytest.raises(Exception, match="statement timeout"):
+        runner.execute(memories.recall, MemoryRecallIn, {"query": "backups"})
+    (row,) = traces()
+    assert row.operation == "memory_recall" and row.error_type == "system_error"
+    assert row.error is not None and "statement timeout" in row.error
+    assert "SELECT" not in row.error and "pg_sleep" not in row.error  # no SQL leaks
+    assert row.retrieved == [] and row.timings["total_ms"] > 0
+    with session_scope() as s:  # the query event came with it; access counts rolled back
+        assert (
+            s.scalar(select(func.count()).select_from(Event).where(Event.event_type == "query"))
+            == 1
+        )
+        assert s.scalar(text("SELECT sum(access_count) FROM chunk")) == 0
+
+
+def test_a_refused_call_leaves_no_trace(memories_stored: Any) -> None:
+    with pytest.raises(NotFound):
+        runner.execute(memories.recall, MemoryRecallIn, {"query": "x", "namespace": "nope"})
+    assert traces() == []
+
+
+def test_prune_keeps_the_retention_window(memories_stored: Any) -> None:
+    for query in ("backups", "plant", "bucket"):
+        runner.execute(memories.recall, MemoryRecallIn, {"query": query})
+    with session_scope() as s:
+        old = list(s.scalars(select(QueryTrace).order_by(QueryTrace.id)))[:2]
+        for row in old:
+            row.created_at = row.created_at - timedelta(days=31)
+        s.execute(
+            text(
+                "UPDATE event SET occurred_at = occurred_at - interval '31 days' "
+                "WHERE subject_id = ANY(:ids)"
+            ),
+            {"ids": [r.id for r in old]},
+        )
+    with session_scope() as s:
+        now = s.scalar(select(func.now()))
+        assert now is not None
+        assert debug.prune_traces(s, now) == 2
+    left = traces()
+    assert len(left) == 1 and left[0].id not in {r.id for r in old}
+    with session_scope() as s:
+        queries = s.scalars(select(Event.subject_id).where(Event.event_type == "query")).all()
+        assert queries == [left[0].id]
+    out = BY_NAME["debug_prune_traces"].run({"older_than_days": 1})
+    assert out.deleted == 0 and out.older_than_days == 1  # type: ignore[attr-defined]
