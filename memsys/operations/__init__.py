@@ -20,11 +20,17 @@ from __future__ import annotations
 from memsys.operations.core import CORE_OPERATIONS
 from memsys.operations.debug import DEBUG_OPERATIONS
 from memsys.operations.graph import EDGE_OPERATIONS, GRAPH_OPERATIONS
+from memsys.operations.knowledge import KNOWLEDGE_OPERATIONS
 from memsys.operations.learning import LEARNING_OPERATIONS
 from memsys.operations.spec import Cli, Effect, Operation, Rest, resolve
 
 OPERATIONS: tuple[Operation, ...] = (
-    CORE_OPERATIONS + LEARNING_OPERATIONS + EDGE_OPERATIONS + GRAPH_OPERATIONS + DEBUG_OPERATIONS
+    CORE_OPERATIONS
+    + LEARNING_OPERATIONS
+    + EDGE_OPERATIONS
+    + GRAPH_OPERATIONS
+    + KNOWLEDGE_OPERATIONS
+    + DEBUG_OPERATIONS
 )
 BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
 

@@ -46,6 +46,7 @@ SLICE_TOOLS = {
     "read_graph",
     "search_nodes",
     "open_nodes",
+    "memory_observe",
 }
 READ_ONLY = {
     "validation_history",
