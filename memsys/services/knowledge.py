@@ -10,6 +10,7 @@ over their observations, after exact name and type matches — not by substring 
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -249,32 +250,42 @@ def upsert_entity(session: Session, ns: str, name: str, entity_type: str) -> tup
 
 
 def relate_entities(
-    session: Session, ns: str, source: Entity, target: Entity, relation: str
+    session: Session,
+    ns: str,
+    source_id: str,
+    target_id: str,
+    relation: str,
+    context: str | None = None,
+    valid_from: datetime | None = None,
+    evidence: list[str] | None = None,
 ) -> bool:
     """One live edge per (source, target, relation); True when this call wrote it. Writers of
     one triple take turns, so two processes never write it twice."""
-    take_turns(session, ns, source.id, target.id, relation)
+    take_turns(session, ns, source_id, target_id, relation)
     exists = session.scalar(
         select(func.count()).where(
             Edge.namespace == ns,
-            Edge.source_id == source.id,
-            Edge.target_id == target.id,
+            Edge.source_id == source_id,
+            Edge.target_id == target_id,
             Edge.relation == relation,
             Edge.valid_to.is_(None),
         )
     )
     if exists:
         return False
-    session.add(
-        Edge(
-            namespace=ns,
-            source_kind="entity",
-            source_id=source.id,
-            target_kind="entity",
-            target_id=target.id,
-            relation=relation,
-        )
+    edge = Edge(
+        namespace=ns,
+        source_kind="entity",
+        source_id=source_id,
+        target_kind="entity",
+        target_id=target_id,
+        relation=relation,
+        context=context,
+        evidence_chunk_ids=evidence or [],
     )
+    if valid_from is not None:
+        edge.valid_from = valid_from
+    session.add(edge)
     session.flush()
     return True
 
@@ -294,7 +305,7 @@ def create_relations(session: Session, params: CreateRelationsIn) -> RelationsOu
     entities = _require(session, ns, [n for r in params.relations for n in (r.from_, r.to)])
     created: list[RelationOut] = []
     for r in params.relations:
-        if relate_entities(session, ns, entities[r.from_], entities[r.to], r.relationType):
+        if relate_entities(session, ns, entities[r.from_].id, entities[r.to].id, r.relationType):
             created.append(
                 RelationOut(**{"from": r.from_, "to": r.to}, relationType=r.relationType)
             )

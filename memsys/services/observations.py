@@ -39,7 +39,7 @@ def observe(
         target_type = keys.type_of(link.target)
         assert target_type is not None
         target, _ = knowledge.upsert_entity(session, ns, link.target, target_type)
-        linked += knowledge.relate_entities(session, ns, entity, target, link.relation)
+        linked += knowledge.relate_entities(session, ns, entity.id, target.id, link.relation)
     events.record(
         session,
         namespace=ns,
