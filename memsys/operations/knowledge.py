@@ -4,6 +4,7 @@ S002's temporal-graph operations and versioned facts."""
 from __future__ import annotations
 
 from memsys.operations.spec import Cli, Operation, Rest
+from memsys.schemas import facts as fc
 from memsys.schemas import maintenance as mt
 from memsys.schemas import observe as ob
 from memsys.schemas import temporal as tg
@@ -113,5 +114,53 @@ KNOWLEDGE_OPERATIONS: tuple[Operation, ...] = (
         effect="read",
         rest=(Rest("POST", "/graph/context"),),
         cli=Cli("graph context", arguments=("entity_names",), render=f"{GRAPH_CLI}:show"),
+    ),
+    Operation(
+        name="fact_set",
+        summary="Record a versioned fact about an entity's attribute. A different statement "
+        "supersedes the live version (semver bump, supersedes link, the old one closed but "
+        "readable); the same statement again changes nothing.",
+        service="facts:set_fact",
+        input=fc.FactSetIn,
+        output=fc.FactSetOut,
+        effect="idempotent",
+        rest=(Rest("POST", "/facts"),),
+        cli=Cli(
+            "graph fact-set",
+            arguments=("entity", "attribute", "content"),
+            render=f"{GRAPH_CLI}:show",
+        ),
+    ),
+    Operation(
+        name="fact_get",
+        summary="The facts about an entity as of a time (default now): one version per "
+        "attribute, the one that was live then.",
+        service="facts:get_facts",
+        input=fc.FactGetIn,
+        output=fc.FactsOut,
+        effect="read",
+        rest=(Rest("GET", "/facts"),),
+        cli=Cli("graph facts", arguments=("entity",), render=f"{GRAPH_CLI}:show"),
+    ),
+    Operation(
+        name="fact_history",
+        summary="Every version of an entity's facts, oldest first per attribute, with the "
+        "supersedes chain and validity.",
+        service="facts:history",
+        input=fc.FactHistoryIn,
+        output=fc.FactsOut,
+        effect="read",
+        rest=(Rest("GET", "/facts/history"),),
+        cli=Cli("graph fact-history", arguments=("entity",), render=f"{GRAPH_CLI}:show"),
+    ),
+    Operation(
+        name="fact_verify",
+        summary="Mark a fact version verified now (or not verified).",
+        service="facts:verify",
+        input=fc.FactVerifyIn,
+        output=fc.FactsOut,
+        effect="idempotent",
+        rest=(Rest("POST", "/facts/{fact_id}/verify"),),
+        cli=Cli("graph fact-verify", arguments=("fact_id",), render=f"{GRAPH_CLI}:show"),
     ),
 )

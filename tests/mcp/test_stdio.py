@@ -55,6 +55,10 @@ SLICE_TOOLS = {
     "search_edges",
     "query_graph",
     "build_context",
+    "fact_set",
+    "fact_get",
+    "fact_history",
+    "fact_verify",
 }
 READ_ONLY = {
     "validation_history",
@@ -68,6 +72,8 @@ READ_ONLY = {
     "search_edges",
     "query_graph",
     "build_context",
+    "fact_get",
+    "fact_history",
     "search",
     "search_with_filters",
     "search_with_budget",
