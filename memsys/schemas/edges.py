@@ -8,6 +8,7 @@ from pydantic import AfterValidator, Field
 
 from memsys import relations
 from memsys.schemas.common import Input, Output, within
+from memsys.schemas.temporal import AsOf
 
 # memory_relate takes any public relation of the one registry (memsys.relations): S001's four
 # first, then S000's vocabulary, S003's and S002's types; any case, stored lower snake_case.
@@ -89,6 +90,7 @@ class MemoryInspectIn(Input):
     output_format: Annotated[
         Literal["json", "mermaid"], Field(description="json, or a mermaid flowchart as text")
     ] = "json"
+    as_of: AsOf = None
 
 
 class GraphNode(Output):
