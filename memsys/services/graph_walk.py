@@ -9,10 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select, text
+from sqlalchemy import text
 from sqlalchemy.orm import Session
-
-from memsys.models import Edge, Entity
 
 FANOUT = 25  # edges followed per node and hop, strongest first
 MAX_EDGES = 2000
@@ -40,20 +38,62 @@ _WALK = text(
         ) nxt
         WHERE w.depth < :depth AND NOT nxt.node = ANY(w.path)
     )
-    SELECT edge_id, node, min(depth) AS depth
-    FROM walk
-    GROUP BY edge_id, node
-    ORDER BY min(depth), edge_id NULLS FIRST
-    LIMIT :max_rows
+    , reached AS (
+        SELECT edge_id, node, min(depth) AS depth
+        FROM walk
+        GROUP BY edge_id, node
+        ORDER BY min(depth), edge_id NULLS FIRST
+        LIMIT :max_rows
+    )
+    SELECT r.depth, n.namespace, n.id, n.name, n.entity_type, n.summary, n.created_at,
+           n.valid_from, n.valid_to,
+           e.id AS edge_id, e.source_id, e.target_id, e.relation, e.weight, e.context,
+           e.created_at AS edge_created_at, e.valid_from AS edge_valid_from,
+           e.valid_to AS edge_valid_to, e.expired_at
+    FROM reached r
+    JOIN entity n ON n.namespace = :ns AND n.id = r.node
+    LEFT JOIN edge e ON e.namespace = :ns AND e.id = r.edge_id
+    ORDER BY r.depth, r.edge_id NULLS FIRST
     """
 )
 
 
 @dataclass
+class Node:
+    """An entity as a walk returns it (the columns the S002 answers need)."""
+
+    namespace: str
+    id: str
+    name: str
+    entity_type: str
+    summary: str | None
+    created_at: datetime
+    valid_from: datetime
+    valid_to: datetime | None
+
+
+@dataclass
+class Link:
+    """An edge between two entities as a walk returns it."""
+
+    namespace: str
+    id: int
+    source_id: str
+    target_id: str
+    relation: str
+    weight: float
+    context: str | None
+    created_at: datetime
+    valid_from: datetime
+    valid_to: datetime | None
+    expired_at: datetime | None
+
+
+@dataclass
 class Walk:
     depth: dict[str, int]  # entity id → hops from the nearest seed
-    edges: list[Edge]  # in the order reached (nearer first)
-    entities: dict[str, Entity]
+    edges: list[Link]  # in the order reached (nearer first)
+    entities: dict[str, Node]
 
 
 def walk(
@@ -66,7 +106,8 @@ def walk(
     both: bool = True,
     max_edges: int = MAX_EDGES,
 ) -> Walk:
-    """Entities within `depth` hops of the seeds through edges valid at `as_of`."""
+    """Entities within `depth` hops of the seeds through edges valid at `as_of`: one
+    statement returns the nodes and edges reached, nearest first."""
     rows = session.execute(
         _WALK,
         {
@@ -80,18 +121,19 @@ def walk(
             "max_rows": max_edges + len(seeds),
         },
     ).all()
-    hops: dict[str, int] = {}
-    edge_order: list[int] = []
-    for edge_id, node_id, d in rows:
-        hops[node_id] = min(hops.get(node_id, d), d)
-        if edge_id is not None and edge_id not in edge_order:
-            edge_order.append(edge_id)
-    edges = {
-        e.id: e
-        for e in session.scalars(select(Edge).where(Edge.namespace == ns, Edge.id.in_(edge_order)))
-    }
-    entities = {
-        e.id: e
-        for e in session.scalars(select(Entity).where(Entity.namespace == ns, Entity.id.in_(hops)))
-    }
-    return Walk(depth=hops, edges=[edges[i] for i in edge_order], entities=entities)
+    found = Walk(depth={}, edges=[], entities={})
+    seen: set[int] = set()
+    for r in rows:
+        found.depth[r.id] = min(found.depth.get(r.id, r.depth), r.depth)
+        found.entities.setdefault(
+            r.id,
+            Node(r.namespace, r.id, r.name, r.entity_type, r.summary, r.created_at,
+                 r.valid_from, r.valid_to),
+        )  # fmt: skip
+        if r.edge_id is not None and r.edge_id not in seen:
+            seen.add(r.edge_id)
+            found.edges.append(
+                Link(ns, r.edge_id, r.source_id, r.target_id, r.relation, r.weight, r.context,
+                     r.edge_created_at, r.edge_valid_from, r.edge_valid_to, r.expired_at)
+            )  # fmt: skip
+    return found

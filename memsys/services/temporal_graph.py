@@ -42,7 +42,7 @@ def _now(as_of: datetime | None) -> datetime:
     return as_of or datetime.now(UTC)
 
 
-def _open(entity: Entity, at: datetime) -> bool:
+def _open(entity: Entity | graph_walk.Node, at: datetime) -> bool:
     """An entity is a name: it counts at `at` unless it was closed by then (an episode may
     relate entities first seen today from a reference time last week)."""
     return entity.valid_to is None or entity.valid_to > at
@@ -63,7 +63,7 @@ def _ranked(session: Session, groups: list[str], query: str, limit: int) -> Rank
     return sorted(found, key=lambda pair: -pair[1])[:limit]
 
 
-def edge_out(edge: Edge, names: dict[str, str], score: float) -> EntityEdge:
+def edge_out(edge: Edge | graph_walk.Link, names: dict[str, str], score: float) -> EntityEdge:
     return EntityEdge(
         uuid=edge.id,
         source_node_uuid=edge.source_id,
