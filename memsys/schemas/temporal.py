@@ -99,6 +99,7 @@ class AddEpisodeOut(Output):
     memory_id: str
     entities_extracted: int
     relations_extracted: int
+    extractor: str = Field(description="rules, or llm when the configured model answered")
     entities: list[str]
     relations: list[EpisodeRelation]
 

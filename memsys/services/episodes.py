@@ -1,7 +1,8 @@
 """S002 episodes (`link`, add_episode): a piece of text or JSON with a reference time. It is
 kept as a memory (searchable; its mentions linked like any memory), its entities are upserted
 by stable key (`concept#…`, shared with the mentions graph) and linked from the episode, and the
-relations its sentences state (memsys.relation_extraction) become entity → entity edges valid
+relations its sentences state (memsys.relation_extraction, or the optional LLM extractor of
+memsys.llm_extraction when MEMSYS_EXTRACTOR_URL is set) become entity → entity edges valid
 from the reference time, with the sentence as their fact and the memory as evidence.
 """
 
@@ -14,7 +15,7 @@ import numpy as np
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from memsys import extraction, ids, relation_extraction
+from memsys import extraction, ids, llm_extraction, relation_extraction
 from memsys.config import get_settings
 from memsys.embeddings import get_embedder
 from memsys.models import Episode
@@ -34,18 +35,26 @@ _LINK = text(
 )
 
 
-def _embed(params: AddEpisodeIn) -> np.ndarray:
-    return get_embedder().embed_one(relation_extraction.readable(params.content))
+Extracted = tuple[list[extraction.Mention], list[relation_extraction.Found]]
 
 
-@before_transaction(_embed)
+def _prepare(params: AddEpisodeIn) -> tuple[np.ndarray, Extracted | None]:
+    """Before the transaction: the embedding, and the LLM extractor's answer if one is set."""
+    body = relation_extraction.readable(params.content)
+    return get_embedder().embed_one(body), llm_extraction.extract(body)
+
+
+@before_transaction(_prepare)
 def add_episode(
-    session: Session, params: AddEpisodeIn, prepared: np.ndarray | None = None
+    session: Session,
+    params: AddEpisodeIn,
+    prepared: tuple[np.ndarray, Extracted | None] | None = None,
 ) -> AddEpisodeOut:
     """Store the episode, extract its entities and relations, link them."""
     ns = params.namespace or get_settings().graph_namespace
     at = params.reference_time or datetime.now(UTC)
     body = relation_extraction.readable(params.content)
+    vector, by_model = prepared if prepared is not None else _prepare(params)
     namespaces.ensure(session, ns)
     memory = memories.store(
         session,
@@ -55,9 +64,9 @@ def add_episode(
             namespace=ns,
             metadata={EPISODE: True, "source": params.source_description or ""},
         ),
-        prepared=prepared,
+        prepared=vector,
     )
-    found, stated = relation_extraction.extract(body)
+    found, stated = by_model or relation_extraction.extract(body)
     named = [extraction.Mention(extraction.key_for(n), n) for n in params.entity_names or []]
     wanted = {m.key: m.name for m in [*found, *named]}
     resolved = mentions.upsert(session, ns, wanted) if wanted else {}
@@ -117,6 +126,7 @@ def add_episode(
         memory_id=memory.id,
         entities_extracted=len(resolved),
         relations_extracted=len(out),
+        extractor="rules" if by_model is None else "llm",
         entities=[wanted[k] for k in sorted(resolved, key=list(wanted).index)],
         relations=out,
     )
