@@ -68,13 +68,13 @@ async def sizes_run(params: Any, sizes: list[int]) -> dict[str, Any]:
             while made < size:
                 batch = [entity(i) for i in range(made, min(made + BATCH, size))]
                 ms, result = await call(session, "create_entities", {"entities": batch})
-                assert not result.isError, result.content[0].text
+                assert not result.is_error, result.content[0].text
                 creates.append(ms)
                 made += len(batch)
             searches = []
             for q in QUERIES * 4:
                 ms, result = await call(session, "search_nodes", {"query": q})
-                assert not result.isError, result.content[0].text
+                assert not result.is_error, result.content[0].text
                 searches.append(ms)
             out[str(size)] = {
                 "create_entities_100": common.summary(creates),
@@ -99,7 +99,7 @@ async def writers(params: Any) -> int:
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         graph = await session.call_tool("read_graph", {})
-        data = graph.structuredContent or json.loads(graph.content[0].text)
+        data = graph.structured_content or json.loads(graph.content[0].text)
         return len(data["entities"])
 
 
