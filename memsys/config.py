@@ -54,6 +54,13 @@ class Settings(BaseSettings):
     # The namespace of the knowledge-graph tools (create_entities, …) when a call names none.
     graph_namespace: str = "global"
 
+    # An OpenAI-compatible endpoint (e.g. http://127.0.0.1:11434/v1) for extracting entities
+    # and relations from episodes; unset (the default): the rule-based extractor only.
+    extractor_url: str | None = None
+    extractor_model: str = "gpt-4o-mini"
+    extractor_api_key: str | None = None
+    extractor_timeout: float = 30.0
+
     def allowed_roots(self) -> list[Path]:
         if self.index_roots is None:
             return [Path.home().resolve(), Path.cwd().resolve()]

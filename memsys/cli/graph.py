@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from memsys.cli.output import json_lines, short
+from memsys.cli.output import read_input, short
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -60,15 +60,10 @@ def export(
     namespace: Annotated[str | None, typer.Option("--namespace", "-n")] = None,
 ) -> None:
     """Write the graph as the official memory server's JSONL file (MEMORY_FILE_PATH)."""
+    from memsys.schemas.graph_jsonl import render_jsonl
+
     graph = _graph_op("read_graph", {} if namespace is None else {"namespace": namespace})
-    lines = [
-        json.dumps({"type": "entity", **e.model_dump(mode="json")}, ensure_ascii=False)
-        for e in graph.entities
-    ] + [
-        json.dumps({"type": "relation", **r.model_dump(mode="json", by_alias=True)})
-        for r in graph.relations
-    ]
-    text = "".join(line + "\n" for line in lines)
+    text = render_jsonl(graph)
     if path == "-":
         sys.stdout.write(text)
     else:
@@ -83,18 +78,15 @@ def import_(
 ) -> None:
     """Load the official memory server's JSONL file: entities (with their observations),
     then relations. Existing names and relations are kept as they are."""
-    from memsys.errors import InvalidInput
+    from memsys.schemas.graph_jsonl import parse_jsonl
 
-    entities: list[dict[str, Any]] = []
-    relations: list[dict[str, Any]] = []
-    for n, item in json_lines(path):
-        kind = item.pop("type", None)
-        if kind not in ("entity", "relation"):
-            raise InvalidInput(f"line {n}: not an entity or relation line")
-        (entities if kind == "entity" else relations).append(item)
-    scope = {} if namespace is None else {"namespace": namespace}
-    made = _graph_op("create_entities", {"entities": entities, **scope}) if entities else None
-    linked = _graph_op("create_relations", {"relations": relations, **scope}) if relations else None
+    parsed = parse_jsonl(read_input(path), namespace)
+    made = linked = None
+    if parsed.entities is not None:
+        made = _graph_op("create_entities", parsed.entities.model_dump(exclude_none=True))
+    if parsed.relations is not None:
+        dumped = parsed.relations.model_dump(by_alias=True, exclude_none=True)
+        linked = _graph_op("create_relations", dumped)
     typer.echo(
         f"Imported {len(made.entities) if made else 0} new entities, "
         f"{len(linked.relations) if linked else 0} new relations"

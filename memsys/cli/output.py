@@ -52,26 +52,22 @@ def value_of(text: str) -> Any:
         return text
 
 
+def read_input(path: str) -> str:
+    """The text of a file (- is stdin), or a one-line error naming it."""
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).expanduser().read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"Cannot read {path}: {exc}") from None
+
+
 def json_lines(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) of a JSON-lines file (- is stdin); blank lines are skipped, and
     a line that is not a JSON object is an error naming it."""
-    if path == "-":
-        text = sys.stdin.read()
-    else:
-        try:
-            text = Path(path).expanduser().read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InvalidInput(f"Cannot read {path}: {exc}") from None
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"line {n}: not valid JSON: {exc.msg}") from None
-        if not isinstance(item, dict):
-            raise InvalidInput(f"line {n}: expected a JSON object") from None
-        yield n, item
+    from memsys.schemas.graph_jsonl import objects
+
+    return objects(read_input(path))
 
 
 PIPE_WIDTH = 120

@@ -2,7 +2,7 @@
 
 from memsys.models.base import Base
 from memsys.models.chunk import Chunk, Document
-from memsys.models.graph import Edge, Entity, Fact
+from memsys.models.graph import Edge, Entity, Episode, Fact
 from memsys.models.lexicon import CorpusStat, TermStat
 from memsys.models.lifecycle import MemoryAccess, MemoryChange
 from memsys.models.log import AgentTrace, Event, QueryTrace, ValidationEvent
@@ -17,6 +17,7 @@ __all__ = [
     "Document",
     "Edge",
     "Entity",
+    "Episode",
     "Event",
     "Fact",
     "MemoryAccess",

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from memsys.models.base import LIFECYCLES, Base, in_list, timestamp_column
 
-NODE_KINDS = ("chunk", "entity", "fact")
+NODE_KINDS = ("chunk", "entity", "fact", "episode")
 
 
 class Entity(Base):
@@ -73,6 +73,15 @@ class Fact(Base):
         ),
         Index("ix_fact_namespace_entity_id", "namespace", "entity_id"),
         Index("ix_fact_namespace_verified", "namespace", "verified"),
+        # one live version per (entity, attribute): concurrent supersedes converge on it
+        Index(
+            "uq_fact_live_attribute",
+            "namespace",
+            "entity_id",
+            "attribute",
+            unique=True,
+            postgresql_where=text("valid_to IS NULL AND attribute IS NOT NULL"),
+        ),
     )
 
     namespace: Mapped[str] = mapped_column(
@@ -80,6 +89,7 @@ class Fact(Base):
     )
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     entity_id: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    attribute: Mapped[str | None] = mapped_column(Text, nullable=True)
     content: Mapped[str] = mapped_column(Text)
     source_uri: Mapped[str | None] = mapped_column(Text, nullable=True)
     confidence: Mapped[float] = mapped_column(Float, server_default="0.8")
@@ -123,3 +133,21 @@ class Edge(Base):
     valid_from: Mapped[datetime] = timestamp_column()
     valid_to: Mapped[datetime | None] = timestamp_column(nullable=True)
     expired_at: Mapped[datetime | None] = timestamp_column(nullable=True)
+
+
+class Episode(Base):
+    """S002: one ingested piece of text or JSON with its reference time; the entities and
+    relations extracted from it point back to it (`mentions` edges, edge evidence)."""
+
+    __tablename__ = "episode"
+    __table_args__ = (Index("ix_episode_namespace_reference_time", "namespace", "reference_time"),)
+
+    namespace: Mapped[str] = mapped_column(
+        String(128), ForeignKey("namespace.name"), primary_key=True
+    )
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    content: Mapped[str] = mapped_column(Text)
+    source_description: Mapped[str | None] = mapped_column(Text, nullable=True)
+    memory_id: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    reference_time: Mapped[datetime] = timestamp_column()
+    created_at: Mapped[datetime] = timestamp_column()

@@ -20,6 +20,7 @@ from __future__ import annotations
 from memsys.operations.core import CORE_OPERATIONS
 from memsys.operations.debug import DEBUG_OPERATIONS
 from memsys.operations.graph import EDGE_OPERATIONS, GRAPH_OPERATIONS
+from memsys.operations.knowledge import KNOWLEDGE_OPERATIONS
 from memsys.operations.learning import LEARNING_OPERATIONS
 from memsys.operations.lifecycle import LIFECYCLE_OPERATIONS
 from memsys.operations.spec import Cli, Effect, Operation, Rest, resolve
@@ -30,6 +31,7 @@ OPERATIONS: tuple[Operation, ...] = (
     + LIFECYCLE_OPERATIONS
     + EDGE_OPERATIONS
     + GRAPH_OPERATIONS
+    + KNOWLEDGE_OPERATIONS
     + DEBUG_OPERATIONS
 )
 BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}

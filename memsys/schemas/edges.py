@@ -6,18 +6,24 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
+from memsys import relations
 from memsys.schemas.common import Input, Output, within
+from memsys.schemas.temporal import AsOf
 
-# S001's relations between memories: the registry memory_relate accepts.
-MEMORY_RELATIONS = ("relates_to", "supersedes", "caused_by", "contradicts")
+# memory_relate takes any public relation of the one registry (memsys.relations): S001's four
+# first, then S000's vocabulary, S003's and S002's types; any case, stored lower snake_case.
+MEMORY_RELATIONS = relations.PUBLIC
 MAX_DEPTH = 5
 Direction = Literal["outgoing", "incoming", "both"]
 
 
 def _relation(v: str) -> str:
-    if v not in MEMORY_RELATIONS:
-        raise ValueError(f"Invalid relation: {v}. Use one of: {', '.join(MEMORY_RELATIONS)}")
-    return v
+    try:
+        return relations.require(v)
+    except ValueError:
+        raise ValueError(
+            f"Invalid relation: {v}. Use one of: {', '.join(MEMORY_RELATIONS)}"
+        ) from None
 
 
 def _decay(v: float) -> float:
@@ -84,6 +90,7 @@ class MemoryInspectIn(Input):
     output_format: Annotated[
         Literal["json", "mermaid"], Field(description="json, or a mermaid flowchart as text")
     ] = "json"
+    as_of: AsOf = None
 
 
 class GraphNode(Output):

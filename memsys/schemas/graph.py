@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, ConfigDict, Field
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
+from memsys import keys, relations
 from memsys.schemas.common import Input, NamespaceName, Output, QueryText
+from memsys.schemas.observations import canonical_text, looks_like_envelope, parse_envelope
 
 MAX_ITEMS = 1000
 MAX_NAME = 512
@@ -27,6 +29,8 @@ def _observation(v: str) -> str:
     v = v.strip()
     if not v:
         raise ValueError("An observation cannot be empty")
+    if looks_like_envelope(v):  # S000: an envelope is validated before it is written
+        return canonical_text(parse_envelope(v))
     return v
 
 
@@ -51,6 +55,17 @@ class EntityIn(Input):
         list[Observation], Field(description="Facts about the entity, one per string")
     ] = []
 
+    @model_validator(mode="after")
+    def _typed(self) -> EntityIn:
+        """A name with an S000 prefix (`err#…`) is a stable key: well formed, and of its type."""
+        kind = keys.check(self.name)
+        if kind is not None and self.entityType.lower() != kind:
+            raise ValueError(
+                f"entityType: {self.entityType!r} does not match the key {self.name!r} "
+                f"(an S000 {kind} key)"
+            )
+        return self
+
 
 class RelationIn(Input):
     model_config = ConfigDict(populate_by_name=True)
@@ -58,6 +73,18 @@ class RelationIn(Input):
     from_: Annotated[Name, Field(alias="from", description="Source entity name")]
     to: Annotated[Name, Field(description="Target entity name")]
     relationType: Annotated[Name, Field(description="In active voice, e.g. works_at")]
+
+    @model_validator(mode="after")
+    def _typed(self) -> RelationIn:
+        """Between S000-keyed entities the relation comes from the registry (memsys.relations)
+        and, for S000's own relations, joins the types S000 names."""
+        ends = (keys.check(self.from_), keys.check(self.to))
+        if ends[0] is None and ends[1] is None:
+            return self
+        self.relationType = relations.require(self.relationType)
+        if ends[0] is not None and ends[1] is not None:
+            relations.check_pair(self.relationType, ends[0], ends[1])
+        return self
 
 
 class ObservationsIn(Input):

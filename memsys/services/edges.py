@@ -7,6 +7,7 @@ touched here: the `mentions` and `observation_of` edges memsys writes itself are
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import datetime
 
 from sqlalchemy import ColumnElement, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
@@ -33,9 +34,15 @@ from memsys.services import events, memories
 MAX_PATHS = 200
 
 
-def _memory_edges() -> list[ColumnElement[bool]]:
+def _memory_edges(at: datetime | None = None) -> list[ColumnElement[bool]]:
+    """S001's live edges between memories; with `at`, those valid at that time instead."""
+    valid = (
+        [Edge.valid_to.is_(None)]
+        if at is None
+        else [Edge.valid_from <= at, or_(Edge.valid_to.is_(None), Edge.valid_to > at)]
+    )
     return [
-        Edge.valid_to.is_(None),
+        *valid,
         Edge.source_kind == "chunk",
         Edge.target_kind == "chunk",
         Edge.relation.in_(MEMORY_RELATIONS),
@@ -139,6 +146,7 @@ def inspect(session: Session, params: MemoryInspectIn) -> MemoryInspectOut:
     from it (relevance decays by decay_factor per hop), as JSON or a mermaid flowchart."""
     origin = memories.live_memory(session, params.memory_id)
     ns = origin.namespace
+    at = params.as_of
     depth = {origin.id: 0}
     edges: dict[int, Edge] = {}
     frontier = {origin.id}
@@ -158,7 +166,11 @@ def inspect(session: Session, params: MemoryInspectIn) -> MemoryInspectOut:
     contents = dict(
         session.execute(
             select(Chunk.id, Chunk.content).where(
-                Chunk.namespace == ns, Chunk.id.in_(depth), Chunk.valid_to.is_(None)
+                Chunk.namespace == ns,
+                Chunk.id.in_(depth),
+                Chunk.valid_to.is_(None)
+                if at is None
+                else or_(Chunk.valid_to.is_(None), Chunk.valid_to > at),
             )
         )
         .tuples()
@@ -207,7 +219,9 @@ def _edges_from(
 ) -> list[Edge]:
     out, into = Edge.source_id.in_(frontier), Edge.target_id.in_(frontier)
     sides = {"outgoing": out, "incoming": into, "both": or_(out, into)}
-    stmt = select(Edge).where(Edge.namespace == ns, sides[params.direction], *_memory_edges())
+    stmt = select(Edge).where(
+        Edge.namespace == ns, sides[params.direction], *_memory_edges(params.as_of)
+    )
     if params.edge_types:
         stmt = stmt.where(Edge.relation.in_(params.edge_types))
     return list(session.scalars(stmt))

@@ -10,6 +10,7 @@ over their observations, after exact name and type matches — not by substring 
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from memsys import ids
 from memsys.config import get_settings
-from memsys.db import rowcount
+from memsys.db import rowcount, take_turns
 from memsys.embeddings import get_embedder
 from memsys.errors import NotFound
 from memsys.models import Chunk, Edge, Entity
@@ -57,7 +58,7 @@ def _key(name: str) -> str:
     return KEY_PREFIX + name
 
 
-def _embed(texts: list[str]) -> Vectors:
+def embed_texts(texts: list[str]) -> Vectors:
     unique = sorted(set(texts))
     if not unique:
         return {}
@@ -127,10 +128,12 @@ def relations_of(
     ]
 
 
-def _add(
+def add_to(
     session: Session, ns: str, entity: Entity, contents: list[str], vectors: Vectors
 ) -> list[str]:
-    """Observations the entity does not have yet, stored as memories and linked."""
+    """Observations the entity does not have yet, stored as memories and linked. Writers to
+    one entity take turns, so the same observation from two processes is linked once."""
+    take_turns(session, ns, "observations", entity.id)
     present = {r.content for r in observation_edges(session, ns, [entity.id])}
     added: list[str] = []
     for content in dict.fromkeys(contents):
@@ -196,45 +199,95 @@ def _record(session: Session, ns: str, operation: str, count: int) -> None:
 # ------------------------------------------------------------------ the nine verbs
 
 
-@before_transaction(lambda p: _embed([o for e in p.entities for o in e.observations]))
+@before_transaction(lambda p: embed_texts([o for e in p.entities for o in e.observations]))
 def create_entities(
     session: Session, params: CreateEntitiesIn, prepared: Vectors | None = None
 ) -> EntitiesOut:
     """Entities not yet present (by name) are created with their observations; an existing
     name is skipped, as server-memory does."""
     ns = graph_namespace(params)
-    vectors = prepared or _embed([o for e in params.entities for o in e.observations])
+    vectors = prepared or embed_texts([o for e in params.entities for o in e.observations])
     namespaces.ensure(session, ns)
     existing = {e.name for e in live_entities(session, ns, [e.name for e in params.entities])}
     created: list[Entity] = []
     for item in params.entities:
         if item.name in existing:
             continue
-        new_id = session.execute(
-            insert(Entity)
-            .values(
-                namespace=ns,
-                id=ids.new_id(ids.ENTITY),
-                key=_key(item.name),
-                name=item.name,
-                entity_type=item.entityType,
-                created_at=func.clock_timestamp(),  # the order they were given, as listed
-            )
-            # a concurrent writer may create the same name first: then it is skipped here
-            .on_conflict_do_nothing(
-                index_elements=["namespace", "key"], index_where=text("valid_to IS NULL")
-            )
-            .returning(Entity.id)
-        ).scalar()
-        if new_id is None:
+        entity, new = upsert_entity(session, ns, item.name, item.entityType)
+        if not new:  # a concurrent writer created the same name first: skipped here
             continue
-        entity = session.get(Entity, (ns, new_id))
-        assert entity is not None
-        _add(session, ns, entity, item.observations, vectors)
+        add_to(session, ns, entity, item.observations, vectors)
         existing.add(item.name)
         created.append(entity)
     _record(session, ns, "create_entities", len(created))
     return EntitiesOut(entities=entities_out(session, ns, created))
+
+
+def upsert_entity(session: Session, ns: str, name: str, entity_type: str) -> tuple[Entity, bool]:
+    """The live entity of that name, created if missing; True when this call created it. Two
+    writers of one name converge on one row (the unique index on live keys)."""
+    new_id = session.execute(
+        insert(Entity)
+        .values(
+            namespace=ns,
+            id=ids.new_id(ids.ENTITY),
+            key=_key(name),
+            name=name,
+            entity_type=entity_type,
+            created_at=func.clock_timestamp(),  # the order they were given, as listed
+        )
+        .on_conflict_do_nothing(
+            index_elements=["namespace", "key"], index_where=text("valid_to IS NULL")
+        )
+        .returning(Entity.id)
+    ).scalar()
+    if new_id is not None:
+        entity = session.get(Entity, (ns, new_id))
+        assert entity is not None
+        return entity, True
+    found = live_entities(session, ns, [name])
+    return found[0], False
+
+
+def relate_entities(
+    session: Session,
+    ns: str,
+    source_id: str,
+    target_id: str,
+    relation: str,
+    context: str | None = None,
+    valid_from: datetime | None = None,
+    evidence: list[str] | None = None,
+) -> bool:
+    """One live edge per (source, target, relation); True when this call wrote it. Writers of
+    one triple take turns, so two processes never write it twice."""
+    take_turns(session, ns, source_id, target_id, relation)
+    exists = session.scalar(
+        select(func.count()).where(
+            Edge.namespace == ns,
+            Edge.source_id == source_id,
+            Edge.target_id == target_id,
+            Edge.relation == relation,
+            Edge.valid_to.is_(None),
+        )
+    )
+    if exists:
+        return False
+    edge = Edge(
+        namespace=ns,
+        source_kind="entity",
+        source_id=source_id,
+        target_kind="entity",
+        target_id=target_id,
+        relation=relation,
+        context=context,
+        evidence_chunk_ids=evidence or [],
+    )
+    if valid_from is not None:
+        edge.valid_from = valid_from
+    session.add(edge)
+    session.flush()
+    return True
 
 
 def _require(session: Session, ns: str, names: list[str]) -> dict[str, Entity]:
@@ -252,30 +305,10 @@ def create_relations(session: Session, params: CreateRelationsIn) -> RelationsOu
     entities = _require(session, ns, [n for r in params.relations for n in (r.from_, r.to)])
     created: list[RelationOut] = []
     for r in params.relations:
-        source, target = entities[r.from_], entities[r.to]
-        exists = session.scalar(
-            select(func.count()).where(
-                Edge.namespace == ns,
-                Edge.source_id == source.id,
-                Edge.target_id == target.id,
-                Edge.relation == r.relationType,
-                Edge.valid_to.is_(None),
+        if relate_entities(session, ns, entities[r.from_].id, entities[r.to].id, r.relationType):
+            created.append(
+                RelationOut(**{"from": r.from_, "to": r.to}, relationType=r.relationType)
             )
-        )
-        if exists:
-            continue
-        session.add(
-            Edge(
-                namespace=ns,
-                source_kind="entity",
-                source_id=source.id,
-                target_kind="entity",
-                target_id=target.id,
-                relation=r.relationType,
-            )
-        )
-        session.flush()
-        created.append(RelationOut(**{"from": r.from_, "to": r.to}, relationType=r.relationType))
     _record(session, ns, "create_relations", len(created))
     return RelationsOut(relations=created)
 
@@ -284,18 +317,18 @@ def _all_contents(items: list[ObservationsIn]) -> list[str]:
     return [c for o in items for c in o.contents]
 
 
-@before_transaction(lambda p: _embed(_all_contents(p.observations)))
+@before_transaction(lambda p: embed_texts(_all_contents(p.observations)))
 def add_observations(
     session: Session, params: AddObservationsIn, prepared: Vectors | None = None
 ) -> ObservationsOut:
     ns = graph_namespace(params)
-    vectors = prepared or _embed(_all_contents(params.observations))
+    vectors = prepared or embed_texts(_all_contents(params.observations))
     namespaces.require(session, ns)
     entities = _require(session, ns, [o.entityName for o in params.observations])
     results = [
         AddedObservations(
             entityName=o.entityName,
-            addedObservations=_add(session, ns, entities[o.entityName], o.contents, vectors),
+            addedObservations=add_to(session, ns, entities[o.entityName], o.contents, vectors),
         )
         for o in params.observations
     ]

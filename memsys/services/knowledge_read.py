@@ -3,20 +3,31 @@ and the storage they share are in memsys.services.knowledge."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
+from memsys.models import Edge, Entity
 from memsys.runner import before_transaction
 from memsys.schemas.graph import GraphOut, OpenNodesIn, ReadGraphIn, SearchNodesIn
 from memsys.services import namespaces, search, tracing
 from memsys.services.knowledge import (
+    KEY_PREFIX,
+    OBSERVATION_OF,
     entities_out,
     graph_namespace,
     live_entities,
-    observation_edges,
     relations_of,
 )
+from memsys.services.mentions import MENTIONS
 
 SEARCH_CANDIDATES = 30
+SEARCH_LIMIT = 1000  # search_nodes: every name match, then the ranked ones
+
+
+def escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def read_graph(session: Session, params: ReadGraphIn) -> GraphOut:
@@ -29,6 +40,59 @@ def read_graph(session: Session, params: ReadGraphIn) -> GraphOut:
     )
 
 
+def ranked_entities(
+    session: Session, ns: str, query: str, limit: int, memory_graph: bool = False
+) -> list[tuple[Entity, float]]:
+    """Live entities for a query: those whose name or type contains it first (score 1), then
+    those linked to the memories and chunks the retrieval pipeline ranks highest (observations,
+    mentions), by the best hit's relevance. `memory_graph`: only the memory server's entities."""
+    needle = f"%{escape_like(query.lower())}%"
+    named = select(Entity).where(
+        Entity.namespace == ns,
+        Entity.valid_to.is_(None),
+        or_(
+            func.lower(Entity.name).like(needle, escape="\\"),
+            func.lower(Entity.entity_type).like(needle, escape="\\"),
+        ),
+    )
+    if memory_graph:
+        named = named.where(Entity.key.startswith(KEY_PREFIX))
+    chosen: dict[str, tuple[Entity, float]] = {
+        e.id: (e, 1.0)
+        for e in session.scalars(named.order_by(Entity.created_at, Entity.id).limit(limit))
+    }
+    filters: dict[str, Any] = {"namespace": ns}
+    if memory_graph:
+        filters["doc_type"] = "memory"
+    found = search.hybrid(
+        session, query, filters=filters, limit=SEARCH_CANDIDATES, count_access=False
+    )
+    score = {h.id: h.score for h in found.hits}
+    linked = select(Edge.target_id, Edge.source_id).where(
+        Edge.namespace == ns,
+        Edge.valid_to.is_(None),
+        Edge.source_kind == "chunk",
+        Edge.target_kind == "entity",
+        Edge.relation.in_([OBSERVATION_OF] if memory_graph else [OBSERVATION_OF, MENTIONS]),
+        Edge.source_id.in_(score),
+    )
+    best: dict[str, float] = {}
+    for entity_id, chunk_id in session.execute(linked):
+        best[entity_id] = max(best.get(entity_id, 0.0), score[chunk_id])
+    ordered = sorted((i for i in best if i not in chosen), key=lambda i: (-best[i], i))
+    wanted = ordered[: max(0, limit - len(chosen))]
+    rows = select(Entity).where(
+        Entity.namespace == ns, Entity.id.in_(wanted), Entity.valid_to.is_(None)
+    )
+    if memory_graph:
+        rows = rows.where(Entity.key.startswith(KEY_PREFIX))
+    by_id = {e.id: e for e in session.scalars(rows)}
+    for i in wanted:
+        if i in by_id:
+            chosen[i] = (by_id[i], best[i])
+    return list(chosen.values())
+
+
 @before_transaction(search.embed_query_of)
 def search_nodes(session: Session, params: SearchNodesIn) -> GraphOut:
     """Entities whose name or type contains the query first, then those whose observations
@@ -39,40 +103,17 @@ def search_nodes(session: Session, params: SearchNodesIn) -> GraphOut:
         "search_nodes", params.query, namespace=ns, filters=scope, params=params
     ) as t:
         namespaces.require(session, ns)
-        out = _search_nodes(session, params, ns)
+        chosen = [e for e, _ in ranked_entities(session, ns, params.query, SEARCH_LIMIT, True)]
         tracing.write(
             session,
             t,
-            retrieved=[{"id": e.name} for e in out.entities],
+            retrieved=[{"id": e.name} for e in chosen],
             stores=["vector", "fulltext", "graph"],
         )
-        return out
-
-
-def _search_nodes(session: Session, params: SearchNodesIn, ns: str) -> GraphOut:
-    needle = params.query.lower()
-    every = live_entities(session, ns)
-    by_name = [e for e in every if needle in e.name.lower() or needle in e.entity_type.lower()]
-    found = search.hybrid(
-        session,
-        params.query,
-        filters={"namespace": ns, "doc_type": "memory"},
-        limit=SEARCH_CANDIDATES,
-        count_access=False,
-    )
-    hit_rank = {h.id: n for n, h in enumerate(found.hits)}
-    ranked: dict[str, int] = {}
-    for row in observation_edges(session, ns, [e.id for e in every]):
-        if row.source_id in hit_rank:
-            ranked[row.target_id] = min(ranked.get(row.target_id, 10**6), hit_rank[row.source_id])
-    by_id = {e.id: e for e in every}
-    chosen = by_name + [
-        by_id[i] for i in sorted(ranked, key=ranked.__getitem__) if by_id[i] not in by_name
-    ]
-    return GraphOut(
-        entities=entities_out(session, ns, chosen),
-        relations=relations_of(session, ns, chosen, both=False),
-    )
+        return GraphOut(
+            entities=entities_out(session, ns, chosen),
+            relations=relations_of(session, ns, chosen, both=False),
+        )
 
 
 def open_nodes(session: Session, params: OpenNodesIn) -> GraphOut:

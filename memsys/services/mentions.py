@@ -44,15 +44,8 @@ _EDGES = text(
 )
 
 
-def link(session: Session, namespace: str, chunks: Sequence[tuple[str, str]]) -> int:
-    """Extract mentions from (chunk_id, text) pairs of one namespace; returns edges written."""
-    per_chunk = [(chunk_id, extraction.extract(body)) for chunk_id, body in chunks]
-    names: dict[str, str] = {}
-    for _, mentions in per_chunk:
-        for m in mentions:
-            names.setdefault(m.key, m.name)
-    if not names:
-        return 0
+def upsert(session: Session, namespace: str, names: dict[str, str]) -> dict[str, str]:
+    """Concept entities by stable key (key → display name), created if missing; key → id."""
     keys = sorted(names)
     session.execute(
         _UPSERT,
@@ -63,9 +56,19 @@ def link(session: Session, namespace: str, chunks: Sequence[tuple[str, str]]) ->
             "names": [names[k] for k in keys],
         },
     )
-    resolved: dict[str, str] = dict(
-        session.execute(_RESOLVE, {"namespace": namespace, "keys": keys}).all()
-    )
+    return dict(session.execute(_RESOLVE, {"namespace": namespace, "keys": keys}).tuples().all())
+
+
+def link(session: Session, namespace: str, chunks: Sequence[tuple[str, str]]) -> int:
+    """Extract mentions from (chunk_id, text) pairs of one namespace; returns edges written."""
+    per_chunk = [(chunk_id, extraction.extract(body)) for chunk_id, body in chunks]
+    names: dict[str, str] = {}
+    for _, mentions in per_chunk:
+        for m in mentions:
+            names.setdefault(m.key, m.name)
+    if not names:
+        return 0
+    resolved = upsert(session, namespace, names)
     pairs = [(cid, resolved[m.key]) for cid, ms in per_chunk for m in ms if m.key in resolved]
     if pairs:
         session.execute(

@@ -112,3 +112,19 @@ def test_edge_forget_in_its_three_modes(chain: list[str]) -> None:
     assert around["deleted_count"] == 2  # b → c and a → c
     assert op("memory_inspect_graph", memory_id=a)["stats"]["total_edges"] == 0
     assert "Say which edges" in fails("memory_edge_forget")
+
+
+def test_registry_relations_and_inspect_as_of(chain: list[str]) -> None:
+    from datetime import UTC, datetime
+
+    a, b, _, d = chain
+    # any registry relation, any case: S000's CAUSED_BY is S001's caused_by, stored once
+    assert op("memory_relate", source_id=a, target_id=b, relation="CAUSED_BY")["created"] is False
+    made = op("memory_relate", source_id=d, target_id=a, relation="Solves")
+    assert made["created"] is True
+    before = datetime.now(UTC).isoformat()
+    op("memory_edge_forget", source_id=a, target_id=b)
+    now = op("memory_inspect_graph", memory_id=a, max_depth=1, direction="outgoing")
+    assert b not in {n["id"] for n in now["nodes"]}
+    then = op("memory_inspect_graph", memory_id=a, max_depth=1, direction="outgoing", as_of=before)
+    assert b in {n["id"] for n in then["nodes"]}

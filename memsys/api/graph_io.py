@@ -1,0 +1,55 @@
+"""POST /v1/graph/import and GET /v1/graph/export: the official memory server's JSONL file
+over HTTP, so a user moves a MEMORY_FILE_PATH in (`curl --data-binary @memory.jsonl`) and back
+out (`curl … > memory.jsonl`) in one command. Raw JSON lines, not JSON bodies: these are
+files, not operations (the same import/export is `memsys graph import|export`)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import anyio
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import PlainTextResponse
+
+from memsys import runner
+from memsys.errors import InvalidInput
+from memsys.schemas import parse
+from memsys.schemas.graph import ReadGraphIn
+from memsys.schemas.graph_jsonl import parse_jsonl, render_jsonl
+from memsys.services import graph_io, knowledge_read
+
+router = APIRouter(tags=["graph"])
+NDJSON = "application/x-ndjson"
+MAX_BODY = 64 * 1024 * 1024
+Namespace = Annotated[
+    str | None, Query(description="Namespace of the graph (default: MEMSYS_GRAPH_NAMESPACE)")
+]
+
+
+@router.get("/graph/export", response_class=PlainTextResponse)
+def export_graph(namespace: Namespace = None) -> PlainTextResponse:
+    """The graph as the memory server's JSONL file (entities, then relations)."""
+    params = parse(ReadGraphIn, {} if namespace is None else {"namespace": namespace})
+    graph = runner.run(knowledge_read.read_graph, params)
+    return PlainTextResponse(render_jsonl(graph), media_type=NDJSON)
+
+
+@router.post("/graph/import")
+async def import_graph(request: Request, namespace: Namespace = None) -> dict[str, int]:
+    """Load a memory server JSONL file (the request body): new entities with their
+    observations, then new relations; existing names and triples are kept. Every line is
+    validated first; one bad line refuses the file and writes nothing."""
+    body = await request.body()
+    if len(body) > MAX_BODY:
+        raise InvalidInput(f"The file is too large: {len(body)} bytes (limit {MAX_BODY})")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput("The body is not UTF-8 text") from None
+
+    def run() -> dict[str, int]:
+        params = parse_jsonl(text, namespace)
+        made, linked = runner.run(graph_io.import_graph, params)
+        return {"entities_created": len(made.entities), "relations_created": len(linked.relations)}
+
+    return await anyio.to_thread.run_sync(run)

@@ -1,0 +1,78 @@
+"""memory_observe: one S000 observation envelope, filed under the entity its stable key names."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, Field, model_validator
+
+from memsys import keys, relations
+from memsys.schemas.common import Input, Output
+from memsys.schemas.graph import GraphNamespace
+from memsys.schemas.observations import parse_envelope, stable_key
+
+MAX_LINKS = 50
+
+
+def _envelope(v: dict[str, Any]) -> dict[str, Any]:
+    parsed = parse_envelope(v, "envelope")
+    stable_key(parsed)  # a key it cannot make is refused here, before any write
+    return dict(parsed.model_dump(mode="json", exclude_none=True))
+
+
+def _target(v: str) -> str:
+    v = v.strip()
+    if keys.check(v) is None:
+        raise ValueError(f"Link target {v!r} is not an S000 stable key (e.g. dep#lodash@4.17.21)")
+    return v
+
+
+class LinkIn(Input):
+    relation: Annotated[
+        str,
+        AfterValidator(relations.require),
+        Field(description="A relation of the registry, e.g. CAUSED_BY, RESOLVES, TOUCHES"),
+    ]
+    target: Annotated[
+        str,
+        AfterValidator(_target),
+        Field(description="The other entity's stable key (created if missing)"),
+    ]
+
+
+class MemoryObserveIn(Input):
+    envelope: Annotated[
+        dict[str, Any],
+        AfterValidator(_envelope),
+        Field(
+            description="An S000 observation envelope: {type: command.exec | error.capture | "
+            "warning.capture | fix.apply | fix.outcome | doc.note | run.summary, …its fields}"
+        ),
+    ]
+    links: Annotated[
+        list[LinkIn],
+        Field(
+            description="Relations from the observed entity to others, e.g. "
+            '[{"relation": "CAUSED_BY", "target": "dep#lodash@4.17.21"}]',
+            max_length=MAX_LINKS,
+        ),
+    ] = []
+    namespace: GraphNamespace = None
+
+    @model_validator(mode="after")
+    def _pairs(self) -> MemoryObserveIn:
+        _, kind = stable_key(parse_envelope(self.envelope, "envelope"))
+        for link in self.links:
+            target_type = keys.type_of(link.target)
+            assert target_type is not None
+            relations.check_pair(link.relation, kind, target_type)
+        return self
+
+
+class MemoryObserveOut(Output):
+    entity: str = Field(description="The stable key: the entity's name")
+    entityType: str
+    namespace: str
+    created: bool = Field(description="False when the entity already existed")
+    observation_added: bool = Field(description="False when it already had this observation")
+    links_created: int

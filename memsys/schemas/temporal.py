@@ -1,0 +1,227 @@
+"""S002's temporal graph: episodes, search_entities, search_edges, query_graph,
+build_context. Reads take `as_of` (default now): what was valid then, by the edges' and
+facts' valid_from/valid_to."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, Field
+
+from memsys.schemas.common import Input, NamespaceName, Output, QueryText, within
+from memsys.schemas.graph import MAX_ITEMS, Name
+
+MAX_GRAPH_DEPTH = 3  # both directions at depth 3 already reaches most of a dense graph
+MAX_GRAPH_RESULTS = 100
+MAX_FACTS = 200
+MAX_EPISODE = 32_000
+CLOCK_SKEW = timedelta(minutes=5)
+
+
+def check_as_of(value: datetime | None) -> datetime | None:
+    """An instant in the past (a naive time is UTC); the future is refused, not guessed at."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    if value > datetime.now(UTC) + CLOCK_SKEW:
+        raise ValueError(f"as_of {value.isoformat()} is in the future; give a past time or omit it")
+    return value
+
+
+def _episode(v: str) -> str:
+    v = v.strip()
+    if not v:
+        raise ValueError("Episode content cannot be empty")
+    if len(v) > MAX_EPISODE:
+        raise ValueError(f"Episode content is too long: {len(v)} characters (limit {MAX_EPISODE})")
+    return v
+
+
+AsOf = Annotated[
+    datetime | None,
+    AfterValidator(check_as_of),
+    Field(description="Read the graph as it was at this time (ISO 8601; default: now)"),
+]
+GroupIds = Annotated[
+    list[NamespaceName] | None,
+    Field(description="Namespaces to search (S002 group_ids; default: the graph namespace)"),
+]
+Namespace = Annotated[
+    NamespaceName | None,
+    Field(description="Namespace of the graph (default: MEMSYS_GRAPH_NAMESPACE, 'global')"),
+]
+NumResults = Annotated[
+    int,
+    within(1, MAX_GRAPH_RESULTS),
+    Field(
+        description=f"How many results (1-{MAX_GRAPH_RESULTS})",
+        json_schema_extra={"minimum": 1, "maximum": MAX_GRAPH_RESULTS},
+    ),
+]
+
+
+class AddEpisodeIn(Input):
+    content: Annotated[
+        str,
+        AfterValidator(_episode),
+        Field(description="The episode: text, or JSON (its string values are read)"),
+    ]
+    source_description: Annotated[
+        str | None, Field(description="Where it came from, e.g. 'Code review session'")
+    ] = None
+    reference_time: Annotated[
+        datetime | None,
+        AfterValidator(check_as_of),
+        Field(description="When it happened (ISO 8601; default: now): relations start then"),
+    ] = None
+    entity_names: Annotated[
+        list[Name] | None,
+        Field(
+            description="Entities to link for sure (S002 link: ENTITY1, ENTITY2), besides those "
+            "the extractor finds",
+            max_length=MAX_ITEMS,
+        ),
+    ] = None
+    namespace: Namespace = None
+
+
+class EpisodeRelation(Output):
+    source: str
+    target: str
+    relation_type: str
+    fact: str
+
+
+class AddEpisodeOut(Output):
+    episode_id: str
+    memory_id: str
+    entities_extracted: int
+    relations_extracted: int
+    extractor: str = Field(description="rules, or llm when the configured model answered")
+    entities: list[str]
+    relations: list[EpisodeRelation]
+
+
+class SearchEntitiesIn(Input):
+    query: Annotated[QueryText, Field(description="What to look for")]
+    num_results: NumResults = 10
+    group_ids: GroupIds = None
+
+
+class EntityNode(Output):
+    uuid: str
+    name: str
+    entity_type: str
+    summary: str | None
+    group_id: str
+    created_at: datetime
+    valid_from: datetime
+    valid_to: datetime | None
+    score: float
+
+
+class SearchEntitiesOut(Output):
+    entities: list[EntityNode]
+
+
+class SearchEdgesIn(Input):
+    query: Annotated[QueryText, Field(description="What to look for")]
+    num_results: NumResults = 10
+    group_ids: GroupIds = None
+    as_of: AsOf = None
+
+
+class EntityEdge(Output):
+    uuid: int
+    source_node_uuid: str
+    target_node_uuid: str
+    source_name: str
+    target_name: str
+    relation_type: str
+    fact: str | None
+    group_id: str
+    created_at: datetime
+    valid_from: datetime
+    valid_to: datetime | None
+    expired_at: datetime | None
+    score: float
+
+
+class SearchEdgesOut(Output):
+    edges: list[EntityEdge]
+
+
+class QueryGraphIn(Input):
+    query: Annotated[QueryText, Field(description="What to look for (S002 QUERY)")]
+    max_results: NumResults = 10
+    depth: Annotated[
+        int,
+        within(1, MAX_GRAPH_DEPTH),
+        Field(
+            description=f"Hops to walk from the best matches (1-{MAX_GRAPH_DEPTH})",
+            json_schema_extra={"minimum": 1, "maximum": MAX_GRAPH_DEPTH},
+        ),
+    ] = 2
+    namespace: Namespace = None
+    as_of: AsOf = None
+
+
+class QueryGraphOut(Output):
+    scope: list[str] = Field(description="Names of the entities found (S002 SCOPE)")
+    entities: list[EntityNode]
+    links: list[str] = Field(description="source→target per relation (S002 LINKS)")
+    edges: list[EntityEdge]
+    relevance: list[float] = Field(description="Per entity, in scope order (S002 RELEVANCE)")
+
+
+class BuildContextIn(Input):
+    entity_names: Annotated[
+        list[Name], Field(description="Entities to centre on", min_length=1, max_length=MAX_ITEMS)
+    ]
+    max_facts: Annotated[
+        int,
+        within(1, MAX_FACTS),
+        Field(
+            description=f"At most this many facts (1-{MAX_FACTS})",
+            json_schema_extra={"minimum": 1, "maximum": MAX_FACTS},
+        ),
+    ] = 20
+    center_node_uuid: Annotated[
+        str | None, Field(description="Rank facts by their distance from this entity")
+    ] = None
+    namespace: Namespace = None
+    as_of: AsOf = None
+
+
+class ContextFact(Output):
+    kind: str = Field(description="edge (a relation) or fact (a versioned fact)")
+    uuid: str
+    subject: str
+    relation_type: str | None
+    object: str | None
+    fact: str
+    distance: int
+    valid_from: datetime
+    valid_to: datetime | None
+
+
+class BuildContextOut(Output):
+    entities: list[EntityNode]
+    facts: list[ContextFact]
+    context: str = Field(description="The facts as lines for a prompt")
+
+
+def node(entity: Any, score: float) -> EntityNode:
+    return EntityNode(
+        uuid=entity.id,
+        name=entity.name,
+        entity_type=entity.entity_type,
+        summary=entity.summary,
+        group_id=entity.namespace,
+        created_at=entity.created_at,
+        valid_from=entity.valid_from,
+        valid_to=entity.valid_to,
+        score=round(score, 4),
+    )

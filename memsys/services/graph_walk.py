@@ -1,0 +1,139 @@
+"""Walks of the entity graph in SQL: a recursive CTE that is cycle-safe (a node is never
+revisited on one path), depth-bounded, filtered by relation and by validity at `as_of`, with
+each node's fan-out capped (hubs) and the result limited (S000 "Read Order": limit early).
+`sql/graph_walks.sql` runs the same walk from psql.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+FANOUT = 25  # edges followed per node and hop, strongest first
+MAX_EDGES = 2000
+
+_WALK = text(
+    """
+    WITH RECURSIVE walk(node, depth, path, edge_id) AS (
+        SELECT s.id, 0, ARRAY[s.id], NULL::bigint
+        FROM unnest(CAST(:seeds AS text[])) AS s(id)
+      UNION ALL
+        SELECT nxt.node, w.depth + 1, w.path || nxt.node, nxt.id
+        FROM walk w
+        CROSS JOIN LATERAL (
+            SELECT e.id,
+                   CASE WHEN e.source_id = w.node THEN e.target_id ELSE e.source_id END AS node
+            FROM edge e
+            WHERE e.namespace = :ns
+              AND (e.source_id = w.node OR (:both AND e.target_id = w.node))
+              AND e.source_kind = 'entity' AND e.target_kind = 'entity'
+              AND e.valid_from <= :as_of AND (e.valid_to IS NULL OR e.valid_to > :as_of)
+              AND (CAST(:relations AS text[]) IS NULL
+                   OR e.relation = ANY(CAST(:relations AS text[])))
+            ORDER BY e.weight DESC, e.id
+            LIMIT :fanout
+        ) nxt
+        WHERE w.depth < :depth AND NOT nxt.node = ANY(w.path)
+    )
+    , reached AS (
+        SELECT edge_id, node, min(depth) AS depth
+        FROM walk
+        GROUP BY edge_id, node
+        ORDER BY min(depth), edge_id NULLS FIRST
+        LIMIT :max_rows
+    )
+    SELECT r.depth, n.namespace, n.id, n.name, n.entity_type, n.summary, n.created_at,
+           n.valid_from, n.valid_to,
+           e.id AS edge_id, e.source_id, e.target_id, e.relation, e.weight, e.context,
+           e.created_at AS edge_created_at, e.valid_from AS edge_valid_from,
+           e.valid_to AS edge_valid_to, e.expired_at
+    FROM reached r
+    JOIN entity n ON n.namespace = :ns AND n.id = r.node
+    LEFT JOIN edge e ON e.namespace = :ns AND e.id = r.edge_id
+    ORDER BY r.depth, r.edge_id NULLS FIRST
+    """
+)
+
+
+@dataclass
+class Node:
+    """An entity as a walk returns it (the columns the S002 answers need)."""
+
+    namespace: str
+    id: str
+    name: str
+    entity_type: str
+    summary: str | None
+    created_at: datetime
+    valid_from: datetime
+    valid_to: datetime | None
+
+
+@dataclass
+class Link:
+    """An edge between two entities as a walk returns it."""
+
+    namespace: str
+    id: int
+    source_id: str
+    target_id: str
+    relation: str
+    weight: float
+    context: str | None
+    created_at: datetime
+    valid_from: datetime
+    valid_to: datetime | None
+    expired_at: datetime | None
+
+
+@dataclass
+class Walk:
+    depth: dict[str, int]  # entity id → hops from the nearest seed
+    edges: list[Link]  # in the order reached (nearer first)
+    entities: dict[str, Node]
+
+
+def walk(
+    session: Session,
+    ns: str,
+    seeds: list[str],
+    depth: int,
+    as_of: datetime,
+    relations: list[str] | None = None,
+    both: bool = True,
+    max_edges: int = MAX_EDGES,
+) -> Walk:
+    """Entities within `depth` hops of the seeds through edges valid at `as_of`: one
+    statement returns the nodes and edges reached, nearest first."""
+    rows = session.execute(
+        _WALK,
+        {
+            "ns": ns,
+            "seeds": seeds,
+            "depth": depth,
+            "as_of": as_of,
+            "relations": relations,
+            "both": both,
+            "fanout": FANOUT,
+            "max_rows": max_edges + len(seeds),
+        },
+    ).all()
+    found = Walk(depth={}, edges=[], entities={})
+    seen: set[int] = set()
+    for r in rows:
+        found.depth[r.id] = min(found.depth.get(r.id, r.depth), r.depth)
+        found.entities.setdefault(
+            r.id,
+            Node(r.namespace, r.id, r.name, r.entity_type, r.summary, r.created_at,
+                 r.valid_from, r.valid_to),
+        )  # fmt: skip
+        if r.edge_id is not None and r.edge_id not in seen:
+            seen.add(r.edge_id)
+            found.edges.append(
+                Link(ns, r.edge_id, r.source_id, r.target_id, r.relation, r.weight, r.context,
+                     r.edge_created_at, r.edge_valid_from, r.edge_valid_to, r.expired_at)
+            )  # fmt: skip
+    return found

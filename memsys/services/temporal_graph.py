@@ -1,0 +1,274 @@
+"""S002's graph reads: search_entities, search_edges, query_graph, build_context.
+
+Ranking is the one memsys already has (knowledge_read.ranked_entities: name matches, then
+entities linked to what the retrieval pipeline ranks highest); neighbourhoods come from the
+recursive CTE in graph_walk. Every read is "as of" a time, now by default: an edge or fact
+counts when valid_from <= as_of < valid_to.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import func, or_, select
+from sqlalchemy.orm import Session
+
+from memsys.config import get_settings
+from memsys.errors import NotFound
+from memsys.models import Edge, Entity, Fact
+from memsys.runner import before_transaction
+from memsys.schemas.temporal import (
+    BuildContextIn,
+    BuildContextOut,
+    ContextFact,
+    EntityEdge,
+    QueryGraphIn,
+    QueryGraphOut,
+    SearchEdgesIn,
+    SearchEdgesOut,
+    SearchEntitiesIn,
+    SearchEntitiesOut,
+    node,
+)
+from memsys.services import graph_walk, namespaces, search, tracing
+from memsys.services.knowledge_read import ranked_entities
+
+DECAY = 0.7  # relevance kept per hop away from a match
+CONTEXT_DEPTH = 2
+
+
+def _now(as_of: datetime | None) -> datetime:
+    return as_of or datetime.now(UTC)
+
+
+def _open(entity: Entity | graph_walk.Node, at: datetime) -> bool:
+    """An entity is a name: it counts at `at` unless it was closed by then (an episode may
+    relate entities first seen today from a reference time last week)."""
+    return entity.valid_to is None or entity.valid_to > at
+
+
+def _groups(params: Any) -> list[str]:
+    return list(dict.fromkeys(params.group_ids or [get_settings().graph_namespace]))
+
+
+Ranked = list[tuple[Entity, float]]
+Read = Callable[[Session, Any], Any]
+
+
+def traced(ids_of: Callable[[Any], list[str]]) -> Callable[[Read], Read]:
+    """Trace a graph read like every retrieval (memsys.services.tracing): the pipeline's
+    channels come from the ranking it runs, the ids returned from `ids_of(answer)`."""
+
+    def wrap(read: Read) -> Read:
+        @functools.wraps(read)
+        def run(session: Session, params: Any) -> Any:
+            if hasattr(params, "group_ids"):
+                scope = _groups(params)
+            else:
+                scope = [params.namespace or get_settings().graph_namespace]
+            ns = scope[0] if len(scope) == 1 else None
+            with tracing.traced(
+                read.__name__, params.query, namespace=ns, filters={"scope": scope}, params=params
+            ) as draft:
+                answer = read(session, params)
+                tracing.write(
+                    session,
+                    draft,
+                    retrieved=[{"id": i} for i in ids_of(answer)],
+                    stores=["vector", "fulltext", "graph"],
+                )
+                return answer
+
+        return run
+
+    return wrap
+
+
+def _ranked(session: Session, groups: list[str], query: str, limit: int) -> Ranked:
+    found: list[tuple[Entity, float]] = []
+    for ns in groups:
+        namespaces.require(session, ns)
+        found += ranked_entities(session, ns, query, limit)
+    return sorted(found, key=lambda pair: -pair[1])[:limit]
+
+
+def edge_out(edge: Edge | graph_walk.Link, names: dict[str, str], score: float) -> EntityEdge:
+    return EntityEdge(
+        uuid=edge.id,
+        source_node_uuid=edge.source_id,
+        target_node_uuid=edge.target_id,
+        source_name=names.get(edge.source_id, edge.source_id),
+        target_name=names.get(edge.target_id, edge.target_id),
+        relation_type=edge.relation,
+        fact=edge.context,
+        group_id=edge.namespace,
+        created_at=edge.created_at,
+        valid_from=edge.valid_from,
+        valid_to=edge.valid_to,
+        expired_at=edge.expired_at,
+        score=round(score, 4),
+    )
+
+
+def _names(session: Session, ns: str, ids: set[str]) -> dict[str, str]:
+    rows = session.execute(
+        select(Entity.id, Entity.name).where(Entity.namespace == ns, Entity.id.in_(ids))
+    )
+    return dict(rows.tuples().all())
+
+
+@before_transaction(search.embed_query_of)
+@traced(lambda out: [e.uuid for e in out.entities])
+def search_entities(session: Session, params: SearchEntitiesIn) -> SearchEntitiesOut:
+    """Entities for a query, best first, with a relevance score."""
+    ranked = _ranked(session, _groups(params), params.query, params.num_results)
+    return SearchEntitiesOut(entities=[node(e, score) for e, score in ranked])
+
+
+@before_transaction(search.embed_query_of)
+@traced(lambda out: [e.uuid for e in out.edges])
+def search_edges(session: Session, params: SearchEdgesIn) -> SearchEdgesOut:
+    """Relations valid at as_of around the entities the query ranks: an edge scores the mean
+    of its two ends' relevance (an end that did not match counts 0)."""
+    at = _now(params.as_of)
+    ranked = _ranked(session, _groups(params), params.query, params.num_results * 2)
+    score = {e.id: s for e, s in ranked}
+    out: list[EntityEdge] = []
+    for ns in {e.namespace for e, _ in ranked}:
+        edges = session.scalars(
+            select(Edge).where(
+                Edge.namespace == ns,
+                Edge.source_kind == "entity",
+                Edge.target_kind == "entity",
+                or_(Edge.source_id.in_(score), Edge.target_id.in_(score)),
+                Edge.valid_from <= at,
+                or_(Edge.valid_to.is_(None), Edge.valid_to > at),
+            )
+        ).all()
+        names = _names(session, ns, {i for e in edges for i in (e.source_id, e.target_id)})
+        for e in edges:
+            mean = (score.get(e.source_id, 0.0) + score.get(e.target_id, 0.0)) / 2
+            out.append(edge_out(e, names, mean))
+    out.sort(key=lambda e: (-e.score, e.uuid))
+    return SearchEdgesOut(edges=out[: params.num_results])
+
+
+@before_transaction(search.embed_query_of)
+@traced(lambda out: [e.uuid for e in out.entities])
+def query_graph(session: Session, params: QueryGraphIn) -> QueryGraphOut:
+    """S002 query_graph: the best-matching entities and their neighbourhood within `depth`
+    hops at as_of; relevance decays by DECAY per hop from the nearest match."""
+    ns = params.namespace or get_settings().graph_namespace
+    at = _now(params.as_of)
+    seeds = _ranked(session, [ns], params.query, params.max_results)
+    if not seeds:
+        return QueryGraphOut(scope=[], entities=[], links=[], edges=[], relevance=[])
+    top = max(s for _, s in seeds)
+    found = graph_walk.walk(session, ns, [e.id for e, _ in seeds], params.depth, at)
+    relevance = {e.id: s for e, s in seeds}
+    for entity_id, hops in found.depth.items():
+        relevance.setdefault(entity_id, top * DECAY**hops)
+    live = {i: e for i, e in found.entities.items() if _open(e, at)}
+    order = {e.id: n for n, (e, _) in enumerate(seeds)}  # name matches before linked ones
+    chosen = sorted(
+        live, key=lambda i: (-relevance[i], order.get(i, len(order)), found.depth[i], live[i].name)
+    )
+    chosen = chosen[: params.max_results]
+    kept = set(chosen)
+    names = {i: live[i].name for i in chosen}
+    edges = [e for e in found.edges if e.source_id in kept and e.target_id in kept]
+    scored = [
+        edge_out(e, names, (relevance[e.source_id] + relevance[e.target_id]) / 2) for e in edges
+    ]
+    return QueryGraphOut(
+        scope=[names[i] for i in chosen],
+        entities=[node(live[i], relevance[i]) for i in chosen],
+        links=[f"{e.source_name}→{e.target_name}" for e in scored],
+        edges=scored,
+        relevance=[round(relevance[i], 4) for i in chosen],
+    )
+
+
+def _resolve(session: Session, ns: str, names: list[str], at: datetime) -> list[Entity]:
+    wanted = {n.lower(): n for n in names}
+    rows = session.scalars(
+        select(Entity)
+        .where(Entity.namespace == ns, func.lower(Entity.name).in_(wanted))
+        .order_by(Entity.created_at, Entity.id)
+    ).all()
+    found = [e for e in rows if _open(e, at)]
+    missing = set(wanted) - {e.name.lower() for e in found}
+    if missing:
+        listed = ", ".join(sorted(wanted[m] for m in missing))
+        raise NotFound(f"Entity with name {listed} not found")
+    return found
+
+
+def build_context(session: Session, params: BuildContextIn) -> BuildContextOut:
+    """S002 build_context: the relations and versioned facts around the named entities as of
+    a time, nearest first (to center_node_uuid when given), at most max_facts."""
+    ns = params.namespace or get_settings().graph_namespace
+    namespaces.require(session, ns)
+    at = _now(params.as_of)
+    named = _resolve(session, ns, params.entity_names, at)
+    found = graph_walk.walk(session, ns, [e.id for e in named], CONTEXT_DEPTH, at)
+    distance = dict(found.depth)
+    if params.center_node_uuid is not None:
+        centred = graph_walk.walk(session, ns, [params.center_node_uuid], CONTEXT_DEPTH + 1, at)
+        distance = {i: centred.depth.get(i, CONTEXT_DEPTH + 2) for i in found.depth}
+    entities = {i: e for i, e in found.entities.items() if _open(e, at)}
+    names = {i: e.name for i, e in entities.items()}
+    facts: list[ContextFact] = []
+    for e in found.edges:
+        if e.source_id in names and e.target_id in names:
+            text = e.context or f"{names[e.source_id]} {e.relation} {names[e.target_id]}"
+            facts.append(
+                ContextFact(
+                    kind="edge",
+                    uuid=str(e.id),
+                    subject=names[e.source_id],
+                    relation_type=e.relation,
+                    object=names[e.target_id],
+                    fact=text,
+                    distance=min(distance[e.source_id], distance[e.target_id]),
+                    valid_from=e.valid_from,
+                    valid_to=e.valid_to,
+                )
+            )
+    versions = session.scalars(
+        select(Fact).where(
+            Fact.namespace == ns,
+            Fact.entity_id.in_(names),
+            Fact.valid_from <= at,
+            or_(Fact.valid_to.is_(None), Fact.valid_to > at),
+        )
+    )
+    for f in versions:
+        assert f.entity_id is not None
+        facts.append(
+            ContextFact(
+                kind="fact",
+                uuid=f.id,
+                subject=names[f.entity_id],
+                relation_type=f.attribute,
+                object=None,
+                fact=f.content,
+                distance=distance[f.entity_id],
+                valid_from=f.valid_from,
+                valid_to=f.valid_to,
+            )
+        )
+    facts.sort(key=lambda f: (f.distance, f.kind != "fact", f.subject, f.uuid))
+    facts = facts[: params.max_facts]
+    lines = [f"- {f.fact} (since {f.valid_from:%Y-%m-%d})" for f in facts]
+    return BuildContextOut(
+        entities=[
+            node(entities[i], DECAY ** distance[i])
+            for i in sorted(entities, key=lambda i: (distance[i], names[i]))
+        ],
+        facts=facts,
+        context="\n".join(lines),
+    )

@@ -1,0 +1,49 @@
+"""POST /v1/graph/import and GET /v1/graph/export: the official memory server's JSONL file in
+and out over HTTP, round trip exact, bad files refused whole."""
+
+from __future__ import annotations
+
+import json
+
+from fastapi.testclient import TestClient
+
+from tests.api.test_rest import client  # noqa: F401 (fixture)
+from tests.conftest import table_counts
+
+FILE = (
+    '{"type":"entity","name":"Alice","entityType":"person","observations":["Works on billing",'
+    '"Prefers Go"]}\n'
+    '{"type":"entity","name":"Billing","entityType":"service","observations":[]}\n'
+    "\n"
+    '{"type":"relation","from":"Alice","to":"Billing","relationType":"works_on"}\n'
+)
+
+
+def test_import_then_export_round_trips_the_file(client: TestClient) -> None:  # noqa: F811
+    done = client.post("/v1/graph/import", content=FILE.encode())
+    assert done.status_code == 200, done.text
+    assert done.json() == {"entities_created": 2, "relations_created": 1}
+    again = client.post("/v1/graph/import", content=FILE.encode())
+    assert again.json() == {"entities_created": 0, "relations_created": 0}
+    out = client.get("/v1/graph/export")
+    assert out.status_code == 200 and out.headers["content-type"].startswith("application/x-ndjson")
+    lines = [json.loads(line) for line in out.text.splitlines()]
+    assert lines == [json.loads(line) for line in FILE.splitlines() if line]
+    scoped = client.post("/v1/graph/import?namespace=project:x", content=FILE.encode())
+    assert scoped.json()["entities_created"] == 2
+    assert client.get("/v1/graph/export", params={"namespace": "project:x"}).text == out.text
+
+
+def test_a_bad_line_refuses_the_whole_file(client: TestClient) -> None:  # noqa: F811
+    before = table_counts()
+    bad = FILE + '{"type":"relation","from":"Alice","to":"Nobody","relationType":"knows"}\n'
+    refused = client.post("/v1/graph/import", content=bad.encode())
+    assert refused.status_code == 404
+    assert refused.json() == {"success": False, "error": "Entity with name Nobody not found"}
+    broken = client.post("/v1/graph/import", content=b'{"type":"entity"\n')
+    assert broken.status_code == 422 and "line 1: not valid JSON" in broken.json()["error"]
+    odd = client.post("/v1/graph/import", content=b'{"type":"note","text":"x"}\n')
+    assert "line 1: not an entity or relation line" in odd.json()["error"]
+    bad_ns = client.get("/v1/graph/export", params={"namespace": "no spaces"})
+    assert bad_ns.status_code == 422 and "Invalid namespace" in bad_ns.json()["error"]
+    assert table_counts() == before
