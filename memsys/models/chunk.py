@@ -108,6 +108,10 @@ class Chunk(Base):
         Index("ix_chunk_id", "id"),
         Index("ix_chunk_namespace_doc_type_created_at", "namespace", "doc_type", "created_at"),
         Index("ix_chunk_namespace_document_id", "namespace", "document_id"),
+        # The temporal channel's range filter: when a memory happened (retrieval/temporal.py).
+        Index(
+            "ix_chunk_namespace_happened", "namespace", text("coalesce(occurred_at, created_at)")
+        ),
         Index(
             "ix_chunk_pending_embedding",
             "created_at",
@@ -157,6 +161,8 @@ class Chunk(Base):
     header_path: Mapped[str | None] = mapped_column(Text, nullable=True)
 
     created_at: Mapped[datetime] = timestamp_column()
+    # When the remembered thing happened (memory_store's reference_time); NULL: when written.
+    occurred_at: Mapped[datetime | None] = timestamp_column(nullable=True)
     updated_at: Mapped[datetime] = timestamp_column(on_update=True)
     valid_from: Mapped[datetime] = timestamp_column()
     valid_to: Mapped[datetime | None] = timestamp_column(nullable=True)

@@ -21,10 +21,16 @@ from memsys.operations.core import CORE_OPERATIONS
 from memsys.operations.debug import DEBUG_OPERATIONS
 from memsys.operations.graph import EDGE_OPERATIONS, GRAPH_OPERATIONS
 from memsys.operations.learning import LEARNING_OPERATIONS
+from memsys.operations.query import QUERY_OPERATIONS
 from memsys.operations.spec import Cli, Effect, Operation, Rest, resolve
 
 OPERATIONS: tuple[Operation, ...] = (
-    CORE_OPERATIONS + LEARNING_OPERATIONS + EDGE_OPERATIONS + GRAPH_OPERATIONS + DEBUG_OPERATIONS
+    CORE_OPERATIONS
+    + LEARNING_OPERATIONS
+    + EDGE_OPERATIONS
+    + GRAPH_OPERATIONS
+    + DEBUG_OPERATIONS
+    + QUERY_OPERATIONS
 )
 BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
 

@@ -41,6 +41,9 @@ class Weights:
     # Exponent of the seed–neighbour cosine in the share; 0 = off (measured: 1 did not keep
     # random neighbours out on SciFact at weight 1, benchmarks/README.md).
     neighbour_coherence: float = 0.0
+    # Temporal channel (temporal.py): candidates that happened inside a date range the query
+    # names ("last May"); a query without one is untouched.
+    temporal: float = 0.5
     # A z-score below this adds nothing: a channel may lift a chunk it likes, but the
     # long tail of its weak candidates does not push anything down.
     floor: float = 0.0
@@ -90,6 +93,13 @@ def zfuse(
         + weights.neighbours * max(n, weights.floor)
         for d, lx, g, n in zip(zd, zl, zg, zn, strict=True)
     ]
+
+
+def add_channel(
+    fused: Sequence[float], scores: Sequence[float], weight: float, floor: float = 0.0
+) -> list[float]:
+    """`fused` plus one more channel's weighted, floored z-scores (the temporal channel)."""
+    return [f + weight * max(z, floor) for f, z in zip(fused, _signal(scores), strict=True)]
 
 
 def ranks(scores: Sequence[float | None]) -> list[int | None]:

@@ -49,6 +49,9 @@ def trace_query(
     retrieved: list[dict[str, Any]],
     timings: dict[str, float],
     output: dict[str, Any] | None = None,
+    mode: str | None = None,
+    mode_confidence: float | None = None,
+    verification: dict[str, Any] | None = None,
 ) -> str:
     """Write a query event and its trace together (FEATURES F1); returns the trace id."""
     trace_id = ids.new_id(ids.QUERY)
@@ -74,6 +77,9 @@ def trace_query(
             retrieved=retrieved,
             timings=timings,
             output=output,
+            mode_detected=mode,
+            mode_confidence=mode_confidence,
+            verification=verification,
             total_latency_ms=timings.get("total_ms", 0.0),
             event_id=event_id,
         )

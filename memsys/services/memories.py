@@ -116,6 +116,7 @@ def store(
             tags=params.tags or [],
             meta=params.metadata or {},
             lifecycle=lifecycle,
+            occurred_at=params.reference_time,
         )
         .on_conflict_do_nothing(
             index_elements=["namespace", "content_hash"],

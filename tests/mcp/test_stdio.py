@@ -36,6 +36,7 @@ SLICE_TOOLS = {
     "debug_trace",
     "debug_query_log",
     "debug_feedback",
+    "memory_query",
     # the official memory server's tools (tests/mcp/test_memory_server.py)
     "create_entities",
     "create_relations",
@@ -52,6 +53,7 @@ READ_ONLY = {
     "memory_inspect_graph",
     "debug_trace",
     "debug_query_log",
+    "memory_query",
     "read_graph",
     "search_nodes",
     "open_nodes",
