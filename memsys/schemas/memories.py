@@ -93,7 +93,7 @@ class MemoryStoreIn(Input):
         Annotated[datetime, AfterValidator(_utc)] | None,
         Field(
             description="ISO 8601 time when the remembered thing happened (default: now); "
-            "queries naming a date or range (\"last May\") match against it"
+            'queries naming a date or range ("last May") match against it'
         ),
     ] = None
 

@@ -37,7 +37,9 @@ def test_router_accuracy_on_the_labelled_set() -> None:
     got = [plan.route(r["query"], r.get("mode", "planning")).stores for r in rows]
     hits = [sorted(g) == sorted(r["stores"]) for g, r in zip(got, rows, strict=True)]
     score = _halves(hits)
-    misses = [(r["query"], r["stores"], g) for g, r, h in zip(got, rows, hits, strict=True) if not h]
+    misses = [
+        (r["query"], r["stores"], g) for g, r, h in zip(got, rows, hits, strict=True) if not h
+    ]
     print(f"router accuracy: {score}; misses: {misses}")
     assert score["all"] >= 0.90 and min(score["even"], score["odd"]) >= 0.85, misses
 
