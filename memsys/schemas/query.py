@@ -78,7 +78,7 @@ class QueryIn(Input):
 
 class QueryChunk(Output):
     id: str
-    source: str  # memory | document | preference | entity
+    source: str  # memory | document | preference | entity | bayesian
     namespace: str
     snippet: str  # at most 200 characters (S002)
     score: float
@@ -121,4 +121,6 @@ class QueryOut(Output):
     tokens_used: int
     max_tokens: int
     left_out: int
+    # bayesian store (D9): x, y, method, given, hits, trials, prior, probability, known
+    probability: dict[str, Any] | None = None
     timings: dict[str, Any]

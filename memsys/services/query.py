@@ -6,9 +6,9 @@
    service); relational from the knowledge-graph entities it names, by name or by type
    ("list all clients"), with their observations and relations (the knowledge service); the
    vector, graph and event_log stores are the retrieval pipeline's channels (dense + BM25,
-   PPR, temporal ranges), run once. A kv or relational question that finds nothing there is
-   answered by the pipeline instead; bayesian questions are answered by the pipeline too
-   (no probabilistic store yet), and the routing notes say so.
+   PPR, temporal ranges), run once; bayesian estimates P(X|Y) with its counts
+   (memsys.retrieval.bayes). A kv or relational question that finds nothing there is
+   answered by the pipeline instead, and the routing notes say so.
 3. Verify (execution mode): memsys.retrieval.verify.
 4. Assemble: memsys.retrieval.assemble, within the token budget.
 The trace records the plan, mode, routing, verification and output; the memories handed out
@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 from memsys.config import get_settings
 from memsys.errors import NotFound
 from memsys.models.log import ALL_NAMESPACES
-from memsys.retrieval import assemble, pipeline, plan, temporal, verify
+from memsys.retrieval import assemble, bayes, pipeline, plan, temporal, verify
 from memsys.retrieval.assemble import Item
 from memsys.runner import before_transaction
 from memsys.schemas import PreferenceListIn
@@ -118,6 +118,16 @@ def _entity_items(session: Session, query: str, namespace: str | None) -> list[I
     return sorted(items, key=lambda i: -i.score)
 
 
+def _estimate_item(found: bayes.Estimate, namespace: str | None) -> Item:
+    return Item(
+        id=f"p:{found.x}|{found.y}",
+        source="bayesian",
+        namespace=namespace or ALL_NAMESPACES,
+        content=found.answer,
+        score=1.0 if found.known else 0.0,
+    )
+
+
 def _chunk_item(hit: pipeline.Hit) -> Item:
     return Item(
         id=hit.id,
@@ -163,15 +173,22 @@ def query(session: Session, params: QueryIn) -> QueryOut:
         queried.append("relational")
     timings["structured_ms"] = _ms(mark)
     chunk_stores = [s for s in routing.stores if s in CHUNK_STORES]
+    filters = {"namespace": params.namespace} if params.namespace else {}
+    probability = None
     if "bayesian" in routing.stores:
-        notes.append("bayesian: no probabilistic store yet; answered by hybrid retrieval")
+        named = bayes.parse(params.query)
+        if named is None:
+            notes.append("bayesian: the query does not name X and Y; answered by retrieval")
+        else:
+            probability = bayes.estimate(session, *named, filters, params.as_of)
+            items.append(_estimate_item(probability, params.namespace))
+            queried.append("bayesian")
     found = None
     if chunk_stores or not items:
         if not chunk_stores:
             chunk_stores = ["vector"]
             if queried:
                 notes.append(f"{' and '.join(queried)}: nothing found; fell back to vector")
-        filters = {"namespace": params.namespace} if params.namespace else {}
         limit = params.top_k + assemble.EXTENDED[routing.mode] + 10
         found = pipeline.retrieve(
             session, params.query, filters=filters, limit=limit, as_of=params.as_of
@@ -226,6 +243,7 @@ def query(session: Session, params: QueryIn) -> QueryOut:
             "left_out": result.left_out,
             "plan": routing_out.model_dump(),
             "mode_detected": not routing.mode_given,
+            "probability": probability.as_dict() if probability else None,
         },
         mode=routing.mode,
         mode_confidence=routing.mode_confidence,
@@ -247,6 +265,7 @@ def query(session: Session, params: QueryIn) -> QueryOut:
         tokens_used=result.tokens_used,
         max_tokens=params.max_tokens,
         left_out=result.left_out,
+        probability=probability.as_dict() if probability else None,
         timings=timings,
     )
 
