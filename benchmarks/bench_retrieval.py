@@ -202,6 +202,9 @@ def rankings(
         "fused_no_near": order(fusion.zfuse(sims, lex, replace(now, neighbours=0), ppr)),
         "fused_graph_1": order(fusion.zfuse(sims, lex, replace(now, graph=1.0), ppr, near)),
         "fused_no_time": order(fusion.zfuse(sims, lex, now, ppr, near)),
+        "fused_time_1": order(
+            fusion.add_channel(fusion.zfuse(sims, lex, now, ppr, near), found.temporal, 1.0)
+        ),
         "rrf": order(fusion.rrf(sims, lex)),
     }
 
@@ -404,7 +407,7 @@ def main() -> None:
 def print_set(name: str, result: dict[str, Any]) -> None:
     rows = ["baseline_dense", "baseline_bm25", "dense", "lexical", "graph", "neighbours", "rrf"]
     rows += ["fused_dense_lex", "fused_no_graph", "fused_no_near", "fused_graph_1"]
-    rows += ["fused_no_time", "fused"]
+    rows += ["fused_no_time", "fused_time_1", "fused"]
     metrics = [m for m in result["fused"] if not m.startswith("all@")]
     print(f"\n{name}: {result['questions']} questions, {result['documents']} documents")
     print(f"{'ranking':<16}" + "".join(f"{m:>9}" for m in metrics))

@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-FUSION_VERSION = "zfuse-2"
+FUSION_VERSION = "zfuse-2t"  # zfuse-2 + the temporal channel
 
 
 @dataclass(frozen=True)

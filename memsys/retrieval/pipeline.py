@@ -188,6 +188,7 @@ def retrieve(
         keys += _complete(session, vector, terms, new, bm25, rows)
     clock.lap("neighbours_ms")
 
+    time_scores = temporal.inside(spans, {k: rows[k]["happened"] for k in keys})
     sims = [_similarity(rows[k]) for k in keys]
     lex = [bm25.get(k, 0.0) for k in keys]
     fused = fuse_scores(keys, rows, bm25, weights, method, graph_scores, near_scores, time_scores)
