@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -30,6 +31,14 @@ def check_mode(value: str) -> str:
     return value
 
 
+def check_routable(value: str) -> str:
+    if not re.search(r"\w", value):
+        raise ValueError(
+            f"Query has no words to route: {value!r}. Ask in words (e.g. 'what led to the outage?')"
+        )
+    return value
+
+
 def check_past(value: datetime) -> datetime:
     moment = value if value.tzinfo else value.replace(tzinfo=UTC)
     if moment > datetime.now(UTC):
@@ -41,7 +50,11 @@ def check_past(value: datetime) -> datetime:
 
 
 class QueryIn(Input):
-    query: Annotated[QueryText, Field(description="What to look up, in plain words")]
+    query: Annotated[
+        QueryText,
+        AfterValidator(check_routable),
+        Field(description="What to look up, in plain words"),
+    ]
     mode: Annotated[
         Annotated[str, AfterValidator(check_mode)] | None,
         Field(

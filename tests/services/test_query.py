@@ -155,6 +155,7 @@ def test_the_trace_records_plan_mode_routing_and_verification(notes) -> None:  #
     ("fields", "message"),
     [
         ({"query": "   "}, "Query cannot be empty"),
+        ({"query": "?! …"}, "no words to route"),
         ({"query": "x", "mode": "dreaming"}, "Unknown mode"),
         ({"query": "x", "top_k": 0}, "top_k must be between 1 and 20"),
         ({"query": "x", "top_k": 21}, "top_k must be between 1 and 20"),
