@@ -48,6 +48,7 @@ FLOOR_TOLERANCE = 0.005  # measurement noise allowed below the best channel
 LOCOMO_DATE = "%I:%M %p on %d %B, %Y"
 TURN_SECONDS = 30
 HALF = "all"
+LOCOMO_NOW: datetime | None = None
 T = TypeVar("T")
 
 
@@ -162,7 +163,9 @@ def dense_top(vectors: np.ndarray, query: np.ndarray, k: int) -> list[int]:
 # --- running and scoring --------------------------------------------------------------------
 
 
-def rankings(ns: str, query: str, k: int, pool: int) -> dict[str, list[str]]:
+def rankings(
+    ns: str, query: str, k: int, pool: int, reference: datetime | None = None
+) -> dict[str, list[str]]:
     """Every ordering memsys can produce for one query, from one pipeline run (the ablations
     re-fuse the same candidates without a channel or with another weight)."""
     from memsys.db import session_scope
@@ -170,7 +173,12 @@ def rankings(ns: str, query: str, k: int, pool: int) -> dict[str, list[str]]:
 
     with session_scope() as s:
         found = pipeline.retrieve(
-            s, query, filters={"namespace": ns, "doc_type": "memory"}, limit=k, pool=pool
+            s,
+            query,
+            filters={"namespace": ns, "doc_type": "memory"},
+            limit=k,
+            pool=pool,
+            now=reference,
         )
     feats = found.features
     ids = [f[0] for f in feats]
@@ -193,6 +201,10 @@ def rankings(ns: str, query: str, k: int, pool: int) -> dict[str, list[str]]:
         "fused_no_graph": order(fusion.zfuse(sims, lex, replace(now, graph=0), None, near)),
         "fused_no_near": order(fusion.zfuse(sims, lex, replace(now, neighbours=0), ppr)),
         "fused_graph_1": order(fusion.zfuse(sims, lex, replace(now, graph=1.0), ppr, near)),
+        "fused_no_time": order(fusion.zfuse(sims, lex, now, ppr, near)),
+        "fused_time_1": order(
+            fusion.add_channel(fusion.zfuse(sims, lex, now, ppr, near), found.temporal, 1.0)
+        ),
         "rrf": order(fusion.rrf(sims, lex)),
     }
 
@@ -215,6 +227,7 @@ def evaluate(
     questions: list[tuple[str, set[str]]],
     ks: tuple[int, ...],
     pool: int,
+    now: datetime | None = None,
 ) -> dict[str, Any]:
     from memsys.embeddings import embed_query
 
@@ -223,7 +236,7 @@ def evaluate(
     runs: dict[str, list[tuple[set[str], list[str]]]] = {}
     started = time.perf_counter()
     for query, gold in questions:
-        got = rankings(ns, query, k, pool)
+        got = rankings(ns, query, k, pool, now)
         got["baseline_dense"] = [ids[i] for i in dense_top(vectors, embed_query(query), k)]
         got["baseline_bm25"] = [ids[i] for i in bm25.top(query, k)]
         for name, ranking in got.items():
@@ -273,6 +286,9 @@ def load_conversation(
             meta.append({"dia_id": turn["dia_id"], "date": c.get(f"{key}_date_time")})
             created.append(start + timedelta(seconds=TURN_SECONDS * n))
     ids, vectors = load(ns, turns, meta, created)
+    # Questions are asked after the last session: dates in them resolve against its day.
+    global LOCOMO_NOW
+    LOCOMO_NOW = max(created) + timedelta(hours=1)
     by_dia = {m["dia_id"]: cid for m, cid in zip(meta, ids, strict=True)}
     questions = []
     for qa in conv["qa"]:
@@ -297,7 +313,9 @@ def locomo(data: Path, quick: bool) -> dict[str, Any]:
     per_conv = []
     for conv in common.locomo(data)[: 2 if quick else None]:
         ns, ids, turns, vectors, questions = load_conversation(conv)
-        per_conv.append(evaluate(ns, ids, turns, vectors, questions, (1, 5, 10, 20), 60))
+        per_conv.append(
+            evaluate(ns, ids, turns, vectors, questions, (1, 5, 10, 20), 60, LOCOMO_NOW)
+        )
         questions_total += len(questions)
     for name in per_conv[0]:
         if isinstance(per_conv[0][name], dict):
@@ -390,7 +408,8 @@ def main() -> None:
 
 def print_set(name: str, result: dict[str, Any]) -> None:
     rows = ["baseline_dense", "baseline_bm25", "dense", "lexical", "graph", "neighbours", "rrf"]
-    rows += ["fused_dense_lex", "fused_no_graph", "fused_no_near", "fused_graph_1", "fused"]
+    rows += ["fused_dense_lex", "fused_no_graph", "fused_no_near", "fused_graph_1"]
+    rows += ["fused_no_time", "fused_time_1", "fused"]
     metrics = [m for m in result["fused"] if not m.startswith("all@")]
     print(f"\n{name}: {result['questions']} questions, {result['documents']} documents")
     print(f"{'ranking':<16}" + "".join(f"{m:>9}" for m in metrics))

@@ -109,6 +109,10 @@ class Chunk(Base):
         # Write order, ties broken by id: the neighbourhood channel walks it (LIMIT width).
         Index("ix_chunk_write_order", "namespace", "doc_type", "created_at", "id"),
         Index("ix_chunk_namespace_document_id", "namespace", "document_id"),
+        # The temporal channel's range filter: when a memory happened (retrieval/temporal.py).
+        Index(
+            "ix_chunk_namespace_happened", "namespace", text("coalesce(occurred_at, created_at)")
+        ),
         Index(
             "ix_chunk_pending_embedding",
             "created_at",
@@ -163,6 +167,8 @@ class Chunk(Base):
     header_path: Mapped[str | None] = mapped_column(Text, nullable=True)
 
     created_at: Mapped[datetime] = timestamp_column()
+    # When the remembered thing happened (memory_store's reference_time); NULL: when written.
+    occurred_at: Mapped[datetime | None] = timestamp_column(nullable=True)
     updated_at: Mapped[datetime] = timestamp_column(on_update=True)
     valid_from: Mapped[datetime] = timestamp_column()
     valid_to: Mapped[datetime | None] = timestamp_column(nullable=True)

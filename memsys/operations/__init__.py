@@ -23,6 +23,7 @@ from memsys.operations.graph import EDGE_OPERATIONS, GRAPH_OPERATIONS
 from memsys.operations.knowledge import KNOWLEDGE_OPERATIONS
 from memsys.operations.learning import LEARNING_OPERATIONS
 from memsys.operations.lifecycle import LIFECYCLE_OPERATIONS
+from memsys.operations.query import QUERY_OPERATIONS
 from memsys.operations.spec import Cli, Effect, Operation, Rest, resolve
 
 OPERATIONS: tuple[Operation, ...] = (
@@ -33,6 +34,7 @@ OPERATIONS: tuple[Operation, ...] = (
     + GRAPH_OPERATIONS
     + KNOWLEDGE_OPERATIONS
     + DEBUG_OPERATIONS
+    + QUERY_OPERATIONS
 )
 BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
 

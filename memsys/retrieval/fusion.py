@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
-FUSION_VERSION = "zfuse-2"
+FUSION_VERSION = "zfuse-2t"  # zfuse-2 + the temporal channel (weight 1)
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,10 @@ class Weights:
     # Exponent of the seed–neighbour cosine in the share; 0 = off (measured: 1 did not keep
     # random neighbours out on SciFact at weight 1, benchmarks/README.md).
     neighbour_coherence: float = 0.0
+    # Temporal channel (temporal.py): candidates that happened inside a date range the query
+    # names ("last May"); a query without one is untouched. 1 beat .5 and 0 on LoCoMo's tune
+    # half (benchmarks/README.md, "Temporal channel").
+    temporal: float = 1.0
     # A z-score below this adds nothing: a channel may lift a chunk it likes, but the
     # long tail of its weak candidates does not push anything down.
     floor: float = 0.0
@@ -51,7 +55,12 @@ class Weights:
 
 
 CURRENT = Weights()
-KNOWN = {CURRENT.version: CURRENT}
+# Earlier versions a trace may name (replay uses them): zfuse-2 is today's weights without
+# the temporal channel, which came in with zfuse-2t.
+KNOWN = {
+    CURRENT.version: CURRENT,
+    "zfuse-2": replace(CURRENT, version="zfuse-2", temporal=0.0),
+}
 
 
 def _standardised(scores: Sequence[float | None]) -> list[float]:
@@ -90,6 +99,13 @@ def zfuse(
         + weights.neighbours * max(n, weights.floor)
         for d, lx, g, n in zip(zd, zl, zg, zn, strict=True)
     ]
+
+
+def add_channel(
+    fused: Sequence[float], scores: Sequence[float], weight: float, floor: float = 0.0
+) -> list[float]:
+    """`fused` plus one more channel's weighted, floored z-scores (the temporal channel)."""
+    return [f + weight * max(z, floor) for f, z in zip(fused, _signal(scores), strict=True)]
 
 
 def ranks(scores: Sequence[float | None]) -> list[int | None]:

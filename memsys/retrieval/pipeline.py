@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from memsys.config import get_settings
 from memsys.embeddings import embed_query
 from memsys.models.chunk import DIMENSIONS
-from memsys.retrieval import dense, fusion, graph, lexical, neighbours, rank
+from memsys.retrieval import dense, fusion, graph, lexical, neighbours, rank, temporal
 from memsys.retrieval import filters as sql_filters
 
 Key = tuple[str, str]
@@ -33,6 +33,7 @@ _FEATURES = text(
     WITH cand AS (
         SELECT c.namespace, c.id, c.doc_type, c.tsv, c.doc_len, c.content_hash,
                c.confidence, c.importance, c.stage,
+               coalesce(c.occurred_at, c.created_at) AS happened,
                CASE WHEN c.embedding IS NULL THEN NULL
                     ELSE 1 - (c.embedding <=> :embedding) END AS similarity
         FROM chunk c
@@ -40,7 +41,8 @@ _FEATURES = text(
           ON c.namespace = k.namespace AND c.id = k.id
     )
     SELECT cand.namespace, cand.id, cand.doc_type, cand.content_hash, cand.confidence,
-           cand.importance, cand.stage, cand.similarity, {lexical.BM25_OF} AS bm25
+           cand.importance, cand.stage, cand.happened, cand.similarity,
+           {lexical.BM25_OF} AS bm25
     FROM cand
     """
 ).bindparams(bindparam("embedding", type_=Vector(DIMENSIONS)))
@@ -49,7 +51,8 @@ _DETAILS = text(
     """
     SELECT c.namespace, c.id, c.doc_type, c.content, c.token_count, c.memory_type,
            c.importance, c.confidence, c.tags, c.metadata, c.source_file, c.chunk_index,
-           c.header_path, c.created_at
+           c.header_path, c.created_at,
+           coalesce(c.occurred_at, c.created_at) AS happened
     FROM chunk c
     JOIN unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])) AS k(namespace, id)
       ON c.namespace = k.namespace AND c.id = k.id
@@ -79,6 +82,7 @@ class Hit:
     created_at: datetime
     bm25: float = 0.0
     fused: float = 0.0
+    happened_at: datetime | None = None  # occurred_at (reference_time), else created_at
 
     def trace_row(self) -> dict[str, Any]:
         return {
@@ -109,6 +113,7 @@ class Retrieval:
     # one had the same text: the trace's record of where each candidate went.
     ranked: list[tuple[str, float]] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
+    temporal: list[float] = field(default_factory=list)  # per feature row: 1 inside a range
 
     def candidates(self) -> list[dict[str, Any]]:
         return [h.trace_row() for h in self.hits]
@@ -137,8 +142,11 @@ def retrieve(
     weights: fusion.Weights = fusion.CURRENT,
     method: str = "zfuse",
     terms: lexical.QueryTerms | None = None,
+    now: datetime | None = None,
 ) -> Retrieval:
-    """The best `limit` chunks for `query` under `filters` (keys of filters.FILTER_SQL)."""
+    """The best `limit` chunks for `query` under `filters` (keys of filters.FILTER_SQL);
+    dates in the query ("last May") are resolved against `now` (default: as_of, else the
+    clock)."""
     given = sql_filters.active(filters)
     pool = max(pool or get_settings().candidate_pool, limit)
     clock = _Clock()
@@ -177,11 +185,19 @@ def retrieve(
         keys += _complete(session, vector, terms, new, bm25, rows)
     clock.lap("graph_ms")
 
+    spans = temporal.find(query, now or as_of) if weights.temporal > 0 else []
+    time_hits = temporal.search(session, spans, vector, given, as_of, pool)
+    keys += _complete(
+        session, vector, terms, [k for k, _ in time_hits if k not in rows], bm25, rows
+    )
+    time_scores = temporal.inside(spans, {k: rows[k]["happened"] for k in keys})
+    clock.lap("temporal_ms")
+
     near_scores: dict[Key, float] = {}
     near_hits: list[tuple[Key, float]] = []
     if weights.neighbours > 0 and keys:
         # Seeds: the best hits of every other channel, each with its fused strength.
-        first = fuse_scores(keys, rows, bm25, weights, method, graph_scores)
+        first = fuse_scores(keys, rows, bm25, weights, method, graph_scores, None, time_scores)
         best = sorted(range(len(keys)), key=lambda i: -first[i])[: weights.neighbour_seeds]
         near_hits = neighbours.search(
             session,
@@ -198,9 +214,10 @@ def retrieve(
         keys += _complete(session, vector, terms, new, bm25, rows)
     clock.lap("neighbours_ms")
 
+    time_scores = temporal.inside(spans, {k: rows[k]["happened"] for k in keys})
     sims = [_similarity(rows[k]) for k in keys]
     lex = [bm25.get(k, 0.0) for k in keys]
-    fused = fuse_scores(keys, rows, bm25, weights, method, graph_scores, near_scores)
+    fused = fuse_scores(keys, rows, bm25, weights, method, graph_scores, near_scores, time_scores)
     fused = rank.adjust(session, keys, rows, fused, as_of)  # confidence (capped) and stage
     vec_rank = {k: i for i, (k, _) in enumerate(dense_hits, start=1)}
     fts_rank = {k: i for i, (k, _) in enumerate(lexical_hits, start=1)}
@@ -242,6 +259,10 @@ def retrieve(
             },
             "graph": [{"id": k[1], "ppr": round(s, 8)} for k, s in graph_hits],
             "neighbours": [{"id": k[1], "share": round(s, 6)} for k, s in near_hits],
+            "temporal": {
+                "ranges": [span.as_dict() for span in spans],
+                "hits": [k[1] for k in time_scores],
+            },
         },
         fusion={"method": method, **weights.as_dict(), "query_entities": len(names)},
         features=[
@@ -250,6 +271,7 @@ def retrieve(
         ],
         ranked=[(keys[i][1], fused[i]) for i in order],
         duplicates=duplicates,
+        temporal=[time_scores.get(k, 0.0) for k in keys],
     )
 
 
@@ -299,6 +321,7 @@ def fuse_scores(
     method: str,
     graph_scores: dict[Key, float] | None = None,
     near_scores: dict[Key, float] | None = None,
+    time_scores: dict[Key, float] | None = None,
 ) -> list[float]:
     sims = [_similarity(rows[k]) for k in keys]
     lex = [bm25.get(k, 0.0) for k in keys]
@@ -306,7 +329,11 @@ def fuse_scores(
         return fusion.rrf(sims, lex, weights)
     graph_list = [graph_scores.get(k, 0.0) for k in keys] if graph_scores else None
     near_list = [near_scores.get(k, 0.0) for k in keys] if near_scores else None
-    return fusion.zfuse(sims, lex, weights, graph_list, near_list)
+    fused = fusion.zfuse(sims, lex, weights, graph_list, near_list)
+    if time_scores:
+        inside = [time_scores.get(k, 0.0) for k in keys]
+        fused = fusion.add_channel(fused, inside, weights.temporal, weights.floor)
+    return fused
 
 
 def _hit(
@@ -340,4 +367,5 @@ def _hit(
         created_at=row["created_at"],
         bm25=bm25,
         fused=fused,
+        happened_at=row["happened"],
     )

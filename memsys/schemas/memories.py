@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, field_validator
@@ -66,6 +66,10 @@ def _metadata(v: dict[str, Any]) -> dict[str, Any]:
     return v
 
 
+def _utc(v: datetime) -> datetime:
+    return v if v.tzinfo else v.replace(tzinfo=UTC)
+
+
 class MemoryStoreIn(Input):
     content: Annotated[str, AfterValidator(_content), Field(description="The memory content text")]
     memory_type: MemoryType = "session"
@@ -84,6 +88,13 @@ class MemoryStoreIn(Input):
     lifecycle: Annotated[
         Lifecycle | None,
         Field(description="personal | project | session (default by memory type)"),
+    ] = None
+    reference_time: Annotated[
+        Annotated[datetime, AfterValidator(_utc)] | None,
+        Field(
+            description="ISO 8601 time when the remembered thing happened (default: now); "
+            'queries naming a date or range ("last May") match against it'
+        ),
     ] = None
 
 

@@ -117,6 +117,7 @@ def store(
             # The statement's own time, not the transaction's: memories stored in one batch
             # keep the order they were given in (the neighbourhood channel reads it).
             created_at=func.clock_timestamp(),
+            occurred_at=params.reference_time,
         )
         .on_conflict_do_nothing(
             index_elements=["namespace", "content_hash"],

@@ -164,12 +164,14 @@ def write(
     mode_detected: str | None = None,
     mode_confidence: float | None = None,
     verification: dict[str, Any] | None = None,
+    timings: dict[str, float] | None = None,
 ) -> str:
     """Write the call's trace (and its query event) in the call's transaction. A tool that
     detects a mode or verifies its result passes them here (`verification["passed"]` feeds
     the verification-failure alert)."""
     fields = _retrieval_fields(draft)
-    timings = {**fields.pop("timings"), "total_ms": draft.elapsed_ms()}
+    # The pipeline's stages, then the tool's own (plan, verify, assemble…), then the total.
+    timings = {**fields.pop("timings"), **(timings or {}), "total_ms": draft.elapsed_ms()}
     trace_id = events.trace_query(
         session,
         namespace=draft.namespace,

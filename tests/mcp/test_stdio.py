@@ -44,6 +44,7 @@ SLICE_TOOLS = {
     "debug_error_attribution",
     "debug_monitoring_alerts",
     "debug_prune_traces",
+    "memory_query",
     # the official memory server's tools (tests/mcp/test_memory_server.py)
     "create_entities",
     "create_relations",
@@ -79,6 +80,7 @@ READ_ONLY = {
     "debug_replay",
     "debug_error_attribution",
     "debug_monitoring_alerts",
+    "memory_query",
     "read_graph",
     "search_nodes",
     "open_nodes",

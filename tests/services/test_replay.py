@@ -14,6 +14,7 @@ from memsys.embeddings import _queries
 from memsys.errors import InvalidInput, NotFound
 from memsys.models import QueryTrace
 from memsys.operations import BY_NAME
+from memsys.retrieval import fusion
 from memsys.schemas import MemoryForgetIn, MemoryRecallIn
 from memsys.schemas.debug import TraceIn
 from memsys.schemas.debug_replay import ReplayIn, ReplayOut
@@ -58,7 +59,7 @@ def test_replay_on_an_unchanged_database_is_exact(stored: list[str]) -> None:
     clear_query_cache()  # the replay embeds the query again: the vector must be the same
     again = replay(trace_id)
     assert again.identical and again.changed_stage is None and again.diff == {}
-    assert again.as_of == original.created_at and again.fusion_version == "zfuse-2"
+    assert again.as_of == original.created_at and again.fusion_version == fusion.FUSION_VERSION
     # Every channel's ids, ranks and scores, the fused candidates and the output, to the digit.
     for name in ("dense", "lexical", "graph", "neighbours"):
         assert again.replay.channels[name] == original.channels[name], name
@@ -119,7 +120,7 @@ def test_unknown_fusion_versions_are_refused_not_guessed(stored: list[str]) -> N
         )
     with pytest.raises(InvalidInput, match="zfuse-0, whose weights this memsys no longer knows"):
         replay(trace_id)
-    assert replay(trace_id, now=True).fusion_version == "zfuse-2"  # today's answer still works
+    assert replay(trace_id, now=True).fusion_version == fusion.FUSION_VERSION  # today works
 
 
 def test_changed_weights_under_a_known_version_are_refused(stored: list[str]) -> None:

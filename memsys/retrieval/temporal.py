@@ -1,0 +1,313 @@
+"""The temporal channel: dates and ranges in a query, matched against when memories happened.
+
+`find(query, now)` resolves the time expressions of a query to half-open UTC ranges
+[start, end) relative to a reference `now` (the caller's clock, the `as_of` of a replay, or a
+benchmark's last session date):
+- days: "today", "yesterday", "the day before yesterday", "3 days ago", "last Tuesday",
+  "on Friday" (the most recent one), "May 7", "7 May 2023", "2023-05-07";
+- weeks, months, years: "last week", "this month", "two weeks ago", "last May", "in May"
+  (the most recent May that has begun), "May 2023", "in 2023", "last year", "last weekend";
+- "early/mid/late" narrow a month or year to its thirds;
+- relative to another expression: "the week/day/month after …", "the week/day/month
+  before …", "since …" (to now), "between … and …".
+
+A memory happened at its `occurred_at` (memory_store's `reference_time`), or when it was
+written if none was given. `search` returns the memories inside the ranges, nearest to the
+query embedding first; the pipeline fuses that with the other channels (score 1 inside a
+range). A query with no time expression costs nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+from dateutil.relativedelta import relativedelta
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import bindparam, text
+from sqlalchemy.orm import Session
+
+from memsys.models.chunk import DIMENSIONS
+from memsys.retrieval import filters as sql_filters
+
+Key = tuple[str, str]
+HAPPENED = "coalesce(c.occurred_at, c.created_at)"
+
+MONTHS = {
+    name: n
+    for n, names in enumerate(
+        [
+            ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"),
+            ("may",), ("june", "jun"), ("july", "jul"), ("august", "aug"),
+            ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
+            ("december", "dec"),
+        ],
+        start=1,
+    )
+    for name in names
+}  # fmt: skip
+WEEKDAYS = {d: i for i, d in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday",
+                                        "saturday", "sunday"))}  # fmt: skip
+NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+           "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+           "a couple of": 2, "a few": 3, "several": 3}  # fmt: skip
+UNITS = {"day": "days", "week": "weeks", "month": "months", "year": "years"}
+
+_MONTH = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>(?:19|20)\d\d)"
+_NUM = r"(?P<num>\d+|" + "|".join(sorted(NUMBERS, key=len, reverse=True)) + r")"
+_WEEKDAY = r"(?P<weekday>" + "|".join(WEEKDAYS) + r")"
+_PART = r"(?:(?P<part>early|mid|late)[- ](?:in )?)?"
+
+# One pattern per kind of expression, tried in this order; a later one may not overlap an
+# earlier match. Month names alone need context ("may" is also a verb).
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("iso", re.compile(r"\b(?P<y>\d{4})-(?P<m>\d\d)-(?P<d>\d\d)\b")),
+    ("day_month_year", re.compile(rf"\b{_DAY} (?:of )?{_MONTH},? {_YEAR}\b")),
+    ("month_day_year", re.compile(rf"\b{_MONTH} {_DAY},? {_YEAR}\b")),
+    ("month_year", re.compile(rf"\b{_PART}{_MONTH},? (?:of )?{_YEAR}\b")),
+    ("month_day", re.compile(rf"\b{_MONTH} {_DAY}\b(?!:)")),
+    ("day_month", re.compile(rf"\b(?:on )?(?:the )?{_DAY} (?:of )?{_MONTH}\b")),
+    ("day_before_yesterday", re.compile(r"\bthe day before yesterday\b")),
+    ("today", re.compile(r"\b(?P<word>today|tonight|this morning|this afternoon|this evening)\b")),
+    ("yesterday", re.compile(r"\b(?:yesterday|last night)\b")),
+    ("ago", re.compile(rf"\b{_NUM} (?P<unit>day|week|month|year)s? ago\b")),
+    ("past_n", re.compile(rf"\b(?:in )?the (?:past|last) {_NUM} (?P<unit>day|week|month|year)s\b")),
+    ("weekend", re.compile(r"\b(?P<rel>last|this|past) weekend\b")),
+    ("earlier", re.compile(r"\bearlier this (?P<unit>week|month|year)\b")),
+    ("rel_unit", re.compile(r"\b(?P<rel>last|this|past|previous) (?P<unit>week|month|year)\b")),
+    ("rel_weekday", re.compile(rf"\b(?:(?P<rel>last|this|past|on) ){_WEEKDAY}\b")),
+    ("rel_month", re.compile(rf"\b{_PART}(?P<rel>last|this|in|during|since|of|before|after) "
+                             rf"{_MONTH}\b")),
+    ("part_month", re.compile(rf"\b(?P<part>early|mid|late)[- ]{_MONTH}\b")),
+    ("year", re.compile(rf"\b{_PART}(?P<rel>in|during|since|of|from|before|after) {_YEAR}\b")),
+    ("year", re.compile(rf"\b(?P<part>early|mid|late)[- ]{_YEAR}\b")),
+]  # fmt: skip
+_RELATIVE = re.compile(
+    r"\bthe (?P<unit>day|week|month|year) (?P<dir>after|before)\s*$|"
+    r"\b(?P<since>since)\s*$"
+)
+_BETWEEN = re.compile(r"\bbetween\s*$")
+
+
+@dataclass(frozen=True)
+class Span:
+    text: str
+    start: datetime
+    end: datetime  # exclusive
+
+    def contains(self, moment: datetime) -> bool:
+        return self.start <= moment < self.end
+
+    def as_dict(self) -> dict[str, str]:
+        return {"text": self.text, "start": self.start.isoformat(), "end": self.end.isoformat()}
+
+
+def _day(moment: datetime) -> datetime:
+    return moment.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _month_start(year: int, month: int) -> datetime:
+    return datetime(year, month, 1, tzinfo=UTC)
+
+
+def _part(start: datetime, end: datetime, part: str | None) -> tuple[datetime, datetime]:
+    """early / mid / late: the first, middle or last third of a range."""
+    if not part:
+        return start, end
+    third = (end - start) / 3
+    index = {"early": 0, "mid": 1, "late": 2}[part]
+    return start + third * index, start + third * (index + 1)
+
+
+def _number(word: str) -> int:
+    return int(word) if word.isdigit() else NUMBERS[word]
+
+
+def _unit_range(anchor: datetime, unit: str) -> tuple[datetime, datetime]:
+    """The calendar day / week (Monday first) / month / year holding `anchor`."""
+    day = _day(anchor)
+    if unit == "day":
+        return day, day + timedelta(days=1)
+    if unit == "week":
+        start = day - timedelta(days=day.weekday())
+        return start, start + timedelta(days=7)
+    if unit == "month":
+        start = day.replace(day=1)
+        return start, start + relativedelta(months=1)
+    start = day.replace(month=1, day=1)
+    return start, start + relativedelta(years=1)
+
+
+def _recent_month(month: int, now: datetime, strictly_before: bool) -> datetime:
+    """The most recent `month` that has begun (before this month if `strictly_before`)."""
+    year = (
+        now.year
+        if month < now.month or (month == now.month and not strictly_before)
+        else now.year - 1
+    )
+    return _month_start(year, month)
+
+
+def _resolve(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime, datetime] | None:
+    g = m.groupdict()
+    today = _day(now)
+    if kind == "iso":
+        start = datetime(int(g["y"]), int(g["m"]), int(g["d"]), tzinfo=UTC)
+        return start, start + timedelta(days=1)
+    if kind in ("day_month_year", "month_day_year", "month_day", "day_month"):
+        year = int(g["year"]) if g.get("year") else now.year
+        start = datetime(year, MONTHS[g["month"]], int(g["day"]), tzinfo=UTC)
+        if not g.get("year") and start > now:
+            start = start.replace(year=year - 1)
+        return start, start + timedelta(days=1)
+    if kind == "month_year":
+        start = _month_start(int(g["year"]), MONTHS[g["month"]])
+        return _part(start, start + relativedelta(months=1), g["part"])
+    if kind == "day_before_yesterday":
+        return today - timedelta(days=2), today - timedelta(days=1)
+    if kind == "today":
+        return today, today + timedelta(days=1)
+    if kind == "yesterday":
+        return today - timedelta(days=1), today
+    if kind == "ago":
+        back = now - relativedelta(**{UNITS[g["unit"]]: _number(g["num"])})
+        return _unit_range(back, g["unit"])
+    if kind == "past_n":
+        return now - relativedelta(**{UNITS[g["unit"]]: _number(g["num"])}), now
+    if kind == "weekend":
+        monday = today - timedelta(days=today.weekday())
+        saturday = monday + timedelta(days=5)
+        if g["rel"] in ("last", "past") or saturday > now:
+            saturday -= timedelta(days=7) if g["rel"] != "this" else timedelta(0)
+        return saturday, saturday + timedelta(days=2)
+    if kind == "rel_unit":
+        unit = g["unit"]
+        back = 0 if g["rel"] == "this" else 1
+        return _unit_range(now - relativedelta(**{UNITS[unit]: back}), unit)
+    if kind == "earlier":
+        start, _ = _unit_range(now, g["unit"])
+        return start, now
+    if kind == "rel_weekday":
+        delta = (today.weekday() - WEEKDAYS[g["weekday"]]) % 7
+        if g["rel"] == "last" and delta == 0:
+            delta = 7
+        start = today - timedelta(days=delta)
+        return start, start + timedelta(days=1)
+    if kind in ("rel_month", "part_month"):
+        rel = g.get("rel")
+        month = MONTHS[g["month"]]
+        if rel == "this":
+            start = _month_start(now.year, month)
+        else:
+            start = _recent_month(month, now, strictly_before=rel == "last")
+        start, end = _part(start, start + relativedelta(months=1), g["part"])
+        return _open(rel, start, end, now)
+    if kind == "year":
+        start = datetime(int(g["year"]), 1, 1, tzinfo=UTC)
+        start, end = _part(start, start + relativedelta(years=1), g["part"])
+        return _open(g.get("rel"), start, end, now)
+    return None
+
+
+def _open(
+    rel: str | None, start: datetime, end: datetime, now: datetime
+) -> tuple[datetime, datetime]:
+    """ "since X" runs to now, "before X" up to X, "after X" from its end to now."""
+    if rel == "since":
+        return start, max(now, end)
+    if rel == "before":
+        return datetime(1970, 1, 1, tzinfo=UTC), start
+    if rel == "after":
+        return end, max(now, end)
+    return start, end
+
+
+def find(query: str, now: datetime | None = None) -> list[Span]:
+    """The time expressions of `query`, resolved against `now` (default: the clock), in order
+    of appearance; "between A and B" becomes one span from A's start to B's end."""
+    now = (now or datetime.now(UTC)).astimezone(UTC)
+    text_ = " ".join(query.replace("’", "'").lower().split())
+    found: list[tuple[int, int, datetime, datetime]] = []
+    taken: list[tuple[int, int]] = []
+    for kind, pattern in _PATTERNS:
+        for m in pattern.finditer(text_):
+            if any(m.start() < b and a < m.end() for a, b in taken):
+                continue
+            try:
+                resolved = _resolve(kind, m, now)
+            except (ValueError, KeyError):  # "31 February": not a date
+                resolved = None
+            if resolved is not None:
+                found.append((m.start(), m.end(), *resolved))
+                taken.append((m.start(), m.end()))
+    found.sort()
+    spans: list[Span] = []
+    i = 0
+    while i < len(found):
+        a, b, start, end = found[i]
+        before = text_[:a]
+        if (
+            _BETWEEN.search(before)
+            and i + 1 < len(found)
+            and " and " in text_[b : found[i + 1][0] + 1]
+        ):
+            _, b2, _, end2 = found[i + 1]
+            spans.append(Span(text_[before.rfind("between") : b2], start, max(end, end2)))
+            i += 2
+            continue
+        rel = _RELATIVE.search(before)
+        if rel is not None:
+            a = rel.start()
+            if rel.group("since"):
+                end = max(now, end)
+            else:
+                step = relativedelta(**{UNITS[rel.group("unit")]: 1})
+                start, end = (
+                    (end, end + step) if rel.group("dir") == "after" else (start - step, start)
+                )
+        spans.append(Span(text_[a:b], start, end))
+        i += 1
+    return spans
+
+
+def inside(spans: list[Span], happened: dict[Key, datetime]) -> dict[Key, float]:
+    """1.0 for each chunk that happened inside one of `spans` (the others are left out)."""
+    if not spans:
+        return {}
+    return {k: 1.0 for k, when in happened.items() if any(s.contains(when) for s in spans)}
+
+
+_IN_RANGE = """
+SELECT c.namespace, c.id FROM chunk c
+WHERE {where} AND c.embedding IS NOT NULL AND ({ranges})
+ORDER BY c.embedding <=> :embedding
+LIMIT :k
+"""
+
+
+def search(
+    session: Session,
+    spans: list[Span],
+    vector: np.ndarray,
+    filters: dict[str, Any],
+    as_of: datetime | None,
+    k: int,
+) -> list[tuple[Key, float]]:
+    """Up to `k` chunks that happened inside one of `spans`, nearest to `vector` first; each
+    scores 1 (inside a range is all this channel knows)."""
+    if not spans:
+        return []
+    ranges = " OR ".join(
+        f"({HAPPENED} >= :t{i}_start AND {HAPPENED} < :t{i}_end)" for i in range(len(spans))
+    )
+    sql = text(_IN_RANGE.format(where=sql_filters.where(filters, as_of), ranges=ranges))
+    sql = sql.bindparams(bindparam("embedding", type_=Vector(DIMENSIONS)))
+    params: dict[str, Any] = {**sql_filters.binds(filters, as_of), "embedding": vector, "k": k}
+    for i, span in enumerate(spans):
+        params[f"t{i}_start"], params[f"t{i}_end"] = span.start, span.end
+    return [((r.namespace, r.id), 1.0) for r in session.execute(sql, params)]

@@ -1,0 +1,295 @@
+"""memory_query (S004 "Nexus Processor"): plan → stores → verify → curated core + extended.
+
+1. Plan (memsys.retrieval.plan): the mode (given, or detected with a confidence) and the
+   stores S004's router picks, with the patterns that picked them.
+2. Stores: kv answers from the stored preferences whose key the query names (the preferences
+   service); relational from the knowledge-graph entities it names, by name or by type
+   ("list all clients"), with their observations and relations (the knowledge service); the
+   vector, graph and event_log stores are the retrieval pipeline's channels (dense + BM25,
+   PPR, temporal ranges), run once; bayesian estimates P(X|Y) with its counts
+   (memsys.retrieval.bayes). A kv or relational question that finds nothing there is
+   answered by the pipeline instead, and the routing notes say so.
+3. Verify (execution mode): memsys.retrieval.verify.
+4. Assemble: memsys.retrieval.assemble, within the token budget.
+The trace records the plan, mode, routing, verification and output; the memories handed out
+have their access counted, after retrieval.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from memsys.config import get_settings
+from memsys.errors import NotFound
+from memsys.models.log import ALL_NAMESPACES
+from memsys.retrieval import assemble, bayes, pipeline, plan, temporal, verify
+from memsys.retrieval.assemble import Item
+from memsys.runner import before_transaction
+from memsys.schemas import PreferenceListIn
+from memsys.schemas.query import QueryChunk, QueryIn, QueryOut, RoutingOut, VerificationOut
+from memsys.services import knowledge, namespaces, preferences, search, tracing
+from memsys.vocabulary import is_golden
+
+CHUNK_STORES = ("vector", "graph", "event_log")
+PREFERENCE_NAMESPACE = "global"
+MAX_ENTITIES = 10
+_WORD = re.compile(r"[a-z0-9]+")
+_KEY_SPLIT = re.compile(r"[^a-z0-9]+")
+
+
+def _words(text: str) -> set[str]:
+    words = set(_WORD.findall(plan.normalise(text)))
+    return words | {w[:-1] for w in words if len(w) > 3 and w.endswith("s")}
+
+
+def _preference_items(
+    session: Session, query: str, namespace: str | None, as_of: datetime | None
+) -> list[Item]:
+    """Stored preferences whose key words the query names (most of them), best first."""
+    asked = _words(query)
+    items: list[Item] = []
+    for ns in dict.fromkeys([n for n in (namespace, PREFERENCE_NAMESPACE) if n]):
+        try:
+            found = preferences.list_values(
+                session, PreferenceListIn(namespace=ns, as_of=as_of)
+            ).preferences
+        except NotFound:  # a namespace with no preferences at all
+            continue
+        for pref in found:
+            words = [w for w in _KEY_SPLIT.split(pref.key.lower()) if w]
+            share = sum(w in asked for w in words) / len(words) if words else 0.0
+            if share >= 0.5:
+                value = pref.value if isinstance(pref.value, str) else json.dumps(pref.value)
+                items.append(
+                    Item(
+                        id=f"pref:{pref.namespace}:{pref.key}",
+                        source="preference",
+                        namespace=pref.namespace,
+                        content=f"{pref.key}: {value}",
+                        score=round(share, 4),
+                        happened_at=pref.valid_from,
+                        ground_truth=True,
+                    )
+                )
+    return sorted(items, key=lambda i: -i.score)
+
+
+def _entity_items(session: Session, query: str, namespace: str | None) -> list[Item]:
+    """Knowledge-graph entities the query names, or whose type it names ("which clients")."""
+    ns = namespace or get_settings().graph_namespace
+    text = plan.normalise(query)
+    asked = _words(query)
+    chosen = [
+        e
+        for e in knowledge.live_entities(session, ns)
+        if re.search(rf"(?<!\w){re.escape(e.name.lower())}(?!\w)", text)
+        or e.entity_type.lower() in asked
+    ][:MAX_ENTITIES]
+    if not chosen:
+        return []
+    described = knowledge.entities_out(session, ns, chosen)
+    relations = knowledge.relations_of(session, ns, chosen, both=False)
+    items = []
+    for entity, out in zip(chosen, described, strict=True):
+        links = [
+            f"{r.from_} {r.relationType} {r.to}"
+            for r in relations
+            if entity.name in (r.from_, r.to)
+        ]
+        named = entity.name.lower() in text
+        items.append(
+            Item(
+                id=entity.id,
+                source="entity",
+                namespace=ns,
+                content="; ".join(
+                    [f"{entity.name} ({entity.entity_type})", *out.observations, *links]
+                ),
+                score=1.0 if named else 0.75,
+                happened_at=entity.created_at,
+            )
+        )
+    return sorted(items, key=lambda i: -i.score)
+
+
+def _estimate_item(found: bayes.Estimate, namespace: str | None) -> Item:
+    return Item(
+        id=f"p:{found.x}|{found.y}",
+        source="bayesian",
+        namespace=namespace or ALL_NAMESPACES,
+        content=found.answer,
+        score=1.0 if found.known else 0.0,
+    )
+
+
+def _chunk_item(hit: pipeline.Hit) -> Item:
+    return Item(
+        id=hit.id,
+        source=hit.doc_type,
+        namespace=hit.namespace,
+        content=hit.content,
+        score=round(hit.score, 4),
+        happened_at=hit.happened_at,
+        ground_truth=hit.doc_type == "memory" and is_golden(hit.memory_type, hit.confidence),
+    )
+
+
+def _chunk(piece: assemble.Piece) -> QueryChunk:
+    item = piece.item
+    return QueryChunk(
+        id=item.id,
+        source=item.source,
+        namespace=item.namespace,
+        snippet=piece.snippet,
+        score=item.score,
+        tokens=piece.tokens,
+        happened_at=item.happened_at,
+        ground_truth=item.ground_truth,
+    )
+
+
+@before_transaction(search.embed_query_of)
+def query(session: Session, params: QueryIn) -> QueryOut:
+    """Answer a query from the stores its plan picks: curated core + extended context."""
+    scope = {"namespace": params.namespace} if params.namespace else {}
+    with tracing.traced(
+        "memory_query", params.query, namespace=params.namespace, filters=scope, params=params
+    ) as draft:
+        return _query(session, params, draft)
+
+
+def _query(session: Session, params: QueryIn, draft: tracing.Draft) -> QueryOut:
+    started = time.perf_counter()
+    namespaces.require(session, params.namespace)
+    routing = plan.route(params.query, params.mode)
+    timings: dict[str, float] = {"plan_ms": _ms(started)}
+    mark = time.perf_counter()
+    items: list[Item] = []
+    queried: list[str] = []
+    notes: list[str] = []
+    if "kv" in routing.stores:
+        items += _preference_items(session, params.query, params.namespace, params.as_of)
+        queried.append("kv")
+    if "relational" in routing.stores:
+        items += _entity_items(session, params.query, params.namespace)
+        queried.append("relational")
+    timings["structured_ms"] = _ms(mark)
+    chunk_stores = [s for s in routing.stores if s in CHUNK_STORES]
+    filters = {"namespace": params.namespace} if params.namespace else {}
+    probability = None
+    if "bayesian" in routing.stores:
+        named = bayes.parse(params.query)
+        if named is None:
+            notes.append("bayesian: the query does not name X and Y; answered by retrieval")
+        else:
+            probability = bayes.estimate(session, *named, filters, params.as_of)
+            items.append(_estimate_item(probability, params.namespace))
+            queried.append("bayesian")
+    found = None
+    if chunk_stores or not items:
+        if not chunk_stores:
+            chunk_stores = ["vector"]
+            if queried:
+                notes.append(f"{' and '.join(queried)}: nothing found; fell back to vector")
+        limit = params.top_k + assemble.EXTENDED[routing.mode] + 10
+        how = tracing.replay_settings()  # a replay retrieves as its trace recorded
+        if how is None:
+            found = pipeline.retrieve(
+                session, params.query, filters=filters, limit=limit, as_of=params.as_of
+            )
+        else:
+            found = pipeline.retrieve(
+                session,
+                params.query,
+                filters=filters,
+                limit=limit,
+                as_of=how.as_of,
+                vector=how.vector,
+                weights=how.weights,
+                method=how.method,
+                terms=how.terms,
+            )
+        tracing.saw(
+            found,
+            {"filters": filters, "limit": limit, "pool": max(get_settings().candidate_pool, limit)},
+        )
+        items += [_chunk_item(h) for h in found.hits]
+        queried += chunk_stores
+        timings.update(found.timings)
+    checked = None
+    if routing.mode == "execution":
+        mark = time.perf_counter()
+        items, checked = verify.run(session, items)
+        timings["verify_ms"] = _ms(mark)
+    mark = time.perf_counter()
+    result = assemble.curated(items, routing.mode, params.top_k, params.max_tokens)
+    timings["assemble_ms"] = _ms(mark)
+    core = [_chunk(p) for p in result.core]
+    extended = [_chunk(p) for p in result.extended]
+    handed = [c.id for c in core + extended if c.source == "memory"]
+    search.touch(session, handed)
+    if found is not None:
+        ranges = found.channels["temporal"]["ranges"]
+    else:
+        ranges = [s.as_dict() for s in temporal.find(params.query, params.as_of)]
+    routing_out = RoutingOut(
+        stores=routing.stores,
+        reasoning=routing.reasoning,
+        matched=routing.matched,
+        time_ranges=ranges,
+        notes=notes,
+    )
+    verification = VerificationOut.model_validate(checked.as_dict()) if checked else None
+    timings["total_ms"] = _ms(started)
+    query_id = tracing.write(
+        session,
+        draft,
+        stores=queried,
+        routing=routing.reasoning,
+        retrieved=[
+            {"id": c.id, "score": c.score, "tokens": c.tokens, "part": part}
+            for part, chunks in (("core", core), ("extended", extended))
+            for c in chunks
+        ],
+        timings=timings,
+        output={
+            "text": result.output,
+            "tokens_used": result.tokens_used,
+            "max_tokens": params.max_tokens,
+            "left_out": result.left_out,
+            "plan": routing_out.model_dump(),
+            "mode_detected": not routing.mode_given,
+            "probability": probability.as_dict() if probability else None,
+        },
+        mode_detected=routing.mode,
+        mode_confidence=routing.mode_confidence,
+        verification=checked.as_dict() if checked else None,
+    )
+    return QueryOut(
+        query_id=query_id,
+        query=params.query,
+        output=result.output,
+        core_chunks=core,
+        extended_chunks=extended,
+        latency_ms=timings["total_ms"],
+        stores_queried=queried,
+        mode=routing.mode,
+        mode_confidence=routing.mode_confidence,
+        mode_detected=not routing.mode_given,
+        routing=routing_out,
+        verification=verification,
+        tokens_used=result.tokens_used,
+        max_tokens=params.max_tokens,
+        left_out=result.left_out,
+        probability=probability.as_dict() if probability else None,
+        timings=timings,
+    )
+
+
+def _ms(since: float) -> float:
+    return round((time.perf_counter() - since) * 1000, 3)

@@ -1,0 +1,50 @@
+"""The assemble stage: snippets of at most 200 characters, the curated core and extended
+context by mode, and a token budget that is never exceeded."""
+
+from __future__ import annotations
+
+from memsys.retrieval import assemble
+from memsys.retrieval.assemble import Item
+from memsys.tokens import count_tokens
+
+
+def items(n: int, words: int = 12) -> list[Item]:
+    return [
+        Item(
+            id=f"mem_{i}",
+            source="memory",
+            namespace="global",
+            content=" ".join(f"word{i}x{j}" for j in range(words)),
+            score=1 - i / 100,
+        )
+        for i in range(n)
+    ]
+
+
+def test_snippets_are_cut_at_a_word_and_marked() -> None:
+    text = "alpha beta gamma " * 40
+    short = assemble.snippet(text)
+    assert len(short) <= 200 and short.endswith("…")
+    assert short[:-1].split()[-1] in ("alpha", "beta", "gamma")
+    assert assemble.snippet("  two\nlines  ") == "two lines"
+
+
+def test_core_and_extended_by_mode_with_room_to_spare() -> None:
+    for mode, extended in assemble.EXTENDED.items():
+        out = assemble.curated(items(60), mode, 5, 200_000)
+        assert (len(out.core), len(out.extended)) == (5, extended)
+        assert [p.item.id for p in out.core] == [f"mem_{i}" for i in range(5)]
+        assert out.left_out == 0
+
+
+def test_the_budget_is_never_exceeded_and_skips_what_does_not_fit() -> None:
+    pool = items(3, words=400) + items(40, words=5)
+    for budget in (1, 10, 50, 400, 3000):
+        out = assemble.curated(pool, "planning", 5, budget)
+        pieces = out.core + out.extended
+        total = count_tokens(out.output) + sum(count_tokens(p.snippet) for p in pieces)
+        assert total == out.tokens_used <= budget
+    small = assemble.curated(pool, "execution", 5, 120)
+    # The long items do not fit whole: their snippets stand in for them in the output.
+    assert small.core and all(len(p.snippet) <= 200 for p in small.core)
+    assert len(small.output.split("\n\n")[0]) <= 200

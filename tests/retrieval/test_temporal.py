@@ -1,0 +1,99 @@
+"""The temporal channel: time expressions resolved against a fixed reference now, and
+memories matched by when they happened (memory_store's reference_time)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memsys.db import session_scope
+from memsys.retrieval import pipeline, temporal
+from tests.factories import store
+
+NOW = datetime(2024, 3, 13, 15, 30, tzinfo=UTC)  # a Wednesday
+
+
+def day(y: int, m: int, d: int) -> datetime:
+    return datetime(y, m, d, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("query", "text", "start", "end"),
+    [
+        ("what did we do yesterday", "yesterday", day(2024, 3, 12), day(2024, 3, 13)),
+        ("notes from last May", "last may", day(2023, 5, 1), day(2023, 6, 1)),
+        ("in May", "in may", day(2023, 5, 1), day(2023, 6, 1)),
+        ("what happened in March", "in march", day(2024, 3, 1), day(2024, 4, 1)),
+        ("changes in 2023", "in 2023", day(2023, 1, 1), day(2024, 1, 1)),
+        ("on 2023-05-07", "2023-05-07", day(2023, 5, 7), day(2023, 5, 8)),
+        ("dinner on 8 May, 2023", "8 may, 2023", day(2023, 5, 8), day(2023, 5, 9)),
+        ("the week after May 7", "the week after may 7", day(2023, 5, 8), day(2023, 5, 15)),
+        (
+            "the day before 2024-01-10",
+            "the day before 2024-01-10",
+            day(2024, 1, 9),
+            day(2024, 1, 10),
+        ),
+        ("last week", "last week", day(2024, 3, 4), day(2024, 3, 11)),
+        ("two weeks ago", "two weeks ago", day(2024, 2, 26), day(2024, 3, 4)),
+        ("3 days ago", "3 days ago", day(2024, 3, 10), day(2024, 3, 11)),
+        ("last tuesday", "last tuesday", day(2024, 3, 12), day(2024, 3, 13)),
+        ("last wednesday", "last wednesday", day(2024, 3, 6), day(2024, 3, 7)),
+        ("early June 2023", "early june 2023", day(2023, 6, 1), datetime(2023, 6, 11, tzinfo=UTC)),
+        (
+            "between March 1 and March 5",
+            "between march 1 and march 5",
+            day(2024, 3, 1),
+            day(2024, 3, 6),
+        ),
+        ("since January", "since january", day(2024, 1, 1), NOW),
+    ],
+)
+def test_expressions_resolve_against_the_reference_now(query, text, start, end) -> None:  # type: ignore[no-untyped-def]
+    spans = temporal.find(query, NOW)
+    assert [(s.text, s.start, s.end) for s in spans] == [(text, start, end)]
+
+
+@pytest.mark.parametrize(
+    "query", ["I may need help", "march the tests forward", "what is 2023 in binary", "the move"]
+)
+def test_words_that_are_not_dates_are_left_alone(query: str) -> None:
+    assert temporal.find(query, NOW) == []
+
+
+def test_an_impossible_day_falls_back_to_its_month() -> None:
+    spans = temporal.find("on 31 February, 2023", NOW)
+    assert [(s.start, s.end) for s in spans] == [(day(2023, 2, 1), day(2023, 3, 1))]
+
+
+def test_the_channel_finds_what_happened_in_the_range(embedder) -> None:  # type: ignore[no-untyped-def]
+    ns = "project:trips"
+    may = store(
+        "We hiked the coastal trail and camped by the lake",
+        namespace=ns,
+        reference_time="2023-05-20T10:00:00Z",
+    )
+    store(
+        "We hiked up the mountain and camped near the summit",
+        namespace=ns,
+        reference_time="2023-08-02T10:00:00Z",
+    )
+    store("Bought new hiking boots for the camping season", namespace=ns)
+    with session_scope() as s:
+        found = pipeline.retrieve(
+            s, "where did we go camping last May?", filters={"namespace": ns}, limit=3, now=NOW
+        )
+    assert found.hits[0].id == may.id
+    assert found.channels["temporal"]["hits"] == [may.id]
+    assert found.channels["temporal"]["ranges"][0]["text"] == "last may"
+    assert found.hits[0].happened_at == datetime(2023, 5, 20, 10, tzinfo=UTC)
+
+
+def test_without_reference_time_a_memory_happened_when_written(embedder) -> None:  # type: ignore[no-untyped-def]
+    kept = store("Standup: decided to freeze the schema", namespace="project:t2")
+    with session_scope() as s:
+        found = pipeline.retrieve(
+            s, "what did we decide today", filters={"namespace": "project:t2"}, limit=3
+        )
+    assert found.channels["temporal"]["hits"] == [kept.id]
