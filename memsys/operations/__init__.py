@@ -22,10 +22,11 @@ from memsys.operations.debug import DEBUG_OPERATIONS
 from memsys.operations.graph import EDGE_OPERATIONS, GRAPH_OPERATIONS
 from memsys.operations.learning import LEARNING_OPERATIONS
 from memsys.operations.spec import Cli, Effect, Operation, Rest, resolve
+from memsys.operations.vault import VAULT_OPERATIONS
 
 OPERATIONS: tuple[Operation, ...] = (
     CORE_OPERATIONS + LEARNING_OPERATIONS + EDGE_OPERATIONS + GRAPH_OPERATIONS + DEBUG_OPERATIONS
-)
+) + VAULT_OPERATIONS
 BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
 
 __all__ = ["BY_NAME", "OPERATIONS", "Cli", "Effect", "Operation", "Rest", "resolve"]
