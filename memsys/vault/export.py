@@ -43,10 +43,7 @@ def to_stream(
     session: Session, out: TextIO, form: str, namespace: str | None = None
 ) -> dict[str, int]:
     """Write the JSON document or JSON lines of the database; returns records by kind."""
-    records = live.records(session, namespace)
-    if form == "jsonl":
-        return files.write_jsonl(out, records)
-    return files.write_json(out, records)
+    return files.write(out, form, live.records(session, namespace))
 
 
 class _Writer:

@@ -32,42 +32,45 @@ def dumps(record: Record) -> str:
     return json.dumps(ordered(record), ensure_ascii=False)
 
 
-def _empty_counts() -> dict[str, int]:
-    return dict.fromkeys(ARRAYS.values(), 0)
-
-
-def write_json(
-    out: TextIO, records: Iterable[Record], version: str = SCHEMA_VERSION
-) -> dict[str, int]:
-    """One JSON document: a header, then the memories, edges and preferences arrays, one record
-    per line. Records must come grouped by kind in that order (live.records does)."""
-    out.write(json.dumps({"format": FORMAT, "schema_version": version})[:-1] + ",\n")
+def json_text(records: Iterable[Record], version: str = SCHEMA_VERSION) -> Iterator[str]:
+    """One JSON document, piece by piece: a header, then the memories, edges and preferences
+    arrays, one record per line. Records come grouped by kind in that order (as
+    live.records gives them)."""
+    yield json.dumps({"format": FORMAT, "schema_version": version})[:-1] + ",\n"
     kinds = list(ARRAYS)
-    at, first, counts = -1, True, _empty_counts()
+    at, first = -1, True
     for rec in records:
         while at < kinds.index(rec["kind"]):
             at += 1
-            out.write(("" if at == 0 else "\n],\n") + f'"{ARRAYS[kinds[at]]}": [\n')
+            yield ("" if at == 0 else "\n],\n") + f'"{ARRAYS[kinds[at]]}": [\n'
             first = True
-        out.write(("" if first else ",\n") + dumps(rec))
+        yield ("" if first else ",\n") + dumps(rec)
         first = False
-        counts[ARRAYS[rec["kind"]]] += 1
     while at < len(kinds) - 1:
         at += 1
-        out.write(("" if at == 0 else "\n],\n") + f'"{ARRAYS[kinds[at]]}": [\n')
-    out.write("\n]}\n")
-    return counts
+        yield ("" if at == 0 else "\n],\n") + f'"{ARRAYS[kinds[at]]}": [\n'
+    yield "\n]}\n"
 
 
-def write_jsonl(
-    out: TextIO, records: Iterable[Record], version: str = SCHEMA_VERSION
-) -> dict[str, int]:
-    header = {"kind": "header", "format": FORMAT, "schema_version": version}
-    out.write(json.dumps(header) + "\n")
-    counts = _empty_counts()
+def jsonl_text(records: Iterable[Record], version: str = SCHEMA_VERSION) -> Iterator[str]:
+    """JSON lines: a header line, then one record per line."""
+    yield json.dumps({"kind": "header", "format": FORMAT, "schema_version": version}) + "\n"
     for rec in records:
-        out.write(dumps(rec) + "\n")
-        counts[ARRAYS[rec["kind"]]] += 1
+        yield dumps(rec) + "\n"
+
+
+def write(out: TextIO, form: str, records: Iterable[Record]) -> dict[str, int]:
+    """Write records as `form` (json or jsonl); returns how many of each kind."""
+    counts = dict.fromkeys(ARRAYS.values(), 0)
+
+    def counted() -> Iterator[Record]:
+        for rec in records:
+            counts[ARRAYS[rec["kind"]]] += 1
+            yield rec
+
+    pieces = jsonl_text(counted()) if form == "jsonl" else json_text(counted())
+    for piece in pieces:
+        out.write(piece)
     return counts
 
 

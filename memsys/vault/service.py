@@ -146,8 +146,7 @@ def upgrade_file(source: Path, out: TextIO) -> dict[str, Any]:
         upgraded.append(records.ordered(dict(item)) if item.get("kind") in records.KEYS else item)
     order = {"memory": 0, "edge": 1, "preference": 2}
     upgraded.sort(key=lambda r: order.get(r.get("kind", ""), 3))
-    write = files.write_jsonl if snapshot.form == "jsonl" else files.write_json
-    counts = write(out, upgraded)
+    counts = files.write(out, snapshot.form, upgraded)
     return {
         "from_version": snapshot.version,
         "to_version": SCHEMA_VERSION,
