@@ -133,8 +133,9 @@ def _file_version(path: Path) -> tuple[Form, str, str, int]:
         pass
     try:
         head = json.loads(first.rstrip(",") + "}")
-        return "json", str(head.get("schema_version", "")), str(path), 1
-    except (json.JSONDecodeError, AttributeError):
+        if isinstance(head, dict) and "schema_version" in head:
+            return "json", str(head["schema_version"]), str(path), 1
+    except json.JSONDecodeError:
         pass
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

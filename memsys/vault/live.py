@@ -118,7 +118,7 @@ def edge_record(row: Any) -> Record:
         "from_id": row.source_id,
         "to_id": row.target_id,
         "strength": float(row.weight),
-        "context": row.context,
+        "context": row.context or None,
         "created": timestamp(row.created_at),
         "from_title": title(row.source_content, row.source_meta),
         "to_title": title(row.target_content, row.target_meta),

@@ -130,3 +130,18 @@ def test_older_schema_version_is_upgraded_on_read(tmp_path: Path, embedder: obje
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     report = import_(path)
     assert report.applied and report.memories.new == 1, report.problems
+
+
+def test_a_reformatted_json_document_is_read_whole(tmp_path: Path, embedder: object) -> None:
+    seed()
+    export(tmp_path / "snap.json")
+    data = json.loads((tmp_path / "snap.json").read_text())
+    data["memories"][0]["importance"] = 3  # pretty-printed by an editor, one value broken
+    (tmp_path / "pretty.json").write_text(json.dumps(data, indent=2))
+    report = import_(tmp_path / "pretty.json")
+    (problem,) = report.problems
+    assert problem.source.endswith("pretty.json memories[0]")
+    assert "importance: 3 is outside 0.0..1.0" in problem.message
+    data["memories"][0]["importance"] = 0.5
+    (tmp_path / "pretty.json").write_text(json.dumps(data, indent=2))
+    assert import_(tmp_path / "pretty.json").memories.changed == 1
