@@ -147,6 +147,81 @@ def run_size(n: int, data: Path, work: Path) -> dict[str, Any]:
     return out
 
 
+def bulk_size(n: int, data: Path, work: Path) -> dict[str, Any]:
+    """Export, lint and diff at n memories loaded without embeddings (those steps never
+    embed), so that 100k is measured without hours of model time."""
+    from sqlalchemy import insert, text
+
+    from memsys.db import get_engine, session_scope
+    from memsys.models import Chunk, Namespace
+    from memsys.tokens import count_tokens
+    from memsys.vault import diff, files, lint, live, service
+
+    base = texts(data, min(n, 12_000))
+    out: dict[str, Any] = {"memories": n, "embedded": False, "loadavg_start": common.loadavg()}
+    with get_engine().begin() as conn:
+        conn.execute(text("TRUNCATE chunk, edge, entity, event, namespace CASCADE"))
+    with session_scope() as s:
+        s.execute(insert(Namespace).values(name="bench"))
+        for start in range(0, n, 5000):
+            rows = []
+            for i in range(start, min(n, start + 5000)):
+                body = base[i % len(base)] + ("" if i < len(base) else f" (note {i})")
+                rows.append(
+                    {
+                        "namespace": "bench",
+                        "id": f"mem_{i:016x}",
+                        "doc_type": "memory",
+                        "content": body,
+                        "content_hash": hashlib.sha256(body.encode()).hexdigest(),
+                        "token_count": count_tokens(body),
+                        "memory_type": TYPES[i % len(TYPES)],
+                        "tags": [f"t{i % 17}"],
+                        "lifecycle": "project",
+                    }
+                )
+            s.execute(insert(Chunk), rows)
+    common.progress(f"{n}: loaded without embeddings; exporting")
+
+    def timed(key: str, work_fn: Any) -> Any:
+        t0 = time.perf_counter()
+        result = work_fn()
+        out[f"{key}_s"] = round(time.perf_counter() - t0, 2)
+        return result
+
+    for form, name in (("json", "snap.json"), ("jsonl", "snap.jsonl"), ("vault", "vault")):
+        target = work / f"bulk-{n}-{name}"
+        done = timed(
+            f"export_{form}",
+            lambda t=target, f=form: _in_session(lambda s: service.export_to(s, t, f, None)),
+        )
+        out[f"export_{form}_per_s"] = round(n / max(out[f"export_{form}_s"], 1e-9), 1)
+        out[f"export_{form}_bytes"] = done.bytes
+        out[f"export_{form}_disk_kb"] = disk_kb(target)
+    schema = lint.load_schema()
+    vault = work / f"bulk-{n}-vault"
+    timed("lint_vault", lambda: lint.lint(files.open_snapshot(vault).items(), schema))
+    timed(
+        "lint_jsonl",
+        lambda: lint.lint(files.open_snapshot(work / f"bulk-{n}-snap.jsonl").items(), schema),
+    )
+    timed("lint_live", lambda: _in_session(lambda s: lint.lint(live.records(s), schema)))
+    timed(
+        "diff_vault_live",
+        lambda: _in_session(
+            lambda s: diff.compare(diff.read(s, str(vault), None), diff.read(s, diff.LIVE, None))
+        ),
+    )
+    timed(
+        "import_check_unchanged",
+        lambda: _in_session(
+            lambda s: service.import_from(s, work / f"bulk-{n}-snap.jsonl", False, False)
+        ),
+    )
+    out["loadavg_end"] = common.loadavg()
+    return out
+
+
 def _in_session(work: Any) -> Any:
     from memsys.db import session_scope
 
@@ -158,6 +233,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="10000")
     parser.add_argument("--data-dir", type=Path, default=common.DEFAULT_DATA)
+    parser.add_argument("--bulk-sizes", default="", help="e.g. 100000: no embeddings")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     home = common.private_home("mvb-")
@@ -165,10 +241,14 @@ def main() -> None:
     work.mkdir()
     try:
         settings = common.start_database()
-        results = {"machine": common.machine(), "server": settings, "sizes": []}
-        for n in (int(s) for s in args.sizes.split(",")):
+        results = {"machine": common.machine(), "server": settings, "sizes": [], "bulk": []}
+        for n in (int(s) for s in args.sizes.split(",") if s):
             results["sizes"].append(run_size(n, args.data_dir, work))
             common.write_json("vault.json", results)
+        for n in (int(s) for s in args.bulk_sizes.split(",") if s):
+            results["bulk"].append(bulk_size(n, args.data_dir, work))
+            common.write_json("vault.json", results)
+            print(json.dumps(results["bulk"][-1], indent=1))
         rows = [
             [
                 r["memories"],

@@ -9,7 +9,7 @@ default, a number outside its range clamped to it — that `--fix` writes back i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from importlib import resources
@@ -67,19 +67,26 @@ def load_schema(path: str | Path | None = None) -> dict[str, Any]:
     return dict(schema)
 
 
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "id": lambda v: isinstance(v, str) and 0 < len(v) <= 40,
+    "float": _is_number,
+    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "array": lambda v: isinstance(v, list),
+    "enum": lambda v: isinstance(v, str),
+}
+
+
 def _type_ok(value: Any, kind: str) -> bool:
-    checks: dict[str, Any] = {
-        "string": lambda v: isinstance(v, str),
-        "id": lambda v: isinstance(v, str) and 0 < len(v) <= 40,
-        "float": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-        "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
-        "boolean": lambda v: isinstance(v, bool),
-        "array": lambda v: isinstance(v, list),
-        "json": lambda v: True,
-        "enum": lambda v: isinstance(v, str),
-        "timestamp": _is_time,
-    }
-    return bool(checks.get(kind, lambda v: True)(value))
+    if kind == "timestamp":
+        return _is_time(value)
+    check = TYPE_CHECKS.get(kind)
+    return check is None or check(value)
 
 
 def _is_time(value: Any) -> bool:
