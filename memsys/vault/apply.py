@@ -121,6 +121,7 @@ class Plan:
             else:
                 self.report.memories.unchanged += 1
         new = self._without_duplicates(new)
+        changed = self._not_taken(changed)
         self.report.memories.new += len(new)
         self.report.memories.changed += len(changed)
         if self.dry_run:
@@ -156,6 +157,20 @@ class Plan:
                 else:
                     first_in_batch[rec["content_hash"]] = rec["id"]
                     kept.append(rec)
+        return kept
+
+    def _not_taken(self, changed: list[tuple[Record, Chunk]]) -> list[tuple[Record, Chunk]]:
+        """Edits whose new content another live memory of the namespace already holds are
+        duplicates: the unique live content hash would refuse them."""
+        kept = []
+        for rec, row in changed:
+            if row.content != rec["content"]:
+                params = {"namespace": rec["namespace"], "hashes": [rec["content_hash"]]}
+                holder = self.session.execute(_HOLDER, params).first()
+                if holder is not None and holder.id != rec["id"]:
+                    self.report.memories.duplicate += 1
+                    continue
+            kept.append((rec, row))
         return kept
 
     def _insert(self, new: list[Record], vectors: Any) -> None:

@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from sqlalchemy.orm import Session
 
@@ -85,6 +85,7 @@ def to_vault(
 ) -> Exported:
     """Write the vault; files of memories that are gone from the database are removed."""
     check_target(root)
+    _same_scope(root, namespace)
     root.mkdir(parents=True, exist_ok=True)
     w = _Writer(root)
     manifest = {"format": "memsys-vault", "schema_version": SCHEMA_VERSION, "export": FORMAT}
@@ -110,24 +111,41 @@ def to_vault(
     hook = with_briefs if with_briefs is not None else briefs
     for relative, text in hook(session, namespace) if hook else ():
         w.write(relative, text)
-    _remove_stale(root, w.done.written)
+    _remove_stale(root, w.done.written, namespace)
     return w.done
 
 
 INDEX = "_index.json"  # derived, gitignored: the paths the last export wrote
 
 
-def _remove_stale(root: Path, written: set[str]) -> None:
+def _previous(root: Path) -> dict[str, Any]:
+    try:
+        found = json.loads((root / INDEX).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _same_scope(root: Path, namespace: str | None) -> None:
+    """An export of one namespace over a vault of another scope would drop that scope's
+    files: refused."""
+    before = _previous(root)
+    if before and before.get("namespace") != namespace:
+        held = before.get("namespace") or "every namespace"
+        raise InvalidInput(
+            f"{root} holds an export of {held}: export the same scope into it, or use "
+            "another folder"
+        )
+
+
+def _remove_stale(root: Path, written: set[str], namespace: str | None) -> None:
     """Files the previous export wrote whose records are gone. A file written by hand (not in
     the previous export's index) is never removed: it may be a memory not imported yet."""
-    index = root / INDEX
-    try:
-        before = set(json.loads(index.read_text(encoding="utf-8")).get("paths", []))
-    except (OSError, ValueError, AttributeError):
-        before = set()
+    before = set(_previous(root).get("paths", []))
     for relative in sorted(before - written):
         path = root / relative
         if path.is_file() and path.resolve().is_relative_to(root.resolve()):
             path.unlink()
-    listing = {"version": 1, "count": len(written), "paths": sorted(written)}
-    index.write_text(json.dumps(listing, indent=0) + "\n", encoding="utf-8")
+    listing: dict[str, Any] = {"version": 1, "namespace": namespace, "count": len(written)}
+    listing["paths"] = sorted(written)
+    (root / INDEX).write_text(json.dumps(listing, indent=0) + "\n", encoding="utf-8")

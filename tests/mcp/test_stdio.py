@@ -46,6 +46,10 @@ SLICE_TOOLS = {
     "read_graph",
     "search_nodes",
     "open_nodes",
+    # memory as code (memsys.operations.vault)
+    "memory_export",
+    "memory_import",
+    "memory_diff",
 }
 READ_ONLY = {
     "validation_history",
@@ -67,6 +71,7 @@ READ_ONLY = {
     "preference_get",
     "preference_list",
     "preference_history",
+    "memory_diff",
 }
 DESTRUCTIVE = {
     "memory_forget",

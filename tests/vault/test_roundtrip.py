@@ -8,6 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from memsys import runner
+from memsys.errors import InvalidInput
+from memsys.schemas import MemoryForgetIn
+from memsys.services import memories
 from tests.conftest import table_counts
 from tests.vault.helpers import empty_database, export, import_, live_count, seed, tree
 
@@ -103,3 +107,22 @@ def test_frontmatter_fast_path_reads_what_yaml_reads(tmp_path: Path, embedder: o
         assert fast == slow, path
     hand_written = ["id: mem_1", "tags: [redis, timeout]", "created: 2025-12-06"]
     assert markdown._fast(hand_written) is None  # S003's unquoted lists go through YAML
+
+
+def test_export_again_removes_files_of_forgotten_memories_only(
+    tmp_path: Path, embedder: object
+) -> None:
+    ids = seed()
+    export(tmp_path / "vault")
+    mine = tmp_path / "vault" / "graph" / "general" / "written-by-hand-abcdef.md"
+    mine.parent.mkdir(parents=True, exist_ok=True)
+    mine.write_text("---\nid: mem_00000000000000aa\n---\nnot imported yet\n")
+    runner.execute(memories.forget, MemoryForgetIn, {"memory_id": ids["problem"]})
+    again = export(tmp_path / "vault")
+    assert again.memories == 3 and again.edges == 1
+    names = list(tree(tmp_path / "vault"))
+    assert not any(p.startswith("graph/problems/") for p in names)
+    assert not any("--RELATES_TO--" in p for p in names)
+    assert mine.exists()  # never written by an export: left alone
+    with pytest.raises(InvalidInput, match="holds an export of every namespace"):
+        export(tmp_path / "vault", namespace="project:game")
