@@ -2,7 +2,9 @@
 
 Their CLI commands are written by hand (memsys.cli.vault: stdout and stdin, a vault folder,
 exit codes for CI), and so are the streaming REST routes GET /v1/export and POST
-/v1/import (memsys.api.vault); GET /v1/diff comes from its row.
+/v1/import, whose body is the export itself (memsys.api.vault). The rows' own routes take a
+path on the memsys host, as the MCP tools do: POST /v1/export/file, POST /v1/import/file,
+GET /v1/diff.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ VAULT_OPERATIONS: tuple[Operation, ...] = (
         input=v.ExportIn,
         output=v.ExportOut,
         effect="idempotent",
-        rest=(),
+        rest=(Rest("POST", "/export/file"),),
         cli=Cli("export", command=f"{VAULT_CLI}:export_command"),
     ),
     Operation(
@@ -36,7 +38,7 @@ VAULT_OPERATIONS: tuple[Operation, ...] = (
         input=v.ImportIn,
         output=v.ImportOut,
         effect="write",
-        rest=(),
+        rest=(Rest("POST", "/import/file"),),
         cli=Cli("import", command=f"{VAULT_CLI}:import_command"),
     ),
     Operation(

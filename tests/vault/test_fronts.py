@@ -77,6 +77,10 @@ def test_rest_diff_and_migrate(tmp_path: Path, client: TestClient) -> None:
     assert same.status_code == 200 and same.json()["identical"]
     outside = client.get("/v1/diff", params={"snapshot_a": "/etc/passwd"})
     assert outside.status_code == 422 and "outside the folders" in outside.json()["error"]
+    written = client.post("/v1/export/file", json={"path": str(tmp_path / "server.jsonl")})
+    assert written.status_code == 200 and written.json()["memories"] == 4
+    checked = client.post("/v1/import/file", json={"path": str(tmp_path / "server.jsonl")})
+    assert checked.json()["dry_run"] and checked.json()["memories"]["unchanged"] == 4
     plan = client.post("/v1/migrate", json={"dry_run": True})
     assert plan.status_code == 200
     assert plan.json()["sql"] == "" and plan.json()["from_revision"] == plan.json()["to_revision"]
