@@ -222,6 +222,52 @@ def bulk_size(n: int, data: Path, work: Path) -> dict[str, Any]:
     return out
 
 
+def lint_files(n: int, data: Path, work: Path) -> dict[str, Any]:
+    """Lint time of an n-file vault and an n-record JSON-lines file, written straight from
+    records (no database, no model): what `memsys lint` costs a CI job."""
+    from memsys.vault import files, lint, markdown
+
+    base = texts(data, min(n, 12_000))
+    vault, lines = work / f"lint-{n}-vault", work / f"lint-{n}.jsonl"
+    records = []
+    for i in range(n):
+        body = base[i % len(base)] + ("" if i < len(base) else f" (note {i})")
+        records.append(
+            {
+                "kind": "memory",
+                "id": f"mem_{i:016x}",
+                "namespace": "bench",
+                "type": TYPES[i % len(TYPES)],
+                "content": body,
+                "importance": 0.5,
+                "confidence": 0.5,
+                "tags": [f"t{i % 17}"],
+                "lifecycle": "project",
+                "stage": "active",
+                "pinned": False,
+                "metadata": {},
+                "created": "2026-11-01T00:00:00+00:00",
+                "updated": "2026-11-01T00:00:00+00:00",
+            }
+        )
+    for rec in records:
+        path = vault / markdown.memory_path(rec)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(markdown.render_memory(rec, []), encoding="utf-8")
+    with lines.open("w", encoding="utf-8") as out:
+        files.write(out, "jsonl", records)
+    schema = lint.load_schema()
+    out: dict[str, Any] = {"files": n, "loadavg_start": common.loadavg()}
+    for key, target in (("lint_vault", vault), ("lint_jsonl", lines)):
+        t0 = time.perf_counter()
+        report = lint.lint(files.open_snapshot(target).items(), schema)
+        out[f"{key}_s"] = round(time.perf_counter() - t0, 2)
+        out[f"{key}_findings"] = len(report.findings)
+    out["vault_disk_kb"] = disk_kb(vault)
+    out["loadavg_end"] = common.loadavg()
+    return out
+
+
 def _in_session(work: Any) -> Any:
     from memsys.db import session_scope
 
@@ -234,6 +280,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000")
     parser.add_argument("--data-dir", type=Path, default=common.DEFAULT_DATA)
     parser.add_argument("--bulk-sizes", default="", help="e.g. 100000: no embeddings")
+    parser.add_argument("--lint-files", default="", help="e.g. 100000: lint only, no database")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     home = common.private_home("mvb-")
@@ -245,6 +292,9 @@ def main() -> None:
         for n in (int(s) for s in args.sizes.split(",") if s):
             results["sizes"].append(run_size(n, args.data_dir, work))
             common.write_json("vault.json", results)
+        for n in (int(s) for s in args.lint_files.split(",") if s):
+            results["lint"] = lint_files(n, args.data_dir, work)
+            print(json.dumps(results["lint"], indent=1))
         for n in (int(s) for s in args.bulk_sizes.split(",") if s):
             results["bulk"].append(bulk_size(n, args.data_dir, work))
             common.write_json("vault.json", results)
