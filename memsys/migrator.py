@@ -2,6 +2,7 @@
 current and head for `memsys db …`, `memsys serve` and `memsys mcp`, from a checkout or a
 wheel. (Pydantic input and output models are `memsys.schemas`.)"""
 
+import io
 import logging
 from pathlib import Path
 
@@ -40,6 +41,19 @@ def head() -> str | None:
 def current() -> str | None:
     with get_engine().connect() as conn:
         return MigrationContext.configure(conn).get_current_revision()
+
+
+def upgrade_sql(revision: str = "head", start: str | None = None) -> str:
+    """The SQL `upgrade(revision)` would run from `start` (default: the database's current
+    revision), from Alembic's offline mode; nothing is executed."""
+    start = start or current() or "base"
+    buffer = io.StringIO()
+    cfg = Config(output_buffer=buffer)
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    if start == ScriptDirectory.from_config(cfg).get_revision(revision).revision:
+        return ""
+    command.upgrade(cfg, f"{start}:{revision}", sql=True)
+    return buffer.getvalue()
 
 
 def upgrade(revision: str = "head") -> None:

@@ -33,6 +33,20 @@ def _run(connection) -> None:  # type: ignore[no-untyped-def]
         context.run_migrations()
 
 
+def run_migrations_offline() -> None:
+    """`memsys migrate --dry-run`: the SQL an upgrade would run, printed, never executed."""
+    context.configure(
+        dialect_name="postgresql",
+        target_metadata=target_metadata,
+        literal_binds=True,
+        transaction_per_migration=True,
+    )
+    with context.begin_transaction():
+        context.execute("SET lock_timeout = '10s'")
+        context.run_migrations()
+
+
 if context.is_offline_mode():
-    raise SystemExit("memsys migrations run online only: `memsys db upgrade`.")
-run_migrations_online()
+    run_migrations_offline()
+else:
+    run_migrations_online()

@@ -49,6 +49,13 @@ def test_the_wheel_holds_every_migration_of_the_checkout(wheel: Path) -> None:
     assert in_checkout and shipped == in_checkout
 
 
+def test_the_wheel_holds_the_memory_schema_and_the_eval_set(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+    assert "memsys/vault/memory-schema.yaml" in names  # `memsys lint` without a checkout
+    assert "memsys/vault/evals/labelled.yaml" in names  # `memsys eval` precision/recall
+
+
 def test_wheel_ships_migrations_and_upgrades_a_database(wheel: Path, tmp_path: Path) -> None:
     target = tmp_path / "site"
     subprocess.run(

@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memsys import __version__, envelope
-from memsys.api import docs, graph_io, operations, system
+from memsys.api import docs, graph_io, operations, system, vault
 from memsys.api.deps import BearerTokenMiddleware, OriginGuardMiddleware
 from memsys.background import worker
 from memsys.config import allowed_hosts, allowed_origins, get_settings
@@ -79,6 +79,7 @@ def create_app(extra_hosts: list[str] | None = None, background: bool = True) ->
     app.include_router(system.router, prefix="/v1")
     app.include_router(operations.router(), prefix="/v1")
     app.include_router(graph_io.router, prefix="/v1")
+    app.include_router(vault.router, prefix="/v1")
     app.router.routes.extend(routes)
     token = get_settings().api_token
     if token:

@@ -12,7 +12,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from memsys.cli import commands, db, graph, lifecycle, preferences, server, status, trace
+from memsys.cli import commands, db, graph, lifecycle, preferences, server, status, trace, vault
 from memsys.errors import DatabaseUnavailable, MemsysError
 
 EXIT_DATABASE = 1
@@ -157,6 +157,7 @@ app.add_typer(db.app, name="db", help="Database schema migrations (Alembic).")
 server.register(app)
 lifecycle.register(app)
 status.register(app)
+vault.register(app)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from memsys.operations.learning import LEARNING_OPERATIONS
 from memsys.operations.lifecycle import LIFECYCLE_OPERATIONS
 from memsys.operations.query import QUERY_OPERATIONS
 from memsys.operations.spec import Cli, Effect, Operation, Rest, resolve
+from memsys.operations.vault import VAULT_OPERATIONS
 
 OPERATIONS: tuple[Operation, ...] = (
     CORE_OPERATIONS
@@ -35,6 +36,7 @@ OPERATIONS: tuple[Operation, ...] = (
     + KNOWLEDGE_OPERATIONS
     + DEBUG_OPERATIONS
     + QUERY_OPERATIONS
+    + VAULT_OPERATIONS
 )
 BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
 

@@ -125,6 +125,9 @@ class MemoryStoreOut(Output):
     duplicate: bool
     confidence: float
     importance: float
+    warnings: list[str] = Field(
+        default_factory=list, description="Secret-like strings found in the content (stored)"
+    )
 
 
 class MemoryStoreBatchOut(Output):

@@ -12,7 +12,7 @@ from sqlalchemy import Select, delete, func, select, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from memsys import ids
+from memsys import ids, secretscan
 from memsys.embeddings import get_embedder
 from memsys.errors import InvalidInput, NotFound
 from memsys.models import Chunk, Edge, MemoryAccess, MemoryChange, ValidationEvent
@@ -141,7 +141,9 @@ def store(
     )
     chunk = session.get(Chunk, (params.namespace, memory_id))
     assert chunk is not None
-    return _stored(chunk, duplicate=False)
+    stored = _stored(chunk, duplicate=False)
+    stored.warnings = secretscan.warnings(params.content)
+    return stored
 
 
 def embed_batch(params: MemoryStoreBatchIn) -> np.ndarray:

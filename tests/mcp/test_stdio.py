@@ -68,6 +68,10 @@ SLICE_TOOLS = {
     "fact_get",
     "fact_history",
     "fact_verify",
+    # memory as code (memsys.operations.vault)
+    "memory_export",
+    "memory_import",
+    "memory_diff",
 }
 READ_ONLY = {
     "validation_history",
@@ -102,6 +106,7 @@ READ_ONLY = {
     "preference_get",
     "preference_list",
     "preference_history",
+    "memory_diff",
 }
 DESTRUCTIVE = {
     "decay",

@@ -1,0 +1,341 @@
+"""Memory as code at scale: import (with embedding) and export throughput, vault size on
+disk, lint and diff time, on real text (LoCoMo turns, HotpotQA/2Wiki passages).
+
+For each size: write a JSON-lines snapshot of N memories (ids, types, tags, times), import
+it into an empty database (checked, embedded in batches, one transaction), import it again
+(unchanged: nothing to embed), export it as JSON, JSON lines and a vault, lint the vault and
+the live database, diff the vault against the database. The model's own batch throughput on
+the same texts is measured first, as the ceiling for import.
+
+    .venv/bin/python benchmarks/bench_vault.py [--sizes 10000] [--data-dir ../shared/data]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import subprocess
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import common
+
+TYPES = ("fact", "decision", "solution", "fix", "problem", "general", "insight", "workflow")
+MODEL_SAMPLE = 1000
+
+
+def texts(data: Path, n: int) -> list[str]:
+    """n distinct real texts: LoCoMo turns first, then HotpotQA and 2Wiki passages."""
+    found: dict[str, None] = {}
+    for conv in common.locomo(data):
+        for turn in common.locomo_turns(conv):
+            if len(turn) >= 20:
+                found.setdefault(turn.strip())
+    hotpot = json.loads((data / "hotpotqa" / "hotpotqa_train_corpus.json").read_text())
+    passages = [f"{title}: {''.join(sents)}" for title, sents in hotpot.items()]
+    wiki = json.loads((data / "hotpotqa" / "2wikimultihopqa_corpus.json").read_text())
+    passages += [f"{p['title']}: {p['text']}" for p in wiki]
+    for body in passages:
+        if len(found) >= n:
+            break
+        if len(body.strip()) >= 20:
+            found.setdefault(body.strip()[:2000])
+    if len(found) < n:
+        raise SystemExit(f"only {len(found)} distinct texts in {data}; use a smaller size")
+    return list(found)[:n]
+
+
+def snapshot(path: Path, bodies: list[str]) -> None:
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    with path.open("w", encoding="utf-8") as out:
+        out.write('{"kind": "header", "format": "memsys-export", "schema_version": "1.0"}\n')
+        for i, body in enumerate(bodies):
+            moment = (start + timedelta(minutes=i)).isoformat()
+            record = {
+                "kind": "memory",
+                "id": f"mem_{hashlib.sha256(body.encode()).hexdigest()[:16]}",
+                "namespace": "bench",
+                "type": TYPES[i % len(TYPES)],
+                "content": body,
+                "importance": round(0.1 + (i % 9) / 10, 1),
+                "confidence": 0.5,
+                "tags": [f"t{i % 17}", f"g{i % 5}"],
+                "lifecycle": "project",
+                "created": moment,
+                "updated": moment,
+            }
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def disk_kb(path: Path) -> int:
+    return int(
+        subprocess.run(
+            ["du", "-sk", str(path)], capture_output=True, text=True, check=True
+        ).stdout.split()[0]
+    )
+
+
+def run_size(n: int, data: Path, work: Path) -> dict[str, Any]:
+    from sqlalchemy import text
+
+    from memsys.db import get_engine, session_scope
+    from memsys.embeddings import get_embedder
+    from memsys.vault import diff, files, lint, live, service
+
+    bodies = texts(data, n)
+    source = work / f"source-{n}.jsonl"
+    snapshot(source, bodies)
+    out: dict[str, Any] = {"memories": n, "loadavg_start": common.loadavg()}
+    sample = bodies[:MODEL_SAMPLE]
+    get_embedder().embed(bodies[-32:])  # load and warm the model outside the measurement
+    start = time.perf_counter()
+    get_embedder().embed(sample)
+    out["model_sentences_per_s"] = round(len(sample) / (time.perf_counter() - start), 1)
+    common.progress(f"{n}: model {out['model_sentences_per_s']}/s; importing")
+
+    def timed(key: str, work_fn: Any) -> Any:
+        t0 = time.perf_counter()
+        result = work_fn()
+        out[f"{key}_s"] = round(time.perf_counter() - t0, 2)
+        return result
+
+    with get_engine().begin() as conn:
+        conn.execute(text("TRUNCATE chunk, edge, entity, event, namespace CASCADE"))
+    report = timed(
+        "import",
+        lambda: _in_session(lambda s: service.import_from(s, source, dry_run=False, partial=False)),
+    )
+    assert report.memories.new == n, report
+    out["import_per_s"] = round(n / out["import_s"], 1)
+    common.progress(f"{n}: imported at {out['import_per_s']}/s; re-import")
+    again = timed(
+        "reimport_unchanged",
+        lambda: _in_session(lambda s: service.import_from(s, source, dry_run=False, partial=False)),
+    )
+    assert again.memories.unchanged == n
+    for form, name in (("json", "snap.json"), ("jsonl", "snap.jsonl"), ("vault", "vault")):
+        target = work / f"{n}-{name}"
+        done = timed(
+            f"export_{form}",
+            lambda t=target, f=form: _in_session(lambda s: service.export_to(s, t, f, None)),
+        )
+        out[f"export_{form}_per_s"] = round(n / max(out[f"export_{form}_s"], 1e-9), 1)
+        out[f"export_{form}_bytes"] = done.bytes
+        out[f"export_{form}_disk_kb"] = disk_kb(target)
+    common.progress(f"{n}: exported; lint and diff")
+    schema = lint.load_schema()
+    vault = work / f"{n}-vault"
+    checked = timed("lint_vault", lambda: lint.lint(files.open_snapshot(vault).items(), schema))
+    out["lint_vault_errors"] = checked.count("error")
+    checked = timed("lint_live", lambda: _in_session(lambda s: lint.lint(live.records(s), schema)))
+    out["lint_live_errors"] = checked.count("error")
+    same = timed(
+        "diff_vault_live",
+        lambda: _in_session(
+            lambda s: diff.compare(diff.read(s, str(vault), None), diff.read(s, diff.LIVE, None))
+        ),
+    )
+    assert same["identical"], same["counts"]
+    with session_scope() as s:
+        out["database_mb"] = round(
+            s.execute(text("SELECT pg_total_relation_size('chunk') / 1048576.0")).scalar_one(), 1
+        )
+    out["loadavg_end"] = common.loadavg()
+    return out
+
+
+def bulk_size(n: int, data: Path, work: Path) -> dict[str, Any]:
+    """Export, lint and diff at n memories loaded without embeddings (those steps never
+    embed), so that 100k is measured without hours of model time."""
+    from sqlalchemy import insert, text
+
+    from memsys.db import get_engine, session_scope
+    from memsys.models import Chunk, Namespace
+    from memsys.tokens import count_tokens
+    from memsys.vault import diff, files, lint, live, service
+
+    base = texts(data, min(n, 12_000))
+    out: dict[str, Any] = {"memories": n, "embedded": False, "loadavg_start": common.loadavg()}
+    with get_engine().begin() as conn:
+        conn.execute(text("TRUNCATE chunk, edge, entity, event, namespace CASCADE"))
+    with session_scope() as s:
+        s.execute(insert(Namespace).values(name="bench"))
+        for start in range(0, n, 5000):
+            rows = []
+            for i in range(start, min(n, start + 5000)):
+                body = base[i % len(base)] + ("" if i < len(base) else f" (note {i})")
+                rows.append(
+                    {
+                        "namespace": "bench",
+                        "id": f"mem_{i:016x}",
+                        "doc_type": "memory",
+                        "content": body,
+                        "content_hash": hashlib.sha256(body.encode()).hexdigest(),
+                        "token_count": count_tokens(body),
+                        "memory_type": TYPES[i % len(TYPES)],
+                        "tags": [f"t{i % 17}"],
+                        "lifecycle": "project",
+                    }
+                )
+            s.execute(insert(Chunk), rows)
+    common.progress(f"{n}: loaded without embeddings; exporting")
+
+    def timed(key: str, work_fn: Any) -> Any:
+        t0 = time.perf_counter()
+        result = work_fn()
+        out[f"{key}_s"] = round(time.perf_counter() - t0, 2)
+        return result
+
+    for form, name in (("json", "snap.json"), ("jsonl", "snap.jsonl"), ("vault", "vault")):
+        target = work / f"bulk-{n}-{name}"
+        done = timed(
+            f"export_{form}",
+            lambda t=target, f=form: _in_session(lambda s: service.export_to(s, t, f, None)),
+        )
+        out[f"export_{form}_per_s"] = round(n / max(out[f"export_{form}_s"], 1e-9), 1)
+        out[f"export_{form}_bytes"] = done.bytes
+        out[f"export_{form}_disk_kb"] = disk_kb(target)
+    schema = lint.load_schema()
+    vault = work / f"bulk-{n}-vault"
+    timed("lint_vault", lambda: lint.lint(files.open_snapshot(vault).items(), schema))
+    timed(
+        "lint_jsonl",
+        lambda: lint.lint(files.open_snapshot(work / f"bulk-{n}-snap.jsonl").items(), schema),
+    )
+    timed("lint_live", lambda: _in_session(lambda s: lint.lint(live.records(s), schema)))
+    timed(
+        "diff_vault_live",
+        lambda: _in_session(
+            lambda s: diff.compare(diff.read(s, str(vault), None), diff.read(s, diff.LIVE, None))
+        ),
+    )
+    timed(
+        "import_check_unchanged",
+        lambda: _in_session(
+            lambda s: service.import_from(s, work / f"bulk-{n}-snap.jsonl", False, False)
+        ),
+    )
+    out["loadavg_end"] = common.loadavg()
+    return out
+
+
+def lint_files(n: int, data: Path, work: Path) -> dict[str, Any]:
+    """Lint time of an n-file vault and an n-record JSON-lines file, written straight from
+    records (no database, no model): what `memsys lint` costs a CI job."""
+    from memsys.vault import files, lint, markdown
+
+    base = texts(data, min(n, 12_000))
+    vault, lines = work / f"lint-{n}-vault", work / f"lint-{n}.jsonl"
+    records = []
+    for i in range(n):
+        body = base[i % len(base)] + ("" if i < len(base) else f" (note {i})")
+        records.append(
+            {
+                "kind": "memory",
+                "id": f"mem_{i:016x}",
+                "namespace": "bench",
+                "type": TYPES[i % len(TYPES)],
+                "content": body,
+                "importance": 0.5,
+                "confidence": 0.5,
+                "tags": [f"t{i % 17}"],
+                "lifecycle": "project",
+                "stage": "active",
+                "pinned": False,
+                "metadata": {},
+                "created": "2026-11-01T00:00:00+00:00",
+                "updated": "2026-11-01T00:00:00+00:00",
+            }
+        )
+    for rec in records:
+        path = vault / markdown.memory_path(rec)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(markdown.render_memory(rec, []), encoding="utf-8")
+    with lines.open("w", encoding="utf-8") as out:
+        files.write(out, "jsonl", records)
+    schema = lint.load_schema()
+    out: dict[str, Any] = {"files": n, "loadavg_start": common.loadavg()}
+    for key, target in (("lint_vault", vault), ("lint_jsonl", lines)):
+        t0 = time.perf_counter()
+        report = lint.lint(files.open_snapshot(target).items(), schema)
+        out[f"{key}_s"] = round(time.perf_counter() - t0, 2)
+        out[f"{key}_findings"] = len(report.findings)
+    out["vault_disk_kb"] = disk_kb(vault)
+    out["loadavg_end"] = common.loadavg()
+    return out
+
+
+def _in_session(work: Any) -> Any:
+    from memsys.db import session_scope
+
+    with session_scope() as session:
+        return work(session)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="10000")
+    parser.add_argument("--data-dir", type=Path, default=common.DEFAULT_DATA)
+    parser.add_argument("--bulk-sizes", default="", help="e.g. 100000: no embeddings")
+    parser.add_argument("--lint-files", default="", help="e.g. 100000: lint only, no database")
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+    home = common.private_home("mvb-")
+    work = home / "work"
+    work.mkdir()
+    try:
+        settings = common.start_database()
+        results = {"machine": common.machine(), "server": settings, "sizes": [], "bulk": []}
+        for n in (int(s) for s in args.sizes.split(",") if s):
+            results["sizes"].append(run_size(n, args.data_dir, work))
+            common.write_json("vault.json", results)
+        for n in (int(s) for s in args.lint_files.split(",") if s):
+            results["lint"] = lint_files(n, args.data_dir, work)
+            print(json.dumps(results["lint"], indent=1))
+        for n in (int(s) for s in args.bulk_sizes.split(",") if s):
+            results["bulk"].append(bulk_size(n, args.data_dir, work))
+            common.write_json("vault.json", results)
+            print(json.dumps(results["bulk"][-1], indent=1))
+        rows = [
+            [
+                r["memories"],
+                r["model_sentences_per_s"],
+                r["import_per_s"],
+                r["reimport_unchanged_s"],
+                r["export_json_per_s"],
+                r["export_vault_per_s"],
+                r["export_vault_disk_kb"] // 1024,
+                r["export_json_bytes"] // 1048576,
+                r["lint_vault_s"],
+                r["lint_live_s"],
+                r["diff_vault_live_s"],
+            ]
+            for r in results["sizes"]
+        ]
+        print(
+            common.table(
+                [
+                    "memories",
+                    "model/s",
+                    "import/s",
+                    "reimport s",
+                    "export json/s",
+                    "export vault/s",
+                    "vault MB (du)",
+                    "json MB",
+                    "lint vault s",
+                    "lint live s",
+                    "diff s",
+                ],
+                rows,
+            )
+        )
+    finally:
+        common.stop_database(home, args.keep)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""The memory-as-code routes that stream or carry a file as their body (S004's memory
+management endpoints); GET /v1/diff comes from the operation table like every other route.
+
+- GET /v1/export streams the JSON document or JSON lines as the database pages through.
+- POST /v1/import takes such a document as the request body (spooled to a temporary file:
+  an import reads it twice, checking before writing).
+- POST /v1/migrate upgrades the schema, or with dry_run returns the SQL it would run.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import Field
+
+from memsys import envelope
+from memsys.db import session_scope
+from memsys.errors import MemsysError
+from memsys.schemas.common import Input, NamespaceFilter, Output
+from memsys.schemas.vault import ImportOut
+from memsys.services import namespaces
+from memsys.vault import files, live, service
+
+router = APIRouter(tags=["vault"])
+PIECE = 256 * 1024  # bytes per streamed piece
+MEDIA = {"json": "application/json", "jsonl": "application/x-ndjson"}
+
+
+def _pieces(form: str, namespace: str | None) -> Iterator[bytes]:
+    with session_scope() as session:
+        records = live.records(session, namespace)
+        text = files.jsonl_text(records) if form == "jsonl" else files.json_text(records)
+        buffer: list[str] = []
+        size = 0
+        for piece in text:
+            buffer.append(piece)
+            size += len(piece)
+            if size >= PIECE:
+                yield "".join(buffer).encode("utf-8")
+                buffer, size = [], 0
+        yield "".join(buffer).encode("utf-8")
+
+
+@router.get("/export")
+def export(
+    format: Annotated[
+        Literal["json", "jsonl"], Query(description="json (one document) or jsonl (JSON lines)")
+    ] = "json",
+    namespace: Annotated[NamespaceFilter, Query()] = None,
+) -> StreamingResponse:
+    """Export memories, edges and preferences as they are now, streamed page by page (MCP:
+    memory_export writes a file or a vault folder instead)."""
+    with session_scope() as session:
+        namespaces.require(session, namespace)
+    suffix = "jsonl" if format == "jsonl" else "json"
+    return StreamingResponse(
+        _pieces(format, namespace),
+        media_type=MEDIA[format],
+        headers={"Content-Disposition": f'attachment; filename="memsys-export.{suffix}"'},
+    )
+
+
+@router.post("/import", response_model=ImportOut, responses={422: {"description": "Problems"}})
+async def import_(
+    request: Request,
+    dry_run: Annotated[
+        bool, Query(description="Check and count what would change; write nothing")
+    ] = False,
+    partial: Annotated[
+        bool, Query(description="Import the valid records even when others have problems")
+    ] = False,
+) -> Any:
+    """Import a memsys export sent as the body (the JSON document or JSON lines). Every
+    record is checked first; with problems nothing is written (422, each problem with its
+    line) unless partial=true (MCP: memory_import, dry run by default)."""
+    with tempfile.TemporaryDirectory(prefix="memsys-import-") as folder:
+        spool = Path(folder) / "body.json"
+        with spool.open("wb") as out:
+            async for chunk in request.stream():
+                out.write(chunk)
+        result = await run_in_threadpool(_import, spool, dry_run, partial)
+    if result.problem_count and not partial:
+        shown = "; ".join(f"line {p.line}: {p.message}" for p in result.problems[:5])
+        body = envelope.failure(
+            f"{result.problem_count} problem(s), nothing imported (partial=true imports the "
+            f"rest): {shown}"
+        )
+        return JSONResponse({**body, "data": result.model_dump(mode="json")}, status_code=422)
+    return result
+
+
+def _import(spool: Path, dry_run: bool, partial: bool) -> ImportOut:
+    try:
+        with session_scope() as session:
+            result = service.import_from(session, spool, dry_run, partial)
+    except MemsysError as exc:  # name the body, not the server's temporary file
+        raise type(exc)(exc.message.replace(str(spool), "body")) from None
+    for p in result.problems:  # the client never saw the temporary file's name
+        p.source = "body"
+    return result
+
+
+class MigrateIn(Input):
+    revision: Annotated[str, Field(description="Target revision (default: the newest)")] = "head"
+    dry_run: Annotated[bool, Field(description="Return the SQL instead of running it")] = False
+
+
+class MigrateOut(Output):
+    from_revision: str | None
+    to_revision: str | None
+    dry_run: bool
+    sql: str | None = Field(description="The SQL an upgrade would run (dry run only)")
+
+
+@router.post("/migrate", response_model=MigrateOut)
+def migrate(params: MigrateIn) -> MigrateOut:
+    """Upgrade the database schema through Alembic; dry_run returns the SQL (Alembic's
+    offline mode) and changes nothing."""
+    return MigrateOut.model_validate(service.migrate(params.revision, params.dry_run))

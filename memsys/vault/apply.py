@@ -1,0 +1,319 @@
+"""Pass 2 of an import: compare a batch of records with the database and write the difference.
+
+A new memory is inserted with its own id and times (so export → import → export gives the
+same bytes) and embedded with the batch, at the model's batch speed. A memory whose id
+exists with different fields becomes a new version, never an overwrite: the old row is
+copied under a new id and closed (`valid_to`), the live row takes the new fields, and a
+`supersedes` edge joins the two — the way memsys keeps history for every row users change.
+Content already stored under another id in the namespace is a duplicate (as memory_store
+dedups); edges naming the file's id then point at the stored one. Preferences go through
+the preference service, which versions them itself.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import func, insert, select, text, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.orm import Session
+
+from memsys import ids
+from memsys.embeddings import get_embedder
+from memsys.models import Chunk, Edge, Event, Preference
+from memsys.schemas import PreferenceSetIn
+from memsys.services import mentions, namespaces, preferences
+from memsys.tokens import count_tokens
+from memsys.vault.live import canonical
+from memsys.vault.records import VERSIONED, Record, timestamp
+
+if TYPE_CHECKING:
+    from memsys.vault.importer import Report
+
+OPERATION = "memory_import"
+_COPY = text(
+    """
+    INSERT INTO chunk (namespace, id, doc_type, content, content_hash, token_count, embedding,
+                       memory_type, importance, confidence, tags, metadata, lifecycle, stage,
+                       pinned, access_count, last_accessed_at, created_at, updated_at,
+                       valid_from, valid_to)
+    SELECT namespace, :copy, doc_type, content, content_hash, token_count, embedding,
+           memory_type, importance, confidence, tags, metadata, lifecycle, stage, pinned,
+           access_count, last_accessed_at, created_at, updated_at, valid_from, now()
+    FROM chunk WHERE namespace = :namespace AND id = :id AND valid_to IS NULL
+    """
+)
+_HOLDER = text(
+    """
+    SELECT content_hash, id FROM chunk
+    WHERE namespace = :namespace AND doc_type = 'memory' AND valid_to IS NULL
+      AND content_hash = ANY(CAST(:hashes AS text[]))
+    """
+)
+
+
+def moment(value: str) -> datetime:
+    return datetime.fromisoformat(timestamp(value))
+
+
+def _fields(row: Chunk) -> dict[str, Any]:
+    return {
+        "type": row.memory_type,
+        "content": row.content,
+        "importance": float(row.importance),
+        "confidence": float(row.confidence),
+        "tags": sorted(row.tags or []),
+        "lifecycle": row.lifecycle,
+        "stage": row.stage,
+        "pinned": bool(row.pinned),
+        "metadata": canonical(row.meta or {}),
+    }
+
+
+def _columns(rec: Record) -> dict[str, Any]:
+    return {
+        "content": rec["content"],
+        "content_hash": rec["content_hash"],
+        "token_count": count_tokens(rec["content"]),
+        "memory_type": rec["type"],
+        "importance": rec["importance"],
+        "confidence": rec["confidence"],
+        "tags": rec["tags"],
+        "meta": rec["metadata"],
+        "lifecycle": rec["lifecycle"],
+        "stage": rec["stage"],
+        "pinned": rec["pinned"],
+    }
+
+
+class Plan:
+    """Applies (or, in a dry run, only counts) an import, batch by batch, in one session."""
+
+    def __init__(self, session: Session, dry_run: bool, report: Report) -> None:
+        self.session, self.dry_run, self.report = session, dry_run, report
+        self.same_as: dict[str, str] = {}  # a file's id → the id its content is stored under
+        self.namespaces: set[str] = set()
+
+    def _namespace(self, name: str) -> None:
+        if name not in self.namespaces and not self.dry_run:
+            namespaces.ensure(self.session, name)
+        self.namespaces.add(name)
+
+    def memories(self, batch: list[Record]) -> None:
+        rows = {
+            c.id: c
+            for c in self.session.scalars(
+                select(Chunk).where(
+                    Chunk.doc_type == "memory",
+                    Chunk.valid_to.is_(None),
+                    Chunk.id.in_([r["id"] for r in batch]),
+                )
+            )
+        }
+        new, changed = [], []
+        for rec in batch:
+            row = rows.get(rec["id"])
+            if row is None:
+                new.append(rec)
+            elif any(_fields(row)[k] != rec[k] for k in VERSIONED):
+                changed.append((rec, row))
+            else:
+                self.report.memories.unchanged += 1
+        new = self._without_duplicates(new)
+        changed = self._not_taken(changed)
+        self.report.memories.new += len(new)
+        self.report.memories.changed += len(changed)
+        if self.dry_run:
+            self.session.expunge_all()
+            return
+        to_embed = [r["content"] for r in new] + [
+            r["content"] for r, row in changed if row.content != r["content"]
+        ]
+        vectors = iter(get_embedder().embed(to_embed) if to_embed else [])
+        self._insert(new, vectors)
+        for rec, row in changed:
+            self._version(rec, row, next(vectors) if row.content != rec["content"] else None)
+        self.session.flush()
+        self.session.expunge_all()  # keep the identity map from growing with the import
+
+    def _without_duplicates(self, new: list[Record]) -> list[Record]:
+        """New records whose content is stored under another live id are duplicates."""
+        by_ns: dict[str, list[Record]] = {}
+        for rec in new:
+            by_ns.setdefault(rec["namespace"], []).append(rec)
+        kept: list[Record] = []
+        for ns, recs in by_ns.items():
+            hashes = [r["content_hash"] for r in recs]
+            holders: dict[str, str] = dict(
+                self.session.execute(_HOLDER, {"namespace": ns, "hashes": hashes}).tuples().all()
+            )
+            first_in_batch: dict[str, str] = {}
+            for rec in recs:
+                holder = holders.get(rec["content_hash"]) or first_in_batch.get(rec["content_hash"])
+                if holder is not None:
+                    self.same_as[rec["id"]] = holder
+                    self.report.memories.duplicate += 1
+                else:
+                    first_in_batch[rec["content_hash"]] = rec["id"]
+                    kept.append(rec)
+        return kept
+
+    def _not_taken(self, changed: list[tuple[Record, Chunk]]) -> list[tuple[Record, Chunk]]:
+        """Edits whose new content another live memory of the namespace already holds are
+        duplicates: the unique live content hash would refuse them."""
+        kept = []
+        for rec, row in changed:
+            if row.content != rec["content"]:
+                params = {"namespace": rec["namespace"], "hashes": [rec["content_hash"]]}
+                holder = self.session.execute(_HOLDER, params).first()
+                if holder is not None and holder.id != rec["id"]:
+                    self.report.memories.duplicate += 1
+                    continue
+            kept.append((rec, row))
+        return kept
+
+    def _insert(self, new: list[Record], vectors: Any) -> None:
+        if not new:
+            return
+        values = []
+        for rec in new:
+            self._namespace(rec["namespace"])
+            values.append(
+                {
+                    "namespace": rec["namespace"],
+                    "id": rec["id"],
+                    "doc_type": "memory",
+                    "embedding": next(vectors),
+                    "created_at": moment(rec["created"]),
+                    "updated_at": moment(rec["updated"]),
+                    **_columns(rec),
+                }
+            )
+        self.session.execute(pg_insert(Chunk), values)
+        by_ns: dict[str, list[tuple[str, str]]] = {}
+        for rec in new:
+            by_ns.setdefault(rec["namespace"], []).append((rec["id"], rec["content"]))
+        for ns, pairs in by_ns.items():
+            mentions.link(self.session, ns, pairs)
+        self._events(
+            [(r["namespace"], "create", r["id"], {"content_hash": r["content_hash"]}) for r in new]
+        )
+
+    def _version(self, rec: Record, row: Chunk, vector: Any) -> None:
+        """The old fields stay as a closed copy; the live row (same id) takes the new ones."""
+        copy = ids.new_id(ids.MEMORY)
+        ns = rec["namespace"]
+        self.session.execute(_COPY, {"copy": copy, "namespace": ns, "id": rec["id"]})
+        changes = _columns(rec)
+        if vector is not None:
+            changes["embedding"] = vector
+        self.session.execute(
+            update(Chunk)
+            .where(Chunk.namespace == ns, Chunk.id == rec["id"], Chunk.valid_to.is_(None))
+            .values(**changes, updated_at=func.now(), valid_from=func.now())
+        )
+        if vector is not None:
+            mentions.link(self.session, ns, [(rec["id"], rec["content"])])
+        self.session.execute(
+            insert(Edge).values(
+                namespace=ns,
+                source_kind="chunk",
+                source_id=rec["id"],
+                target_kind="chunk",
+                target_id=copy,
+                relation="supersedes",
+                context="an imported edit; the target holds the fields before it",
+            )
+        )
+        fields = sorted(k for k in VERSIONED if _fields(row)[k] != rec[k])
+        self._events([(ns, "edit", rec["id"], {"previous": copy, "fields": fields})])
+        self.report.versions.append({"id": rec["id"], "previous": copy})
+
+    def _events(self, items: list[tuple[str, str, str, dict[str, Any]]]) -> None:
+        self.session.execute(
+            insert(Event),
+            [
+                {
+                    "namespace": ns,
+                    "event_type": kind,
+                    "operation": OPERATION,
+                    "subject_kind": "memory",
+                    "subject_id": subject,
+                    "payload": payload,
+                }
+                for ns, kind, subject, payload in items
+            ],
+        )
+
+    def edges(self, batch: list[Record]) -> None:
+        for rec in batch:
+            src = self.same_as.get(rec["from_id"], rec["from_id"])
+            tgt = self.same_as.get(rec["to_id"], rec["to_id"])
+            live = self.session.execute(
+                select(Edge.id, Edge.weight, Edge.context).where(
+                    Edge.namespace == rec["namespace"],
+                    Edge.source_kind == "chunk",
+                    Edge.target_kind == "chunk",
+                    Edge.source_id == src,
+                    Edge.target_id == tgt,
+                    Edge.relation == rec["type"],
+                    Edge.valid_to.is_(None),
+                )
+            ).first()
+            if live is not None and (live.weight, live.context or None) == (
+                rec["strength"],
+                rec["context"],
+            ):
+                self.report.edges.unchanged += 1
+                continue
+            counts = self.report.edges
+            counts.changed, counts.new = (
+                (counts.changed + 1, counts.new) if live else (counts.changed, counts.new + 1)
+            )
+            if self.dry_run:
+                continue
+            if live is not None:  # closed, not overwritten: the old weight stays readable
+                self.session.execute(
+                    update(Edge)
+                    .where(Edge.namespace == rec["namespace"], Edge.id == live.id)
+                    .values(valid_to=func.now(), expired_at=func.now())
+                )
+            self.session.execute(
+                insert(Edge).values(
+                    namespace=rec["namespace"],
+                    source_kind="chunk",
+                    source_id=src,
+                    target_kind="chunk",
+                    target_id=tgt,
+                    relation=rec["type"],
+                    weight=rec["strength"],
+                    context=rec["context"],
+                    created_at=moment(rec["created"]),
+                )
+            )
+
+    def preference(self, rec: Record) -> None:
+        row = self.session.execute(
+            select(Preference.value, Preference.lifecycle).where(
+                Preference.namespace == rec["namespace"],
+                Preference.key == rec["key"],
+                Preference.valid_to.is_(None),
+            )
+        ).first()
+        current = None if row is None else (canonical(row.value), row.lifecycle)
+        if current is not None and current == (canonical(rec["value"]), rec["lifecycle"]):
+            self.report.preferences.unchanged += 1
+            return
+        if current is None:
+            self.report.preferences.new += 1
+        else:
+            self.report.preferences.changed += 1
+        if not self.dry_run:
+            params = PreferenceSetIn(
+                key=rec["key"],
+                value=rec["value"],
+                namespace=rec["namespace"],
+                lifecycle=rec["lifecycle"],
+            )
+            preferences.set_value(self.session, params)

@@ -1,0 +1,249 @@
+"""Snapshots on disk: a JSON document, JSON lines, or a markdown vault — opened, read record
+by record (with file and line for every problem), and the JSON forms written.
+
+The JSON document is written one record per line between its array brackets, so memsys
+reads its own exports line by line (streaming, with line numbers); a JSON document laid out
+any other way is read whole.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TextIO
+
+import yaml
+
+from memsys.errors import InvalidInput
+from memsys.vault import markdown, upgrade
+from memsys.vault.records import FORMAT, SCHEMA_VERSION, Located, Problem, Record, ordered
+
+Form = Literal["json", "jsonl", "vault"]
+Item = Located | Problem
+MANIFEST = "memsys-vault.yaml"
+PREFERENCES_FILE = "vault/preferences.yaml"
+ARRAYS = {"memory": "memories", "edge": "edges", "preference": "preferences"}
+DERIVED = ("CORE.md", "REFLECTION.md")  # written from the memories, never read back
+
+
+def dumps(record: Record) -> str:
+    return json.dumps(ordered(record), ensure_ascii=False)
+
+
+def json_text(records: Iterable[Record], version: str = SCHEMA_VERSION) -> Iterator[str]:
+    """One JSON document, piece by piece: a header, then the memories, edges and preferences
+    arrays, one record per line. Records come grouped by kind in that order (as
+    live.records gives them)."""
+    yield json.dumps({"format": FORMAT, "schema_version": version})[:-1] + ",\n"
+    kinds = list(ARRAYS)
+    at, first = -1, True
+    for rec in records:
+        while at < kinds.index(rec["kind"]):
+            at += 1
+            yield ("" if at == 0 else "\n],\n") + f'"{ARRAYS[kinds[at]]}": [\n'
+            first = True
+        yield ("" if first else ",\n") + dumps(rec)
+        first = False
+    while at < len(kinds) - 1:
+        at += 1
+        yield ("" if at == 0 else "\n],\n") + f'"{ARRAYS[kinds[at]]}": [\n'
+    yield "\n]}\n"
+
+
+def jsonl_text(records: Iterable[Record], version: str = SCHEMA_VERSION) -> Iterator[str]:
+    """JSON lines: a header line, then one record per line."""
+    yield json.dumps({"kind": "header", "format": FORMAT, "schema_version": version}) + "\n"
+    for rec in records:
+        yield dumps(rec) + "\n"
+
+
+def write(out: TextIO, form: str, records: Iterable[Record]) -> dict[str, int]:
+    """Write records as `form` (json or jsonl); returns how many of each kind."""
+    counts = dict.fromkeys(ARRAYS.values(), 0)
+
+    def counted() -> Iterator[Record]:
+        for rec in records:
+            counts[ARRAYS[rec["kind"]]] += 1
+            yield rec
+
+    pieces = jsonl_text(counted()) if form == "jsonl" else json_text(counted())
+    for piece in pieces:
+        out.write(piece)
+    return counts
+
+
+@dataclass
+class Snapshot:
+    """An opened snapshot: where, which form, which schema version it was written in."""
+
+    path: Path
+    form: Form
+    version: str
+
+    def items(self) -> Iterator[Item]:
+        """Every record (upgraded to this memsys's schema version) or problem, in file order."""
+        raw = {"json": _json_items, "jsonl": _jsonl_items, "vault": _vault_items}[self.form]
+        step = upgrade.steps_from(self.version)
+        for item in raw(self.path):
+            if isinstance(item, Located):
+                for change in step:
+                    item = _relocated(change(dict(item)), item)
+            yield item
+
+
+def _relocated(record: Record, old: Located) -> Located:
+    return markdown.located(record, old.source, getattr(old, "lines", {}))
+
+
+def open_snapshot(path: str | Path) -> Snapshot:
+    """Open a snapshot; a missing path or a schema version from the future is refused."""
+    where = Path(path).expanduser()
+    if not where.exists():
+        raise InvalidInput(f"Snapshot not found: {path}")
+    if where.is_dir():
+        form: Form = "vault"
+        version, source, line = _vault_version(where)
+    else:
+        form, version, source, line = _file_version(where)
+    upgrade.check_readable(version, f"{source}:{line}")
+    return Snapshot(where, form, version)
+
+
+def _vault_version(root: Path) -> tuple[str, str, int]:
+    manifest = root / MANIFEST
+    if not manifest.exists():  # a plain S003 vault: the current format
+        return SCHEMA_VERSION, str(manifest), 1
+    try:
+        data = yaml.safe_load(manifest.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"{manifest}:1: not valid YAML: {exc}") from None
+    return str(data.get("schema_version", "")), str(manifest), 1
+
+
+def _file_version(path: Path) -> tuple[Form, str, str, int]:
+    with path.open(encoding="utf-8") as f:
+        first = f.readline().strip()
+    try:
+        head = json.loads(first)
+        if isinstance(head, dict) and head.get("kind") == "header":
+            return "jsonl", str(head.get("schema_version", "")), str(path), 1
+    except json.JSONDecodeError:
+        pass
+    try:
+        head = json.loads(first.rstrip(",") + "}")
+        if isinstance(head, dict) and "schema_version" in head:
+            return "json", str(head["schema_version"]), str(path), 1
+    except json.JSONDecodeError:
+        pass
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"{path}:{getattr(exc, 'lineno', 1)}: not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise InvalidInput(f"{path}:1: expected a memsys export (a JSON object)")
+    return "json", str(data.get("schema_version", "")), str(path), 1
+
+
+def _record_line(text: str, source: str, n: int) -> Item:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return Problem(source, n, f"not valid JSON: {exc.msg}")
+    if not isinstance(data, dict):
+        return Problem(source, n, "expected a JSON object")
+    return markdown.located(data, source, {"": n})
+
+
+def _jsonl_items(path: Path) -> Iterator[Item]:
+    with path.open(encoding="utf-8") as f:
+        f.readline()
+        for n, line in enumerate(f, start=2):
+            if line.strip():
+                yield _record_line(line, str(path), n)
+
+
+_STRUCTURE = {'"memories": [', '"edges": [', '"preferences": [', "],", "]}", "]"}
+
+
+def _json_items(path: Path) -> Iterator[Item]:
+    with path.open(encoding="utf-8") as f:
+        lines = [f.readline()]
+        line_mode = lines[0].rstrip().endswith(",") and lines[0].startswith('{"format"')
+        if line_mode:
+            for n, line in enumerate(f, start=2):
+                text = line.strip()
+                if not text or text in _STRUCTURE:
+                    continue
+                if not text.startswith("{"):
+                    yield Problem(str(path), n, "unexpected line in a memsys JSON export")
+                    continue
+                yield _record_line(text.rstrip(","), str(path), n)
+            return
+    yield from _whole_json(path)
+
+
+def _whole_json(path: Path) -> Iterator[Item]:
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    for kind, array in ARRAYS.items():
+        items = data.get(array) or []
+        if not isinstance(items, list):
+            yield Problem(str(path), None, f"{array}: expected a list")
+            continue
+        for i, rec in enumerate(items):
+            where = f"{path} {array}[{i}]"
+            if not isinstance(rec, dict):
+                yield Problem(where, None, "expected a JSON object")
+                continue
+            rec.setdefault("kind", kind)
+            yield markdown.located(rec, where, {})
+
+
+def vault_files(root: Path) -> Iterator[tuple[Path, str]]:
+    """(path, role) of every file a vault import reads: memory, pinned, edge."""
+    for path in sorted(root.rglob("*.md")):
+        rel = path.relative_to(root)
+        parts = rel.parts
+        if any(p.startswith((".", "_")) for p in parts) or rel.as_posix() in DERIVED:
+            continue
+        if parts[0] == "episodes":
+            continue
+        if rel.as_posix().startswith(markdown.EDGE_DIR + "/"):
+            yield path, "edge"
+        elif parts[0] == markdown.PINNED_DIR:
+            yield path, "pinned"
+        elif parts[0] == "graph":
+            yield path, "memory"
+
+
+def _vault_items(root: Path) -> Iterator[Item]:
+    for path, role in vault_files(root):
+        source = str(path.relative_to(root))
+        try:
+            text = path.read_text(encoding="utf-8")
+            if role == "edge":
+                yield markdown.parse_edge(text, source)
+            else:
+                yield from markdown.parse_memory(text, source, pinned_dir=role == "pinned")
+        except markdown.BadFile as exc:
+            yield Problem(source, exc.line, str(exc))
+        except UnicodeDecodeError:
+            yield Problem(source, None, "not UTF-8 text")
+    prefs = root / PREFERENCES_FILE
+    if prefs.exists():
+        yield from _preference_items(prefs, PREFERENCES_FILE)
+
+
+def _preference_items(path: Path, source: str) -> Iterator[Item]:
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        if not text.startswith("- "):
+            yield Problem(source, n, "expected `- {…}`, one preference per line")
+            continue
+        item = _record_line(text[2:], source, n)
+        if isinstance(item, Located):
+            item["kind"] = "preference"
+        yield item

@@ -1,0 +1,241 @@
+"""Import a snapshot: check all of it first, then apply it in one transaction.
+
+Pass 1 reads every record, checks it (fields, duplicate ids, edges whose memories exist
+neither in the snapshot nor in the database, ids this database forgot or keeps in another
+namespace) and collects every problem with its file and line. With problems and without
+`partial`, nothing is written. Pass 2 reads the snapshot again and applies it batch by batch
+(`apply`): unchanged records are skipped, new ones inserted with their ids and times,
+changed memories become new versions. Only the two passes' id sets are held in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from memsys.vault import apply, records
+from memsys.vault.files import Snapshot
+from memsys.vault.records import Located, Problem, Record
+
+BATCH = 256
+LOOKUP = 2000
+
+_KNOWN = text(
+    """
+    SELECT id, namespace, valid_to IS NULL AS live FROM chunk
+    WHERE doc_type = 'memory' AND id = ANY(CAST(:ids AS text[]))
+    """
+)
+
+
+@dataclass
+class Counts:
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    duplicate: int = 0
+
+
+@dataclass
+class Report:
+    """What an import found and did (or, in a dry run, would do)."""
+
+    dry_run: bool
+    partial: bool
+    applied: bool = False
+    memories: Counts = field(default_factory=Counts)
+    edges: Counts = field(default_factory=Counts)
+    preferences: Counts = field(default_factory=Counts)
+    problems: list[Problem] = field(default_factory=list)
+    versions: list[dict[str, str]] = field(default_factory=list)  # memory id → superseded copy
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            "partial": self.partial,
+            "applied": self.applied,
+            "memories": vars(self.memories),
+            "edges": vars(self.edges),
+            "preferences": vars(self.preferences),
+            "problems": [
+                {"source": p.source, "line": p.line, "message": p.message} for p in self.problems
+            ],
+            "versions": self.versions,
+        }
+
+
+@dataclass
+class _Seen:
+    memories: dict[str, tuple[str, str]] = field(default_factory=dict)  # id → (ns, where)
+    edges: dict[str, tuple[Located, bool]] = field(default_factory=dict)  # id → (rec, file)
+    preferences: dict[tuple[str, str], str] = field(default_factory=dict)
+    bad: set[str] = field(default_factory=set)  # memory ids and edge ids to skip
+
+
+def _where(rec: Located, key: str | None = None) -> str:
+    line = rec.at(key)
+    return rec.source if line is None else f"{rec.source}:{line}"
+
+
+def _problem(rec: Located, key: str | None, message: str) -> Problem:
+    return Problem(rec.source, rec.at(key), message)
+
+
+def _checked(snapshot: Snapshot, seen: _Seen, problems: list[Problem]) -> Iterator[Located]:
+    """Records that pass their own checks and are not duplicates (pass 1)."""
+    for item in snapshot.items():
+        if isinstance(item, Problem):
+            problems.append(item)
+            continue
+        found = records.check(item)
+        if found:
+            problems += [_problem(item, key, msg) for key, msg in found]
+            if item.get("kind") == "memory" and isinstance(item.get("id"), str):
+                seen.bad.add(item["id"])
+            continue
+        kind = item["kind"]
+        if kind == "memory":
+            first = seen.memories.get(item["id"])
+            if first is not None:
+                problems.append(
+                    _problem(item, "id", f"duplicate id {item['id']} (also at {first[1]})")
+                )
+                seen.bad.add(item["id"])
+                continue
+            seen.memories[item["id"]] = (item["namespace"], _where(item, "id"))
+        elif kind == "preference":
+            name = (item["namespace"], item["key"])
+            if name in seen.preferences:
+                where = seen.preferences[name]
+                problems.append(_problem(item, "key", f"duplicate preference (also at {where})"))
+                continue
+            seen.preferences[name] = _where(item, "key")
+        yield item
+
+
+def _edge_seen(seen: _Seen, rec: Located, problems: list[Problem]) -> None:
+    """Keep one record per edge id: an edge file wins over a relation in frontmatter."""
+    from_file = not rec.get("from_relation")
+    first = seen.edges.get(rec["id"])
+    if first is None or (from_file and not first[1]):
+        seen.edges[rec["id"]] = (rec, from_file)
+    elif from_file and first[1]:
+        where = _where(first[0])
+        problems.append(_problem(rec, "id", f"duplicate edge {rec['id']} (also at {where})"))
+
+
+def _check_database(session: Session, seen: _Seen, problems: list[Problem]) -> None:
+    """Ids the database forgot or keeps in another namespace; edges with a missing end."""
+    ids = list(seen.memories)
+    known: dict[str, tuple[str, bool]] = {}
+    for start in range(0, len(ids), LOOKUP):
+        for row in session.execute(_KNOWN, {"ids": ids[start : start + LOOKUP]}):
+            if row.live or row.id not in known:
+                known[row.id] = (row.namespace, row.live)
+    for memory_id, (ns, where) in seen.memories.items():
+        if memory_id not in known:
+            continue
+        there, live = known[memory_id]
+        if there != ns:
+            problems.append(
+                _at(
+                    where,
+                    f"memory {memory_id} is in namespace {there} here, "
+                    f"not {ns}: import does not move memories",
+                )
+            )
+            seen.bad.add(memory_id)
+        elif not live:
+            problems.append(
+                _at(
+                    where,
+                    f"memory {memory_id} was forgotten in this database: "
+                    "import does not bring it back (store it anew)",
+                )
+            )
+            seen.bad.add(memory_id)
+    ends = {e for rec, _ in seen.edges.values() for e in (rec["from_id"], rec["to_id"])}
+    outside = sorted(ends - set(seen.memories))
+    live_outside: dict[str, str] = {}
+    for start in range(0, len(outside), LOOKUP):
+        for row in session.execute(_KNOWN, {"ids": outside[start : start + LOOKUP]}):
+            if row.live:
+                live_outside[row.id] = row.namespace
+    for edge_id, (rec, _) in seen.edges.items():
+        for end in (rec["from_id"], rec["to_id"]):
+            owner: str | None = (
+                seen.memories[end][0] if end in seen.memories else live_outside.get(end)
+            )
+            if owner is None:
+                problems.append(
+                    _problem(
+                        rec,
+                        None,
+                        f"dangling edge: memory {end} is neither "
+                        "in this snapshot nor in the database",
+                    )
+                )
+                seen.bad.add(edge_id)
+                break
+            if owner != rec["namespace"]:
+                problems.append(
+                    _problem(
+                        rec,
+                        None,
+                        f"edge in namespace {rec['namespace']} but memory {end} is in {owner}",
+                    )
+                )
+                seen.bad.add(edge_id)
+                break
+            if end in seen.bad:
+                seen.bad.add(edge_id)
+
+
+def _at(where: str, message: str) -> Problem:
+    source, _, line = where.rpartition(":")
+    if source and line.isdigit():
+        return Problem(source, int(line), message)
+    return Problem(where, None, message)
+
+
+def validate(session: Session, snapshot: Snapshot) -> tuple[_Seen, list[Problem]]:
+    """Pass 1: every problem of the snapshot, and what pass 2 must skip."""
+    seen, problems = _Seen(), list[Problem]()
+    for rec in _checked(snapshot, seen, problems):
+        if rec["kind"] == "edge":
+            _edge_seen(seen, rec, problems)
+    _check_database(session, seen, problems)
+    return seen, problems
+
+
+def run(
+    session: Session, snapshot: Snapshot, dry_run: bool = False, partial: bool = False
+) -> Report:
+    """Check the snapshot, then (unless told not to, or refused) apply it in this session."""
+    report = Report(dry_run=dry_run, partial=partial)
+    seen, report.problems = validate(session, snapshot)
+    if report.problems and not partial:
+        return report
+    plan = apply.Plan(session, dry_run, report)
+    batch: list[Record] = []
+    for rec in _checked(snapshot, _Seen(), []):
+        if rec["kind"] == "memory" and rec["id"] not in seen.bad:
+            batch.append(rec)
+            if len(batch) >= BATCH:
+                plan.memories(batch)
+                batch = []
+        elif rec["kind"] == "preference":
+            plan.preference(rec)
+    if batch:
+        plan.memories(batch)
+    kept: list[Record] = [
+        rec for key, (rec, _) in sorted(seen.edges.items()) if key not in seen.bad
+    ]
+    for start in range(0, len(kept), BATCH):
+        plan.edges(kept[start : start + BATCH])
+    report.applied = not dry_run
+    return report

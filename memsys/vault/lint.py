@@ -1,0 +1,210 @@
+"""Lint a snapshot (or the live database) against memory-schema.yaml: types, required fields,
+field types, ranges, lengths, enums, retention. Records stream through once; each check is a
+few dict lookups, so 100k memories take seconds, not minutes.
+
+Findings are errors (the record breaks the schema) or warnings (past its retention, an
+edge type the schema does not list). Some errors have a safe fix — a missing field with a
+default, a number outside its range clamped to it — that `--fix` writes back into the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from memsys.errors import InvalidInput
+from memsys.vault.records import Located, Problem, Record, timestamp
+
+SCHEMA_FILE = "memory-schema.yaml"
+SECTIONS = {"edge": "relationship", "preference": "preference_store"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str  # error | warning
+    source: str
+    line: int | None
+    message: str
+    fix: tuple[str, Any] | None = None  # (field, value) a safe fix writes
+
+
+@dataclass
+class Report:
+    schema_version: str
+    checked: dict[str, int] = field(default_factory=lambda: {"memory": 0, "edge": 0})
+    findings: list[Finding] = field(default_factory=list)
+
+    def count(self, severity: str) -> int:
+        return sum(f.severity == severity for f in self.findings)
+
+
+def default_schema_path() -> Path:
+    return Path(str(resources.files("memsys.vault").joinpath(SCHEMA_FILE)))
+
+
+def load_schema(path: str | Path | None = None) -> dict[str, Any]:
+    """The schema: the user's file, or the one shipped with memsys."""
+    where = Path(path).expanduser() if path is not None else default_schema_path()
+    if not where.is_file():
+        raise InvalidInput(f"Schema file not found: {where}")
+    try:
+        schema = yaml.safe_load(where.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"{where}: not valid YAML: {exc}") from None
+    types = schema.get("memory_types") if isinstance(schema, dict) else None
+    if not isinstance(types, dict) or not all(
+        isinstance(t, dict) and isinstance(t.get("schema"), dict) for t in types.values()
+    ):
+        raise InvalidInput(f"{where}: expected `memory_types`, each with a `schema` of fields")
+    if "version" not in schema:
+        raise InvalidInput(f"{where}: the schema has no `version`")
+    return dict(schema)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "id": lambda v: isinstance(v, str) and 0 < len(v) <= 40,
+    "float": _is_number,
+    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "array": lambda v: isinstance(v, list),
+    "enum": lambda v: isinstance(v, str),
+}
+
+
+def _type_ok(value: Any, kind: str) -> bool:
+    if kind == "timestamp":
+        return _is_time(value)
+    check = TYPE_CHECKS.get(kind)
+    return check is None or check(value)
+
+
+def _is_time(value: Any) -> bool:
+    try:
+        timestamp(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def check_field(name: str, value: Any, rule: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(message, safe fix value or None) for each way `value` breaks `rule`."""
+    if value is None:
+        if rule.get("required"):
+            return [(f"{name}: required field missing", rule.get("default"))]
+        return []
+    kind = rule.get("type", "json")
+    if not _type_ok(value, kind):
+        return [(f"{name}: expected {kind}, got {type(value).__name__}", None)]
+    found: list[tuple[str, Any]] = []
+    low, high = rule.get("min"), rule.get("max")
+    if low is not None and value < low:
+        found.append((f"{name}: {value} below minimum {low}", float(low)))
+    if high is not None and value > high:
+        found.append((f"{name}: {value} above maximum {high}", float(high)))
+    limit = rule.get("max_length")
+    size = len(value) if isinstance(value, str) else len(str(value)) if kind == "json" else 0
+    if limit is not None and size > limit:
+        found.append((f"{name}: {size} characters, more than {limit}", None))
+    if kind == "enum" and value not in rule.get("values", []):
+        found.append((f"{name}: {value!r} is not one of {rule.get('values')}", None))
+    if kind == "array":
+        if rule.get("max_items") is not None and len(value) > rule["max_items"]:
+            found.append((f"{name}: {len(value)} items, more than {rule['max_items']}", None))
+        item = rule.get("item_type")
+        if item and not all(_type_ok(v, item) for v in value):
+            found.append((f"{name}: every item must be {item}", None))
+    return found
+
+
+class Linter:
+    def __init__(self, schema: dict[str, Any], now: datetime | None = None) -> None:
+        self.schema = schema
+        self.now = now or datetime.now(UTC)
+        self.report = Report(schema_version=str(schema.get("version")))
+
+    def _add(
+        self, rec: Located | Record, key: str | None, severity: str, message: str, fix: Any = None
+    ) -> None:
+        source = (
+            getattr(rec, "source", None) or f"{rec.get('kind')} {rec.get('id') or rec.get('key')}"
+        )
+        line = rec.at(key) if isinstance(rec, Located) else None
+        fixable = fix is not None and key is not None and line is not None
+        pair = (str(key), fix) if fixable and not rec.get("from_relation") else None
+        self.report.findings.append(Finding(severity, source, line, message, pair))
+
+    def record(self, rec: Located | Record) -> None:
+        kind = rec.get("kind")
+        if kind == "memory":
+            self._memory(rec)
+        elif kind in SECTIONS:
+            self._fields(rec, (self.schema.get(SECTIONS[kind]) or {}).get("schema", {}))
+        self.report.checked[str(kind)] = self.report.checked.get(str(kind), 0) + 1
+
+    def _memory(self, rec: Located | Record) -> None:
+        spec = self.schema["memory_types"].get(rec.get("type"))
+        if spec is None:
+            self._add(rec, "type", "error", f"type: unknown memory type {rec.get('type')!r}")
+            return
+        rules = dict(spec["schema"])
+        if "lifecycle" in rules and spec.get("lifecycle"):
+            rules["lifecycle"] = {**rules["lifecycle"], "default": spec["lifecycle"]}
+        if "updated" in rules and rec.get("created") is not None:
+            rules["updated"] = {**rules["updated"], "default": rec.get("created")}
+        self._fields(rec, rules)
+        days = spec.get("retention_days")
+        updated = rec.get("updated") or rec.get("created")
+        if days is not None and not rec.get("pinned") and _is_time(updated):
+            age = self.now - datetime.fromisoformat(timestamp(updated))
+            if age > timedelta(days=days):
+                self._add(
+                    rec,
+                    "updated",
+                    "warning",
+                    f"past retention: updated {age.days} days ago, {rec.get('type')} "
+                    f"keeps {days} days (pin it, update it, or forget it)",
+                )
+
+    def _fields(self, rec: Located | Record, rules: dict[str, Any]) -> None:
+        given = rec.get("metadata")
+        meta: dict[str, Any] = given if isinstance(given, dict) else {}
+        for name, rule in rules.items():
+            if not isinstance(rule, dict):
+                continue
+            value = rec.get(name) if name in rec else meta.get(name)
+            if name == "type" and rec.get("kind") == "edge" and isinstance(value, str):
+                value = value.lower()
+            for message, fix in check_field(name, value, rule):
+                severity = "warning" if name == "type" and rec.get("kind") == "edge" else "error"
+                self._add(rec, name, severity, message, fix)
+
+
+def lint(
+    items: Iterable[Located | Problem | Record], schema: dict[str, Any], now: datetime | None = None
+) -> Report:
+    linter = Linter(schema, now)
+    for item in items:
+        if isinstance(item, Problem):
+            linter.report.findings.append(Finding("error", item.source, item.line, item.message))
+        else:
+            linter.record(item)
+    return linter.report
+
+
+def fixes_by_file(report: Report) -> Iterator[tuple[str, list[Finding]]]:
+    grouped: dict[str, list[Finding]] = {}
+    for f in report.findings:
+        if f.fix is not None:
+            grouped.setdefault(f.source, []).append(f)
+    yield from sorted(grouped.items())

@@ -1,0 +1,250 @@
+"""The snapshot format: three kinds of record as plain dicts in a fixed key order, and the
+checks every reader applies. No I/O here; `files` and `markdown` read and write records,
+`live` reads them from the database.
+
+A memory record keeps what a user wrote and what memsys decided about it (type, scores,
+tags, lifecycle, stage, pin, metadata, times). Mutable runtime state (access counts, last
+access) is left out, as S003 keeps it out of git (`_state.json`). An edge is named by
+(namespace, from, type, to), so its id is derived from those and stays the same across
+databases; its integer database id is not exported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from memsys.vocabulary import LIFECYCLES, MEMORY_TYPES
+
+SCHEMA_VERSION = "1.0"
+FORMAT = "memsys-export"
+STAGES = ("active", "demoted", "archived", "rehydratable")
+
+Record = dict[str, Any]
+
+MEMORY_KEYS = (
+    "kind",
+    "id",
+    "namespace",
+    "type",
+    "content",
+    "content_hash",
+    "importance",
+    "confidence",
+    "tags",
+    "lifecycle",
+    "stage",
+    "pinned",
+    "metadata",
+    "created",
+    "updated",
+)
+EDGE_KEYS = (
+    "kind",
+    "id",
+    "namespace",
+    "type",
+    "from_id",
+    "to_id",
+    "strength",
+    "context",
+    "created",
+)
+PREFERENCE_KEYS = ("kind", "namespace", "key", "value", "lifecycle")
+KEYS = {"memory": MEMORY_KEYS, "edge": EDGE_KEYS, "preference": PREFERENCE_KEYS}
+# Fields whose change makes a new version of a memory on import (times follow the change).
+VERSIONED: tuple[str, ...] = ("type", "content", "importance", "confidence", "tags")
+VERSIONED += ("lifecycle", "stage", "pinned", "metadata")
+
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,39}$")
+_NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@-]{0,127}$")
+_RELATION = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with the input, where it is (file and line when known)."""
+
+    source: str
+    line: int | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.source if self.line is None else f"{self.source}:{self.line}"
+        return f"{where}: {self.message}"
+
+
+class Located(dict[str, Any]):
+    """A record that remembers where it was read (file, line of each key) for problems."""
+
+    source: str = "<input>"
+    lines: dict[str, int]
+
+    def at(self, key: str | None = None) -> int | None:
+        lines = getattr(self, "lines", {})
+        return lines.get(key or "", lines.get(""))
+
+
+def content_hash(content: str) -> str:
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+def edge_id(namespace: str, source: str, relation: str, target: str) -> str:
+    """The stable id of an edge: the same four names give the same id in every database."""
+    digest = hashlib.sha256("\x1f".join((namespace, source, relation, target)).encode())
+    return f"edge_{digest.hexdigest()[:16]}"
+
+
+def timestamp(value: Any) -> str:
+    """A moment as the one text form exports use: ISO 8601 in UTC with +00:00."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if not isinstance(value, datetime):
+        raise ValueError(f"not a timestamp: {value!r}")
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return str(value.astimezone(UTC).isoformat())
+
+
+def ordered(record: Record) -> Record:
+    """The record with its keys in the format's order (unknown keys dropped)."""
+    return {k: record[k] for k in KEYS[record["kind"]] if k in record}
+
+
+def _number(rec: Record, key: str, low: float, high: float, problems: list[str]) -> None:
+    value = rec.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        problems.append(f"{key}: expected a number, got {value!r}")
+    elif not low <= value <= high:
+        problems.append(f"{key}: {value} is outside {low}..{high}")
+    else:
+        rec[key] = float(value)
+
+
+def _text(rec: Record, key: str, pattern: re.Pattern[str] | None, problems: list[str]) -> None:
+    value = rec.get(key)
+    if not isinstance(value, str) or not value.strip():
+        problems.append(f"{key}: missing or empty")
+    elif pattern is not None and not pattern.match(value):
+        problems.append(f"{key}: {value!r} is not a valid {key}")
+
+
+def _time(rec: Record, key: str, problems: list[str], required: bool = True) -> None:
+    if rec.get(key) is None and not required:
+        return
+    try:
+        rec[key] = timestamp(rec.get(key))
+    except (TypeError, ValueError):
+        problems.append(f"{key}: expected an ISO 8601 timestamp, got {rec.get(key)!r}")
+
+
+def check_memory(rec: Record) -> list[tuple[str, str]]:
+    """Normalise a memory record in place; (field, problem) for each thing wrong."""
+    found: list[tuple[str, str]] = []
+
+    def field(key: str, check: Any) -> None:
+        problems: list[str] = []
+        check(problems)
+        found.extend((key, p) for p in problems)
+
+    field("id", lambda p: _text(rec, "id", _ID, p))
+    rec.setdefault("namespace", "global")
+    field("namespace", lambda p: _text(rec, "namespace", _NAMESPACE, p))
+    if rec.get("type") not in MEMORY_TYPES:
+        found.append(("type", f"type: unknown memory type {rec.get('type')!r}"))
+    content = rec.get("content")
+    if not isinstance(content, str) or not content.strip():
+        found.append(("content", "content: missing or empty"))
+    else:
+        rec["content"] = content.strip()
+        # Derived: a hand edit of the content leaves a stale hash behind, which is no error.
+        rec["content_hash"] = content_hash(rec["content"])
+    field("importance", lambda p: _number(rec, "importance", 0.0, 1.0, p))
+    rec.setdefault("confidence", 0.3)
+    field("confidence", lambda p: _number(rec, "confidence", 0.0, 1.0, p))
+    tags = rec.get("tags") or []
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        found.append(("tags", "tags: expected a list of strings"))
+    else:
+        rec["tags"] = sorted({t.strip() for t in tags if t.strip()})
+    rec.setdefault("lifecycle", "project")
+    if rec["lifecycle"] not in LIFECYCLES:
+        found.append(("lifecycle", f"lifecycle: {rec['lifecycle']!r} is not one of {LIFECYCLES}"))
+    rec.setdefault("stage", "active")
+    if rec["stage"] not in STAGES:
+        found.append(("stage", f"stage: {rec['stage']!r} is not one of {STAGES}"))
+    rec.setdefault("pinned", False)
+    if not isinstance(rec["pinned"], bool):
+        found.append(("pinned", "pinned: expected true or false"))
+    rec["metadata"] = rec.get("metadata") or {}
+    if not isinstance(rec["metadata"], dict):
+        found.append(("metadata", "metadata: expected a mapping"))
+    field("created", lambda p: _time(rec, "created", p))
+    rec.setdefault("updated", rec.get("created"))
+    field("updated", lambda p: _time(rec, "updated", p))
+    return found
+
+
+def check_edge(rec: Record) -> list[tuple[str, str]]:
+    """Normalise an edge record in place; (field, problem) for each thing wrong."""
+    found: list[tuple[str, str]] = []
+    rec.setdefault("namespace", "global")
+    relation = rec.get("type")
+    if isinstance(relation, str):
+        rec["type"] = relation = relation.strip().lower()
+    if not isinstance(relation, str) or not _RELATION.match(relation):
+        found.append(("type", f"type: {relation!r} is not a relation name"))
+    for key in ("from_id", "to_id"):
+        if not isinstance(rec.get(key), str) or not _ID.match(rec[key]):
+            found.append((key, f"{key}: missing or not a memory id"))
+    if not found and rec["from_id"] == rec["to_id"]:
+        found.append(("to_id", "to_id: an edge cannot join a memory to itself"))
+    strength = rec.get("strength", 1.0)
+    if isinstance(strength, bool) or not isinstance(strength, int | float) or strength < 0:
+        found.append(("strength", f"strength: expected a number >= 0, got {strength!r}"))
+    else:
+        rec["strength"] = float(strength)
+    context = rec.get("context")
+    if context is not None and not isinstance(context, str):
+        found.append(("context", "context: expected text"))
+    rec["context"] = (context or "").strip() or None
+    problems: list[str] = []
+    _time(rec, "created", problems)
+    found.extend(("created", p) for p in problems)
+    if not found:
+        rec["id"] = edge_id(rec["namespace"], rec["from_id"], rec["type"], rec["to_id"])
+    return found
+
+
+def check_preference(rec: Record) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    rec.setdefault("namespace", "global")
+    if not isinstance(rec.get("key"), str) or not rec["key"].strip() or len(rec["key"]) > 256:
+        found.append(("key", "key: missing, empty or longer than 256 characters"))
+    if "value" not in rec:
+        found.append(("value", "value: missing"))
+    rec.setdefault("lifecycle", "personal")
+    if rec["lifecycle"] not in LIFECYCLES:
+        found.append(("lifecycle", f"lifecycle: {rec['lifecycle']!r} is not one of {LIFECYCLES}"))
+    return found
+
+
+CHECKS = {"memory": check_memory, "edge": check_edge, "preference": check_preference}
+
+
+def check(rec: Record) -> list[tuple[str, str]]:
+    """Normalise any record in place; (field, problem) for each thing wrong."""
+    kind = rec.get("kind")
+    if kind not in CHECKS:
+        return [("kind", f"kind: expected memory, edge or preference, got {kind!r}")]
+    return CHECKS[kind](rec)
+
+
+def identity(rec: Record) -> tuple[str, ...]:
+    """What names a record across snapshots: memory id, edge id, (namespace, key)."""
+    if rec["kind"] == "preference":
+        return ("preference", rec["namespace"], rec["key"])
+    return (rec["kind"], rec["id"])

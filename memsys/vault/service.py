@@ -1,0 +1,154 @@
+"""What the front ends call: export, import and diff as services `(session, params) → output`.
+
+Paths are on the memsys host and must lie under the folders memsys may read and write
+(MEMSYS_INDEX_ROOTS, as for indexing): a server never reads or writes elsewhere for a
+caller.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TextIO
+
+from sqlalchemy.orm import Session
+
+from memsys.errors import InvalidInput
+from memsys.schemas.vault import (
+    MAX_LISTED,
+    DiffIn,
+    DiffOut,
+    ExportIn,
+    ExportOut,
+    ImportIn,
+    ImportOut,
+    SnapshotForm,
+)
+from memsys.services import namespaces
+from memsys.services.indexing import check_root
+from memsys.vault import diff as diffing
+from memsys.vault import export as exporting
+from memsys.vault import files, importer, records
+from memsys.vault.records import SCHEMA_VERSION, Problem, Record
+
+
+def resolved(path: str) -> Path:
+    """An absolute path under the allowed roots, or InvalidInput."""
+    if not path.strip():
+        raise InvalidInput("path cannot be empty")
+    where = Path(path).expanduser().resolve()
+    check_root(where, path)
+    return where
+
+
+def form_of(path: Path, given: SnapshotForm | None) -> SnapshotForm:
+    if given is not None:
+        return given
+    if path.suffix == ".jsonl":
+        return "jsonl"
+    return "json" if path.suffix == ".json" else "vault"
+
+
+def export(session: Session, params: ExportIn) -> ExportOut:
+    """Write the database (or one namespace) as a JSON document, JSON lines or a vault."""
+    return export_to(session, resolved(params.path), params.format, params.namespace)
+
+
+def export_to(
+    session: Session, where: Path, form: SnapshotForm | None, namespace: str | None
+) -> ExportOut:
+    """`export` for a path already allowed (the CLI writes where its user says)."""
+    namespaces.require(session, namespace)
+    form = form_of(where, form)
+    if form == "vault":
+        done = exporting.to_vault(session, where, namespace)
+        counts = {"memories": done.memories, "edges": done.edges, "preferences": done.preferences}
+        size, written = done.bytes, done.files
+    else:
+        if where.is_dir():
+            raise InvalidInput(f"{where} is a folder: give a file name for {form}")
+        where.parent.mkdir(parents=True, exist_ok=True)
+        with where.open("w", encoding="utf-8", newline="\n") as out:
+            counts = exporting.to_stream(session, out, form, namespace)
+        size, written = where.stat().st_size, 1
+    return ExportOut(
+        path=str(where),
+        format=form,
+        schema_version=SCHEMA_VERSION,
+        files=written,
+        bytes=size,
+        **counts,
+    )
+
+
+def import_(session: Session, params: ImportIn) -> ImportOut:
+    """Check a snapshot and (unless dry_run, or it has problems and partial is off) apply it."""
+    return import_from(session, resolved(params.path), params.dry_run, params.partial)
+
+
+def import_from(session: Session, where: Path, dry_run: bool, partial: bool) -> ImportOut:
+    snapshot = files.open_snapshot(where)
+    report = importer.run(session, snapshot, dry_run=dry_run, partial=partial)
+    data = report.as_dict()
+    data["problem_count"] = len(data["problems"])
+    data["problems"] = data["problems"][:MAX_LISTED]
+    return ImportOut.model_validate(data)
+
+
+def diff(session: Session, params: DiffIn) -> DiffOut:
+    """What changed from snapshot_a to snapshot_b ('live': the database now)."""
+    a, b = (
+        s if s == diffing.LIVE else str(resolved(s)) for s in (params.snapshot_a, params.snapshot_b)
+    )
+    return diff_of(session, a, b, params.namespace)
+
+
+def diff_of(session: Session, a: str, b: str, namespace: str | None) -> DiffOut:
+    sides = [diffing.read(session, source, namespace) for source in (a, b)]
+    result = diffing.compare(sides[0], sides[1])
+    for key in ("added", "removed", "changed"):
+        result[key] = result[key][:MAX_LISTED]
+    return DiffOut(snapshot_a=a, snapshot_b=b, schema_version=SCHEMA_VERSION, **result)
+
+
+def migrate(revision: str, dry_run: bool) -> dict[str, Any]:
+    """Upgrade the database schema through Alembic; a dry run returns the SQL instead."""
+    from alembic.util import CommandError
+
+    from memsys import migrator
+
+    before = migrator.current()
+    try:
+        if dry_run:
+            sql = migrator.upgrade_sql(revision)
+        else:
+            migrator.upgrade(revision)
+            sql = None
+    except CommandError as exc:
+        raise InvalidInput(f"migration failed: {exc}") from None
+    after = migrator.current() if not dry_run else revision
+    return {
+        "from_revision": before,
+        "to_revision": migrator.head() if after == "head" else after,
+        "dry_run": dry_run,
+        "sql": sql,
+    }
+
+
+def upgrade_file(source: Path, out: TextIO) -> dict[str, Any]:
+    """Rewrite an exported .json/.jsonl file in this memsys's schema version."""
+    snapshot = files.open_snapshot(source)
+    if snapshot.form == "vault":
+        raise InvalidInput("a vault is upgraded by importing it (import reads older versions)")
+    upgraded: list[Record] = []
+    for item in snapshot.items():
+        if isinstance(item, Problem):
+            raise InvalidInput(str(item))
+        upgraded.append(records.ordered(dict(item)) if item.get("kind") in records.KEYS else item)
+    order = {"memory": 0, "edge": 1, "preference": 2}
+    upgraded.sort(key=lambda r: order.get(r.get("kind", ""), 3))
+    counts = files.write(out, snapshot.form, upgraded)
+    return {
+        "from_version": snapshot.version,
+        "to_version": SCHEMA_VERSION,
+        "records": sum(counts.values()),
+    }

@@ -1,0 +1,144 @@
+"""`memsys export | import | diff | lint | migrate`: files and folders as a user types them,
+exit codes a CI job can rely on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.cli.helpers import fails, run, run_json
+from tests.conftest import table_counts
+from tests.vault.helpers import empty_database, seed
+
+
+def test_export_to_stdout_and_import_from_a_file(tmp_path: Path, embedder: object) -> None:
+    seed()
+    out = run("export", "--format", "jsonl")
+    assert out.exit_code == 0, out.output
+    lines = out.stdout.splitlines()
+    assert json.loads(lines[0])["schema_version"] == "1.0"
+    assert sum(json.loads(line)["kind"] == "memory" for line in lines[1:]) == 4
+    (tmp_path / "snap.jsonl").write_text(out.stdout)
+    empty_database()
+    dry = run_json("import", str(tmp_path / "snap.jsonl"), "--dry-run")
+    assert dry["memories"]["new"] == 4 and not dry["applied"]
+    done = run("import", str(tmp_path / "snap.jsonl"))
+    assert done.exit_code == 0 and "Imported memories: 4 new" in done.stdout
+
+
+def test_export_vault_and_diff_against_live(tmp_path: Path, embedder: object) -> None:
+    ids = seed()
+    made = run_json("export", str(tmp_path / "vault"))
+    assert made["format"] == "vault" and made["memories"] == 4
+    same = run("diff", str(tmp_path / "vault"))
+    assert same.exit_code == 0 and "0 added, 0 removed, 0 changed" in same.stdout
+    run("forget", ids["problem"])
+    changed = run("diff", str(tmp_path / "vault"), "live")
+    assert changed.exit_code == 1
+    assert f"- memory {ids['problem']}" in changed.stdout
+    assert "- edge edge_" in changed.stdout  # the edge to it went with it
+
+
+def test_diff_reports_changed_fields(tmp_path: Path, embedder: object) -> None:
+    seed()
+    run("export", str(tmp_path / "a.json"))
+    text = (tmp_path / "a.json").read_text().replace('"importance": 0.8', '"importance": 0.4')
+    (tmp_path / "b.json").write_text(text)
+    result = run("diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--json")
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    (change,) = data["changed"]
+    assert change["kind"] == "memory"
+    assert change["fields"] == {"importance": {"before": 0.8, "after": 0.4}}
+    assert data["counts"]["unchanged"] == 7
+
+
+def test_import_with_problems_exits_2_and_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(
+        '{"kind": "header", "format": "memsys-export", "schema_version": "1.0"}\n'
+        '{"kind": "memory", "id": "mem_1", "type": "nonsense", "content": "x", '
+        '"importance": 0.5, "created": "2026-01-01T00:00:00+00:00"}\n'
+        "not json\n"
+    )
+    before = table_counts()
+    result = run("import", str(path))
+    assert result.exit_code == 2
+    assert f"{path}:2: type: unknown memory type 'nonsense'" in result.stdout
+    assert f"{path}:3: not valid JSON" in result.stdout
+    assert result.stderr.strip().startswith("error: 2 problems in")
+    assert table_counts() == before
+
+
+def test_import_of_a_missing_file_is_one_error_line(tmp_path: Path) -> None:
+    assert "Snapshot not found" in fails("import", str(tmp_path / "nope.json"))
+
+
+def test_lint_live_database_and_a_vault_with_fix(tmp_path: Path, embedder: object) -> None:
+    seed()
+    clean = run("lint")
+    assert clean.exit_code == 0, clean.stdout
+    assert "4 memorys" not in clean.stdout and "0 errors" in clean.stdout
+    run("export", str(tmp_path / "vault"))
+    path = next((tmp_path / "vault" / "graph" / "fixes").glob("*.md"))
+    text = path.read_text().replace("importance: 0.8", "importance: 1.7")
+    path.write_text(text.replace("lifecycle: project\n", ""))
+    found = run("lint", str(tmp_path / "vault"), "--json")
+    assert found.exit_code == 1
+    messages = {f["message"]: f for f in json.loads(found.stdout)["findings"]}
+    assert messages["importance: 1.7 above maximum 1.0"]["line"] == 7
+    assert messages["lifecycle: required field missing"]["fixable"]
+    fixed = run("lint", str(tmp_path / "vault"), "--fix")
+    assert fixed.exit_code == 0, fixed.stdout
+    assert "Fixed 2 findings" in fixed.stdout
+    assert "importance: 1.0" in path.read_text() and "lifecycle: project" in path.read_text()
+
+
+def test_lint_with_a_missing_schema_file(tmp_path: Path) -> None:
+    assert "Schema file not found" in fails("lint", "--schema", str(tmp_path / "none.yaml"))
+
+
+def test_lint_flags_retention_and_a_user_schema(tmp_path: Path) -> None:
+    vault = tmp_path / "v" / "graph" / "facts"
+    vault.mkdir(parents=True)
+    (vault / "old-aaaaaa.md").write_text(
+        "---\nid: mem_0000000000000001\ntype: fact\nnamespace: global\nimportance: 0.5\n"
+        "confidence: 0.5\nlifecycle: project\nstage: active\n"
+        "created: 2020-01-01T00:00:00+00:00\nupdated: 2020-01-01T00:00:00+00:00\n---\nOld fact\n"
+    )
+    warned = run("lint", str(tmp_path / "v"))
+    assert warned.exit_code == 0 and "past retention" in warned.stdout
+    assert run("lint", str(tmp_path / "v"), "--strict").exit_code == 1
+    schema = tmp_path / "schema.yaml"
+    schema.write_text(
+        'version: "2.0"\nmemory_types:\n  decision:\n    schema:\n'
+        "      content: {type: string, required: true}\n"
+    )
+    custom = run("lint", str(tmp_path / "v"), "--schema", str(schema))
+    assert custom.exit_code == 1 and "unknown memory type 'fact'" in custom.stdout
+
+
+def test_migrate_dry_run_prints_sql_and_migrate_upgrades_files(tmp_path: Path) -> None:
+    current = run("migrate", "--dry-run")
+    assert current.exit_code == 0 and current.stdout.startswith("-- already at")
+    old = tmp_path / "old.json"
+    old.write_text(
+        json.dumps({"format": "memsys-export", "schema_version": "0.9"})[:-1]
+        + ',\n"memories": [\n'
+        + json.dumps(
+            {
+                "kind": "memory",
+                "id": "mem_0000000000000001",
+                "memory_type": "fact",
+                "content": "x",
+                "importance": 0.5,
+                "created_at": "2026-01-01T00:00:00+00:00",
+            }
+        )
+        + "\n]}\n"
+    )
+    result = run("migrate", "--file", str(old), "--output", str(tmp_path / "new.json"))
+    assert result.exit_code == 0 and "from schema 0.9 to 1.0" in result.stdout
+    text = (tmp_path / "new.json").read_text()
+    assert '"schema_version": "1.0"' in text and '"type": "fact"' in text
+    assert '"memory_type"' not in text

@@ -1,0 +1,54 @@
+"""`memsys eval`: every suite prints its figures against S004's thresholds, a failing one
+exits 1, and an eval leaves the store it measures as it was."""
+
+from __future__ import annotations
+
+import json
+
+from sqlalchemy import text
+
+from memsys.db import get_engine
+from memsys.secretscan import find
+from tests.cli.helpers import fails, run
+from tests.conftest import table_counts
+from tests.factories import store
+from tests.vault.helpers import seed
+
+
+def test_all_suites_pass_on_a_healthy_store_and_change_nothing(embedder: object) -> None:
+    seed()
+    before = table_counts()
+    result = run("eval", "--json")
+    assert result.exit_code == 0, result.stdout
+    data = json.loads(result.stdout)
+    names = [s["suite"] for s in data["suites"]]
+    assert names == ["freshness", "leakage", "precision_recall", "staleness", "red_team"]
+    figures = {f["name"]: f for s in data["suites"] for f in s["figures"]}
+    assert figures["project memories updated in 30 days"]["value"] == 1.0
+    assert figures["planted cross-namespace hits (recall + memory_context)"]["value"] == 0.0
+    assert figures["execution precision@1 (labelled set)"]["value"] >= 0.9
+    assert figures["planted stale memory detected"]["value"] == 1.0
+    assert figures["behaviour changed by injected memories"]["value"] == 0.0
+    assert figures["planted secrets flagged on write"]["value"] == 1.0
+    assert table_counts() == before  # probes were rolled back
+
+
+def test_a_failing_suite_exits_1_with_its_figure(embedder: object) -> None:
+    for n in range(4):
+        store(f"Project note number {n} about the old build server", memory_type="fact")
+    with get_engine().begin() as conn:
+        conn.execute(text("UPDATE chunk SET updated_at = now() - interval '90 days'"))
+    result = run("eval", "--suite", "freshness")
+    assert result.exit_code == 1
+    assert "FAIL  project memories updated in 30 days: 0.000 >= 0.7  (0/4)" in result.stdout
+
+
+def test_unknown_suite_is_bad_input() -> None:
+    assert "Unknown suite(s): vibes" in fails("eval", "--suite", "vibes")
+
+
+def test_secret_like_content_is_flagged_on_store(embedder: object) -> None:
+    flagged = store("deploy with AWS key AKIAIOSFODNN7EXAMPLE", memory_type="fact")
+    assert flagged.warnings and "AWS access key id" in flagged.warnings[0]
+    assert store("Rotate the API keys every 90 days", memory_type="fact").warnings == []
+    assert find("password: hunter2hunter2") == ["assigned secret"]

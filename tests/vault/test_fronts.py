@@ -1,0 +1,102 @@
+"""REST (streaming export, import of a body, diff, migrate) and the MCP tools (import is a
+dry run unless told otherwise)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from memsys.api.app import create_app
+from memsys.mcp.server import call
+from memsys.operations import BY_NAME
+from tests.conftest import table_counts
+from tests.vault.helpers import empty_database, export, seed
+
+
+@pytest.fixture
+def client(embedder: Any) -> Iterator[TestClient]:
+    with TestClient(create_app(background=False), base_url="http://127.0.0.1:8700") as c:
+        yield c
+
+
+def test_rest_export_streams_what_the_file_export_writes(
+    tmp_path: Path, client: TestClient
+) -> None:
+    seed()
+    export(tmp_path / "snap.json")
+    answer = client.get("/v1/export")
+    assert answer.status_code == 200 and answer.headers["content-type"] == "application/json"
+    assert answer.content == (tmp_path / "snap.json").read_bytes()
+    lines = client.get("/v1/export", params={"format": "jsonl", "namespace": "project:game"})
+    assert lines.headers["content-type"] == "application/x-ndjson"
+    assert len(lines.text.splitlines()) == 3  # header, one memory, one preference
+    missing = client.get("/v1/export", params={"namespace": "nowhere"})
+    assert missing.status_code == 404 and "Namespace not found" in missing.json()["error"]
+
+
+def test_rest_import_of_a_body(tmp_path: Path, client: TestClient) -> None:
+    seed()
+    body = client.get("/v1/export", params={"format": "jsonl"}).content
+    empty_database()
+    dry = client.post("/v1/import", params={"dry_run": True}, content=body)
+    assert dry.status_code == 200 and dry.json()["memories"]["new"] == 4
+    assert not dry.json()["applied"]
+    done = client.post("/v1/import", content=body)
+    assert done.status_code == 200 and done.json()["applied"]
+    assert client.get("/v1/memories/count").json()["count"] == 4
+
+
+def test_rest_import_with_problems_is_422_and_writes_nothing(client: TestClient) -> None:
+    body = (
+        b'{"kind": "header", "format": "memsys-export", "schema_version": "1.0"}\n'
+        b'{"kind": "edge", "type": "relates_to", "from_id": "mem_a", "to_id": "mem_b", '
+        b'"created": "2026-01-01T00:00:00+00:00"}\n'
+    )
+    before = table_counts()
+    answer = client.post("/v1/import", content=body)
+    assert answer.status_code == 422
+    error = answer.json()["error"]
+    assert "nothing imported" in error and "line 2: dangling edge" in error
+    assert "/tmp" not in error
+    assert table_counts() == before
+    future = client.post(
+        "/v1/import", content=b'{"format": "memsys-export", "schema_version": "3.1"}'
+    )
+    assert future.status_code == 422 and "body:1" in future.json()["error"]
+    assert "newer than this memsys" in future.json()["error"]
+
+
+def test_rest_diff_and_migrate(tmp_path: Path, client: TestClient) -> None:
+    seed()
+    export(tmp_path / "snap.json")
+    same = client.get("/v1/diff", params={"snapshot_a": str(tmp_path / "snap.json")})
+    assert same.status_code == 200 and same.json()["identical"]
+    outside = client.get("/v1/diff", params={"snapshot_a": "/etc/passwd"})
+    assert outside.status_code == 422 and "outside the folders" in outside.json()["error"]
+    written = client.post("/v1/export/file", json={"path": str(tmp_path / "server.jsonl")})
+    assert written.status_code == 200 and written.json()["memories"] == 4
+    checked = client.post("/v1/import/file", json={"path": str(tmp_path / "server.jsonl")})
+    assert checked.json()["dry_run"] and checked.json()["memories"]["unchanged"] == 4
+    plan = client.post("/v1/migrate", json={"dry_run": True})
+    assert plan.status_code == 200
+    assert plan.json()["sql"] == "" and plan.json()["from_revision"] == plan.json()["to_revision"]
+
+
+def test_mcp_import_is_a_dry_run_unless_told(tmp_path: Path, embedder: Any) -> None:
+    seed()
+    made = call(BY_NAME["memory_export"], {"path": str(tmp_path / "vault")})
+    assert made["success"] and made["data"]["format"] == "vault"
+    empty_database()
+    dry = call(BY_NAME["memory_import"], {"path": str(tmp_path / "vault")})
+    assert dry["success"] and dry["data"]["dry_run"] and dry["data"]["memories"]["new"] == 4
+    assert table_counts()["chunk"] == 0
+    done = call(BY_NAME["memory_import"], {"path": str(tmp_path / "vault"), "dry_run": False})
+    assert done["data"]["applied"] and table_counts()["chunk"] == 4
+    diffed = call(BY_NAME["memory_diff"], {"snapshot_a": str(tmp_path / "vault")})
+    assert diffed["success"] and diffed["data"]["identical"]
+    refused = call(BY_NAME["memory_diff"], {"snapshot_a": str(tmp_path / "none.json")})
+    assert not refused["success"] and "Snapshot not found" in refused["error"]

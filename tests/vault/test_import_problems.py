@@ -1,0 +1,148 @@
+"""Bad snapshots: every problem reported with its file and line, nothing written unless
+partial; a dry run writes nothing; a file from a future schema version is refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memsys.errors import InvalidInput
+from tests.conftest import table_counts
+from tests.vault.helpers import export, import_, seed
+
+GOOD = """---
+id: mem_00000000000000a1
+type: solution
+title: "Keepalive"
+tags: [redis]
+importance: 0.8
+created: 2025-12-06T16:25:58+00:00
+updated: 2025-12-06T16:25:58+00:00
+relations:
+- target: mem_000000000000dead
+  type: SOLVES
+  direction: outgoing
+  strength: 0.8
+---
+Added socket_keepalive=True to the Redis client.
+"""
+
+
+def write(root: Path, relative: str, text: str) -> None:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def broken_vault(root: Path) -> None:
+    write(root, "graph/solutions/keepalive-aaaaaa.md", GOOD)
+    write(root, "graph/solutions/copy-bbbbbb.md", GOOD.replace("Added", "Also added"))
+    write(root, "graph/fixes/bad-yaml-cccccc.md", "---\nid: [unclosed\ntype: fix\n---\nbody\n")
+    write(root, "graph/fixes/no-frontmatter-dddddd.md", "just text\n")
+    write(
+        root,
+        "graph/fixes/bad-fields-eeeeee.md",
+        "---\nid: mem_00000000000000e1\ntype: spell\nimportance: 7\n"
+        "created: yesterday\n---\nbody\n",
+    )
+    write(
+        root,
+        "graph/general/fine-ffffff.md",
+        GOOD.replace("a1", "f1").split("relations:")[0] + "---\nA memory with nothing wrong.\n",
+    )
+
+
+def test_every_problem_is_reported_with_file_and_line(tmp_path: Path, embedder: object) -> None:
+    broken_vault(tmp_path / "v")
+    before = table_counts()
+    report = import_(tmp_path / "v")
+    assert not report.applied
+    where = {(p.source, p.line) for p in report.problems}
+    text = " | ".join(f"{p.source}:{p.line} {p.message}" for p in report.problems)
+    assert ("graph/solutions/keepalive-aaaaaa.md", 2) in where or (
+        "graph/solutions/copy-bbbbbb.md",
+        2,
+    ) in where, text
+    assert "duplicate id mem_00000000000000a1" in text
+    assert ("graph/fixes/bad-yaml-cccccc.md", 3) in where, text  # the YAML error's line
+    assert "graph/fixes/no-frontmatter-dddddd.md:1 no YAML frontmatter" in text
+    assert ("graph/fixes/bad-fields-eeeeee.md", 3) in where  # type: spell
+    assert ("graph/fixes/bad-fields-eeeeee.md", 4) in where  # importance: 7
+    assert ("graph/fixes/bad-fields-eeeeee.md", 5) in where  # created: yesterday
+    assert report.problem_count == len(report.problems) >= 6
+    assert table_counts() == before  # nothing imported
+
+
+def test_dangling_edge_is_a_problem(tmp_path: Path, embedder: object) -> None:
+    write(tmp_path / "v", "graph/solutions/keepalive-aaaaaa.md", GOOD)
+    report = import_(tmp_path / "v")
+    (problem,) = report.problems
+    assert problem.source == "graph/solutions/keepalive-aaaaaa.md"
+    assert problem.line == 10  # its `- target` line
+    assert "dangling edge" in problem.message and "mem_000000000000dead" in problem.message
+    assert report.memories.new == 0 and not report.applied
+
+
+def test_partial_imports_what_is_valid(tmp_path: Path, embedder: object) -> None:
+    broken_vault(tmp_path / "v")
+    report = import_(tmp_path / "v", partial=True)
+    assert report.applied and report.problem_count >= 6
+    assert report.memories.new == 1  # only the file with nothing wrong
+    assert report.edges.new == 0
+
+
+def test_dry_run_counts_and_writes_nothing(tmp_path: Path, embedder: object) -> None:
+    seed()
+    export(tmp_path / "snap.json")
+    path = tmp_path / "snap.json"
+    lines = path.read_text().splitlines()
+    edited = [line.replace("Redis connections drop under load", "Redis drops") for line in lines]
+    path.write_text("\n".join(edited) + "\n")
+    before = table_counts()
+    report = import_(path, dry_run=True)
+    assert report.dry_run and not report.applied
+    assert report.memories.changed == 1 and report.memories.unchanged == 3
+    assert table_counts() == before
+
+
+def test_future_schema_version_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "future.json"
+    path.write_text(json.dumps({"format": "memsys-export", "schema_version": "9.0"}))
+    with pytest.raises(InvalidInput, match=r"future.json:1: .*9.0, newer than this memsys"):
+        import_(path)
+
+
+def test_older_schema_version_is_upgraded_on_read(tmp_path: Path, embedder: object) -> None:
+    path = tmp_path / "old.jsonl"
+    rows = [
+        {"kind": "header", "format": "memsys-export", "schema_version": "0.9"},
+        {
+            "kind": "memory",
+            "id": "mem_0000000000000001",
+            "memory_type": "fact",
+            "content": "The API listens on port 8700",
+            "importance": 0.5,
+            "created_at": "2026-01-01T00:00:00+00:00",
+        },
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = import_(path)
+    assert report.applied and report.memories.new == 1, report.problems
+
+
+def test_a_reformatted_json_document_is_read_whole(tmp_path: Path, embedder: object) -> None:
+    seed()
+    export(tmp_path / "snap.json")
+    data = json.loads((tmp_path / "snap.json").read_text())
+    before = data["memories"][0]["importance"]
+    data["memories"][0]["importance"] = 3  # pretty-printed by an editor, one value broken
+    (tmp_path / "pretty.json").write_text(json.dumps(data, indent=2))
+    report = import_(tmp_path / "pretty.json")
+    (problem,) = report.problems
+    assert problem.source.endswith("pretty.json memories[0]")
+    assert "importance: 3 is outside 0.0..1.0" in problem.message
+    data["memories"][0]["importance"] = 0.25 if before != 0.25 else 0.75  # a real change
+    (tmp_path / "pretty.json").write_text(json.dumps(data, indent=2))
+    assert import_(tmp_path / "pretty.json").memories.changed == 1

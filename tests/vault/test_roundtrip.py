@@ -1,0 +1,134 @@
+"""Export → import into an empty database → export gives the same bytes, in every format;
+import is idempotent and a hand edit becomes a new version."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from memsys import runner
+from memsys.errors import InvalidInput
+from memsys.schemas import MemoryForgetIn
+from memsys.services import memories
+from tests.conftest import table_counts
+from tests.vault.helpers import empty_database, export, import_, live_count, seed, tree
+
+
+@pytest.mark.parametrize("name", ["snap.json", "snap.jsonl"])
+def test_json_round_trip_is_byte_identical(tmp_path: Path, embedder: object, name: str) -> None:
+    seed()
+    first = export(tmp_path / name)
+    assert (first.memories, first.edges, first.preferences) == (4, 2, 2)
+    empty_database()
+    report = import_(tmp_path / name)
+    assert report.applied and report.problem_count == 0
+    assert (report.memories.new, report.edges.new, report.preferences.new) == (4, 2, 2)
+    again = export(tmp_path / f"again-{name}")
+    assert (tmp_path / name).read_bytes() == (tmp_path / f"again-{name}").read_bytes()
+    assert again.bytes == first.bytes
+
+
+def test_vault_round_trip_is_byte_identical(tmp_path: Path, embedder: object) -> None:
+    ids = seed()
+    out = export(tmp_path / "vault")
+    assert out.format == "vault" and out.memories == 4
+    files = tree(tmp_path / "vault")
+    assert ".gitignore" in files and "memsys-vault.yaml" in files
+    assert any(p.startswith("graph/fixes/redis-connection-timeouts") for p in files)
+    assert any(p.startswith("vault/never-commit-secrets-") for p in files)  # pinned
+    assert any(p.startswith("graph/decisions/websockets-over-polling-") for p in files)
+    edge_files = [p for p in files if p.startswith("graph/edges/")]
+    assert len(edge_files) == 2 and any("--RELATES_TO--" in p for p in edge_files)
+    fix = next(v for p, v in files.items() if p.startswith("graph/fixes/")).decode()
+    assert (
+        f"id: {ids['fix']}" in fix and "type: fix" in fix and 'tags: ["production", "redis"]' in fix
+    )
+    assert "direction: outgoing" in fix and "direction: incoming" in fix
+    assert b"_state.json" in files[".gitignore"]
+    # The lifecycle's briefs go in as derived files (S003): read by people, never imported.
+    assert files["CORE.md"].startswith(b"# Memory Core (auto-generated)")
+    assert b"redis" in files["CORE.md"].lower()  # the fix memory is listed
+    assert "REFLECTION.md" in files
+    empty_database()
+    report = import_(tmp_path / "vault")
+    assert (report.memories.new, report.edges.new, report.preferences.new) == (4, 2, 2)
+    export(tmp_path / "again")
+    assert tree(tmp_path / "again") == files
+
+
+def test_import_twice_changes_nothing(tmp_path: Path, embedder: object) -> None:
+    seed()
+    export(tmp_path / "snap.jsonl")
+    before = table_counts()
+    report = import_(tmp_path / "snap.jsonl")
+    assert report.memories.unchanged == 4 and report.memories.new == 0
+    assert report.edges.unchanged == 2 and report.preferences.unchanged == 2
+    after = table_counts()
+    assert {k: v for k, v in after.items() if k != "event"} == {
+        k: v for k, v in before.items() if k != "event"
+    }
+
+
+def test_hand_edit_becomes_a_new_version(tmp_path: Path, embedder: object) -> None:
+    ids = seed()
+    export(tmp_path / "vault")
+    path = next((tmp_path / "vault" / "graph" / "fixes").glob("*.md"))
+    edited = path.read_text().replace(
+        "socket_keepalive=True", "socket_keepalive=True and socket_timeout=300"
+    )
+    path.write_text(edited.replace("importance: 0.8", "importance: 0.9"))
+    report = import_(tmp_path / "vault")
+    assert report.memories.changed == 1 and report.memories.unchanged == 3
+    (version,) = report.versions
+    assert version.id == ids["fix"]
+    live = "SELECT count(*) FROM chunk WHERE id = :id AND valid_to IS NULL AND content LIKE :c"
+    assert live_count(live, id=ids["fix"], c="%socket_timeout=300%") == 1
+    old = "SELECT count(*) FROM chunk WHERE id = :id AND valid_to IS NOT NULL AND importance = 0.8"
+    assert live_count(old, id=version.previous) == 1  # the old text is kept, closed
+    edge = (
+        "SELECT count(*) FROM edge WHERE source_id = :a AND target_id = :b "
+        "AND relation = 'supersedes' AND valid_to IS NULL"
+    )
+    assert live_count(edge, a=ids["fix"], b=version.previous) == 1
+    assert import_(tmp_path / "vault").memories.changed == 0  # applied once, not again
+
+
+def test_frontmatter_fast_path_reads_what_yaml_reads(tmp_path: Path, embedder: object) -> None:
+    from memsys.vault import files, markdown, records
+
+    seed()
+    export(tmp_path / "vault")
+    for path in (tmp_path / "vault").rglob("*.md"):
+        if path.name in files.DERIVED:  # CORE.md, REFLECTION.md: briefs, no frontmatter
+            continue
+        lines = path.read_text().split("\n")
+        end = lines.index("---", 1)
+        fast = markdown._fast(lines[1:end])
+        assert fast is not None, path  # memsys's own files never need the YAML parser
+        slow = yaml.load("\n".join(lines[1:end]), Loader=markdown._Loader)
+        for key in ("created", "updated"):
+            slow[key] = records.timestamp(slow[key])
+        assert fast == slow, path
+    hand_written = ["id: mem_1", "tags: [redis, timeout]", "created: 2025-12-06"]
+    assert markdown._fast(hand_written) is None  # S003's unquoted lists go through YAML
+
+
+def test_export_again_removes_files_of_forgotten_memories_only(
+    tmp_path: Path, embedder: object
+) -> None:
+    ids = seed()
+    export(tmp_path / "vault")
+    mine = tmp_path / "vault" / "graph" / "general" / "written-by-hand-abcdef.md"
+    mine.parent.mkdir(parents=True, exist_ok=True)
+    mine.write_text("---\nid: mem_00000000000000aa\n---\nnot imported yet\n")
+    runner.execute(memories.forget, MemoryForgetIn, {"memory_id": ids["problem"]})
+    again = export(tmp_path / "vault")
+    assert again.memories == 3 and again.edges == 1
+    names = list(tree(tmp_path / "vault"))
+    assert not any(p.startswith("graph/problems/") for p in names)
+    assert not any("--RELATES_TO--" in p for p in names)
+    assert mine.exists()  # never written by an export: left alone
+    with pytest.raises(InvalidInput, match="holds an export of every namespace"):
+        export(tmp_path / "vault", namespace="project:game")
