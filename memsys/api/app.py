@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memsys import __version__, envelope
 from memsys.api import docs, operations, system
-from memsys.api.deps import BearerTokenMiddleware, OriginGuardMiddleware
+from memsys.api.deps import OriginGuardMiddleware, TokenAuthMiddleware
 from memsys.background import worker
 from memsys.config import allowed_hosts, allowed_origins, get_settings
 from memsys.embeddings import warm_up
@@ -79,9 +79,7 @@ def create_app(extra_hosts: list[str] | None = None, background: bool = True) ->
     app.include_router(system.router, prefix="/v1")
     app.include_router(operations.router(), prefix="/v1")
     app.router.routes.extend(routes)
-    token = get_settings().api_token
-    if token:
-        app.add_middleware(BearerTokenMiddleware, token=token)
+    app.add_middleware(TokenAuthMiddleware, admin_token=get_settings().api_token)
     app.add_middleware(  # outermost: a foreign Host or Origin is refused before anything
         OriginGuardMiddleware,
         hosts=allowed_hosts(extra_hosts),
