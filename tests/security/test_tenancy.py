@@ -231,3 +231,26 @@ def test_a_token_works_in_its_own_namespaces(tenants: Tenants, base: str) -> Non
     # A read is bookkeeping in the reader's namespace: the access counted, the trace kept.
     [memory] = run("memory_list", namespace=ACME).memories
     assert memory.access_count == before.access_count + 1
+
+
+def test_a_search_over_all_namespaces_is_logged_for_its_token_alone(
+    tenants: Tenants, base: str
+) -> None:
+    token_id, mine = token("read", "project:acme*")
+    _, other = token("read", "project:acme*")
+    with httpx.Client(base_url=base, timeout=120) as http:
+        found = http.post(
+            "/v1/search", json={"query": "deploys"}, headers={"Authorization": f"Bearer {mine}"}
+        )
+        assert found.status_code == 200, found.text
+        path = f"/v1/debug/trace/{found.json()['trace_id']}"
+        own = http.get(path, headers={"Authorization": f"Bearer {mine}"})
+        assert own.status_code == 200 and own.json()["namespace"] == f"*@{token_id}"
+        assert http.get(path, headers={"Authorization": f"Bearer {other}"}).status_code == 404
+        assert http.get(path).status_code == 200  # the local user (admin) sees every trace
+        feedback = http.post(
+            path + "/feedback",
+            json={"verdict": "right"},
+            headers={"Authorization": f"Bearer {mine}"},
+        )
+        assert feedback.status_code == 200, feedback.text
