@@ -90,7 +90,8 @@ BEGIN
     RETURN NEW;
 END $fn$;
 
--- A reader may count an access (recall bumps access_count), and change nothing else.
+-- A scoped reader may count an access (recall bumps access_count), and change nothing else.
+-- (Only scoped transactions set memsys.token; a superuser's psql session is not stopped.)
 CREATE FUNCTION memsys_bookkeeping_only() RETURNS trigger LANGUAGE plpgsql AS $fn$
 DECLARE
     skip text[];
@@ -130,7 +131,8 @@ BEGIN
                        'WHEN (NEW.%I = ''*'') EXECUTE FUNCTION memsys_own_star()', tbl, col);
     ELSIF kind = 'counted' THEN
         EXECUTE format('CREATE TRIGGER memsys_bookkeeping_only BEFORE UPDATE ON %I '
-                       'FOR EACH ROW WHEN (NOT memsys_can_write(OLD.%I)) '
+                       'FOR EACH ROW WHEN (NOT memsys_can_write(OLD.%I) AND '
+                       'coalesce(current_setting(''memsys.token'', true), '''') <> '''') '
                        'EXECUTE FUNCTION memsys_bookkeeping_only()', tbl, col);
     END IF;
 END $fn$;
