@@ -199,9 +199,11 @@ class MemsysMCPServer(MCPServer):
 
 
 def caller_of(context: Any) -> tenancy.Scope | None:
-    """The scope the HTTP auth layer gave the request that carries this call. Tool calls
-    run in the MCP session's task, not the request's, so the contextvar set by the auth
-    middleware is not visible here; the request itself is. stdio has no request: local."""
+    """The scope the HTTP auth layer gave the request that carries this call. Tool calls run
+    in the MCP session's task, not the request's; SDK 2.3 happens to carry the request's
+    contextvars along with each message, but that is its detail: the scope is read from the
+    request itself, so a transport that does not carry them cannot run a call as the admin,
+    and a request without a scope is refused. stdio has no request: the local user."""
     request_context = getattr(context, "_request_context", None)
     request = getattr(request_context, "request", None)
     if request is None:
