@@ -46,9 +46,6 @@ class Scope:
     def admin(self) -> bool:
         return self.token_id is None and ALL in self.read and ALL in self.write
 
-    def may_write(self, namespace: str) -> bool:
-        return any(_glob(p).fullmatch(namespace) for p in self.write)
-
 
 ADMIN = Scope(read=(ALL,), write=(ALL,))
 _current: ContextVar[Scope] = ContextVar("memsys_scope", default=ADMIN)
@@ -76,10 +73,6 @@ def check_pattern(pattern: str) -> str:
             "(e.g. 'project:acme', 'project:acme*', '*')"
         )
     return pattern
-
-
-def _glob(pattern: str) -> re.Pattern[str]:
-    return re.compile(".*".join(re.escape(part) for part in pattern.split("*")))
 
 
 def like_patterns(patterns: tuple[str, ...]) -> str:

@@ -94,3 +94,17 @@ def test_a_scoped_transaction_sees_only_its_namespaces_even_without_a_where() ->
         assert deleted == 0  # read-only: not even its own rows
     with session_scope() as s:  # the admin still sees both
         assert s.execute(text("SELECT count(*) FROM chunk")).scalar_one() == 2
+
+
+def test_patterns_match_namespaces_literally_apart_from_the_star() -> None:
+    """`_` and `%` are LIKE wildcards; in a token's pattern they are plain characters."""
+    from memsys import tenancy
+    from memsys.db import session_scope
+    from tests.security.helpers import run
+
+    for namespace in ("team_a1", "teamxa1", "team_a", "other"):
+        run("memory_store", content=f"note of {namespace}", namespace=namespace)
+    scope = tenancy.Scope(read=("team_a*",), write=(), token_id="tok_t")
+    with tenancy.using(scope), session_scope() as s:
+        seen = s.execute(text("SELECT name FROM namespace ORDER BY name")).scalars().all()
+    assert seen == ["team_a", "team_a1"]
