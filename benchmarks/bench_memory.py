@@ -9,7 +9,7 @@ texts and 200 recalls of real questions (LoCoMo questions, SciFact claims), with
 the namespace filter, interleaved with the query embedding alone.
 
     .venv/bin/python benchmarks/bench_memory.py [--sizes 1000,10000,100000] [--quick]
-        [--data-dir ../shared/data] [--keep] [--scope 'bench*']
+        [--data-dir ../shared/data] [--keep]
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ TRACE_KEYS = (
     "fuse_ms",
     "total_ms",
 )
-SCOPE: Any = None  # --scope: recalls run as a read-only token with these patterns
 VECTOR_LITERAL = re.compile(r"'\[[^\]]*\]'::vector")
 TARGETS = {"recall_p95_ms_at_10k": 100, "store_p95_ms_at_10k": 50}
 BASELINES = {"query_embedding_ms": "12-19", "model_sentences_per_s_batch32": 159}
@@ -304,12 +303,7 @@ def recall_once(query: str, namespace: str | None) -> tuple[float, Any]:
     params: dict[str, Any] = {"query": query, "n_results": 5}
     if namespace:
         params["namespace"] = namespace
-    if SCOPE is None:
-        return common.timed(lambda: runner.execute(memories.recall, MemoryRecallIn, params))
-    from memsys import tenancy
-
-    with tenancy.using(SCOPE):  # as a read-only scoped token: role switch + row security
-        return common.timed(lambda: runner.execute(memories.recall, MemoryRecallIn, params))
+    return common.timed(lambda: runner.execute(memories.recall, MemoryRecallIn, params))
 
 
 def trace_timings(trace_ids: list[str], walls: list[float]) -> dict[str, dict[str, float]]:
@@ -548,15 +542,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--stores", type=int, default=200)
     parser.add_argument("--keep", action="store_true", help="keep the private MEMSYS_HOME")
-    parser.add_argument(
-        "--scope", help="recall as a read-only scoped token with these patterns (e.g. 'bench*')"
-    )
     args = parser.parse_args()
-    if args.scope:
-        global SCOPE
-        from memsys.tenancy import Scope
-
-        SCOPE = Scope(read=tuple(args.scope.split(",")), write=(), token_id="tok_bench")
     sizes = sorted(int(s) for s in ("1000,10000" if args.quick else args.sizes).split(","))
     if sizes[-1] > POOL_SIZE - STORE_RESERVE or args.stores + 10 > STORE_RESERVE:
         raise SystemExit(f"sizes up to {POOL_SIZE - STORE_RESERVE:,}, stores up to 390")
@@ -581,7 +567,6 @@ def run(args: argparse.Namespace, sizes: list[int]) -> dict[str, Any]:
         "warm_store_texts": held_out[args.stores : args.stores + 10],
     }
     report: dict[str, Any] = {"benchmark": "memory", "machine": common.machine()}
-    report["scope"] = args.scope  # None: recalls as the admin (the default)
     report["server"] = common.start_database()
     from memsys.embeddings import get_embedder
 
