@@ -24,8 +24,9 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
+from memsys import tenancy
 from memsys.config import Settings, get_settings
-from memsys.errors import DatabaseUnavailable
+from memsys.errors import DatabaseUnavailable, Protected
 from memsys.runtime_info import pid_alive
 
 log = logging.getLogger(__name__)
@@ -129,7 +130,7 @@ def make_engine(url: str, settings: Settings | None = None) -> Engine:
     # relaxed_order iterative scans keep filtered HNSW queries from returning too few rows.
     options = (
         f"-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search={settings.hnsw_ef_search} "
-        "-c timezone=UTC"
+        f"-c timezone=UTC {tenancy.CONNECTION_OPTIONS}"
     )
     return create_engine(
         url,
@@ -186,12 +187,15 @@ def session_scope() -> Iterator[Session]:
     assert _sessionmaker is not None
     session = _sessionmaker()
     try:
+        tenancy.apply(session)  # a scoped caller's namespaces, for this transaction only
         yield session
         session.commit()
     except DBAPIError as exc:
         lost = connection_lost(exc)
         if lost is None:
             session.rollback()
+            if getattr(exc.orig, "sqlstate", None) == _DENIED and not tenancy.current().admin:
+                raise Protected(tenancy.denied_message()) from None
             raise
         with suppress(DBAPIError):  # the connection is gone: nothing was committed
             session.rollback()
@@ -221,6 +225,7 @@ def rowcount(session: Session, statement: Executable) -> int:
 
 
 _LOST_SQLSTATES = ("08", "57P")
+_DENIED = "42501"  # insufficient_privilege: a row-level security policy refused a write
 
 
 def connection_lost(exc: DBAPIError) -> DatabaseUnavailable | None:

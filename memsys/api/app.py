@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memsys import __version__, envelope
 from memsys.api import docs, graph_io, operations, system, vault
-from memsys.api.deps import BearerTokenMiddleware, OriginGuardMiddleware
+from memsys.api.deps import OriginGuardMiddleware, TokenAuthMiddleware
 from memsys.background import worker
 from memsys.config import allowed_hosts, allowed_origins, get_settings
 from memsys.embeddings import warm_up
@@ -81,9 +81,7 @@ def create_app(extra_hosts: list[str] | None = None, background: bool = True) ->
     app.include_router(graph_io.router, prefix="/v1")
     app.include_router(vault.router, prefix="/v1")
     app.router.routes.extend(routes)
-    token = get_settings().api_token
-    if token:
-        app.add_middleware(BearerTokenMiddleware, token=token)
+    app.add_middleware(TokenAuthMiddleware, admin_token=get_settings().api_token)
     app.add_middleware(  # outermost: a foreign Host or Origin is refused before anything
         OriginGuardMiddleware,
         hosts=allowed_hosts(extra_hosts),

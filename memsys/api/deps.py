@@ -1,19 +1,23 @@
-"""Request-level rules shared by every route: the Host/Origin allow-list and the bearer token."""
+"""Request-level rules shared by every route: the Host/Origin allow-list and who the caller is
+(the admin token, a scoped token, or the local user)."""
 
 from __future__ import annotations
 
 import hmac
 from collections.abc import Iterable
 
+import anyio
+from starlette.datastructures import Headers
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memsys import envelope
+from memsys import envelope, tenancy
 
 OPEN_PATHS = {"/v1/health", "/docs", "/openapi.json", "/docs/oauth2-redirect"}
 DOCS_ASSETS = "/docs/assets"  # Swagger UI's JS and CSS (memsys.api.docs)
+SCOPE_KEY = tenancy.ASGI_KEY
 
 
 def matches(value: str, patterns: Iterable[str]) -> bool:
@@ -49,26 +53,57 @@ class OriginGuardMiddleware(BaseHTTPMiddleware):
         return await call_next(request)
 
 
-class BearerTokenMiddleware(BaseHTTPMiddleware):
-    """With MEMSYS_API_TOKEN set, every request (health and docs aside) must carry it. The
-    scheme is case-insensitive (RFC 7235); the token is compared in constant time."""
+class TokenAuthMiddleware:
+    """Who a request runs for. The scheme is case-insensitive (RFC 7235); the admin token
+    (MEMSYS_API_TOKEN) is compared in constant time; a scoped token (`memsys token create`)
+    is looked up by the sha256 of its secret. The resulting scope is set for the request
+    (memsys.tenancy, carried into the threads that run services) and kept in the ASGI scope
+    under SCOPE_KEY for the MCP tool handlers, which run outside the request's task.
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        super().__init__(app)
-        self._expected = token.encode()
+    Without MEMSYS_API_TOKEN (loopback only, see `memsys serve`) a request without a token
+    is the local user: every namespace. A request that carries a token must carry a valid one.
+    """
 
-    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
-        path = request.url.path
+    def __init__(self, app: ASGIApp, admin_token: str | None) -> None:
+        self.app = app
+        self._admin = admin_token.encode() if admin_token else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"]
         if path in OPEN_PATHS or path.startswith(DOCS_ASSETS + "/"):
-            return await call_next(request)
-        scheme, _, given = request.headers.get("authorization", "").partition(" ")
-        valid = scheme.lower() == "bearer" and hmac.compare_digest(
-            given.strip().encode(), self._expected
-        )
-        if not valid:
-            return JSONResponse(
-                envelope.failure("Missing or wrong bearer token (MEMSYS_API_TOKEN)"),
+            await self.app(scope, receive, send)
+            return
+        caller = await self._caller(Headers(scope=scope).get("authorization"))
+        if caller is None:
+            refused = JSONResponse(
+                envelope.failure("Missing, wrong, expired or revoked bearer token"),
                 status_code=401,
                 headers={"WWW-Authenticate": "Bearer"},
             )
-        return await call_next(request)
+            await refused(scope, receive, send)
+            return
+        scope[SCOPE_KEY] = caller
+        with tenancy.using(caller):
+            await self.app(scope, receive, send)
+
+    async def _caller(self, header: str | None) -> tenancy.Scope | None:
+        if header is None:
+            return tenancy.ADMIN if self._admin is None else None
+        scheme, _, given = header.partition(" ")
+        given = given.strip()
+        if scheme.lower() != "bearer" or not given:
+            return None
+        if self._admin is not None and hmac.compare_digest(given.encode(), self._admin):
+            return tenancy.ADMIN
+        return await anyio.to_thread.run_sync(_scoped, given)
+
+
+def _scoped(secret: str) -> tenancy.Scope | None:
+    from memsys.db import session_scope
+    from memsys.services import tokens
+
+    with tenancy.using(tenancy.ADMIN), session_scope() as session:
+        return tokens.authenticate(session, secret)

@@ -12,7 +12,18 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from memsys.cli import commands, db, graph, lifecycle, preferences, server, status, trace, vault
+from memsys.cli import (
+    commands,
+    db,
+    graph,
+    lifecycle,
+    preferences,
+    server,
+    status,
+    token,
+    trace,
+    vault,
+)
 from memsys.errors import DatabaseUnavailable, MemsysError
 
 EXIT_DATABASE = 1
@@ -154,6 +165,7 @@ app.add_typer(
 )
 app.add_typer(trace.app, name="trace", help="Retrieval traces: show, log, feedback.")
 app.add_typer(db.app, name="db", help="Database schema migrations (Alembic).")
+app.add_typer(token.app, name="token", help="Scoped API tokens for the HTTP server.")
 server.register(app)
 lifecycle.register(app)
 status.register(app)

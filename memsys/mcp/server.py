@@ -20,13 +20,13 @@ import types
 from typing import Annotated, Any, Union, get_args, get_origin
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-from memsys import __version__, envelope
+from memsys import __version__, envelope, tenancy
 from memsys.config import allowed_hosts, allowed_origins
 from memsys.errors import MemsysError
 from memsys.operations import BY_NAME, OPERATIONS, Operation
@@ -174,8 +174,12 @@ class MemsysMCPServer(MCPServer):
                     f"Unknown argument(s) for {name}: {', '.join(unknown)} (it takes: {takes})"
                 )
             )
+        caller = caller_of(context)
+        if caller is None:
+            return to_result(envelope.failure("No caller scope for this request; refused"))
         try:
-            return await super().call_tool(name, arguments, context)
+            with tenancy.using(caller):  # the tool's worker thread copies this context
+                return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:
             log.error("tool %s crashed", name, exc_info=exc.__cause__)
             return to_result(envelope.failure(f"Internal error in {name}; see the server log"))
@@ -186,6 +190,28 @@ class MemsysMCPServer(MCPServer):
             else:
                 message = str(cause) if cause else str(exc)
             return to_result(envelope.failure(message))
+
+    async def read_resource(self, uri, context=None):  # type: ignore[no-untyped-def]
+        caller = caller_of(context)
+        if caller is None:
+            raise ResourceError("No caller scope for this request; refused")
+        with tenancy.using(caller):
+            return await super().read_resource(uri, context)
+
+
+def caller_of(context: Any) -> tenancy.Scope | None:
+    """The scope the HTTP auth layer gave the request that carries this call. Tool calls run
+    in the MCP session's task, not the request's; SDK 2.3 happens to carry the request's
+    contextvars along with each message, but that is its detail: the scope is read from the
+    request itself, so a transport that does not carry them cannot run a call as the admin,
+    and a request without a scope is refused. stdio has no request: the local user."""
+    request_context = getattr(context, "_request_context", None)
+    request = getattr(request_context, "request", None)
+    if request is None:
+        return tenancy.current()
+    scope = getattr(request, "scope", None)
+    caller = scope.get(tenancy.ASGI_KEY) if isinstance(scope, dict) else None
+    return caller if isinstance(caller, tenancy.Scope) else None
 
 
 def build_server() -> MemsysMCPServer:

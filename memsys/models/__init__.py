@@ -8,9 +8,11 @@ from memsys.models.lifecycle import MemoryAccess, MemoryChange
 from memsys.models.log import AgentTrace, Event, QueryTrace, ValidationEvent
 from memsys.models.namespace import Namespace
 from memsys.models.preference import Preference
+from memsys.models.token import ApiToken
 
 __all__ = [
     "AgentTrace",
+    "ApiToken",
     "Base",
     "Chunk",
     "CorpusStat",

@@ -29,6 +29,7 @@ from memsys.models import Chunk
 from memsys.retrieval.pipeline import Hit
 from memsys.schemas.lifecycle import RehydrateIn, RehydrateOut
 from memsys.services import access, decay, events, history, summary
+from memsys.tenancy import may_write
 from memsys.tokens import count_tokens
 
 STAGES = ("active", "demoted", "archived", "rehydratable")
@@ -119,7 +120,8 @@ def rekindle(session: Session, memory: Any, now: datetime, operation: str) -> tu
 def rekindle_hits(session: Session, hits: list[Hit], now: datetime | None = None) -> int:
     """Rekindle the aged memories among a read's hits and hand back their restored text.
     A memory another transaction holds is left for the next read (reads never wait)."""
-    keys = [(h.namespace, h.id) for h in hits if h.doc_type == "memory"]
+    # A read-only caller still gets its hits, but cannot rekindle (restore) them.
+    keys = [(h.namespace, h.id) for h in hits if h.doc_type == "memory" and may_write(h.namespace)]
     if not keys:
         return 0
     now = now or datetime.now(UTC)

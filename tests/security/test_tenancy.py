@@ -1,0 +1,297 @@
+"""Leakage suite: with a scoped token, every operation aimed at another namespace (by name,
+by id, or across all namespaces), over REST and over MCP on streamable HTTP. Nothing of the
+other namespace may be read (no answer carries its content, ids or name), written or deleted
+(its rows are byte-for-byte the same afterwards), and whatever the token wrote lies in its own
+namespaces. PostgreSQL's row-level security is what holds this, not the services' filters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from memsys.operations import BY_NAME, OPERATIONS
+from tests.security.helpers import (
+    ACME,
+    BETA,
+    SECRET,
+    Answer,
+    Tenants,
+    http_server,
+    mcp_calls,
+    namespaces_in_use,
+    rest_call,
+    rows_of,
+    run,
+    seed,
+    token,
+)
+
+Z = "zebra launch codes"
+
+
+def attacks(t: Tenants) -> list[tuple[str, dict[str, Any]]]:
+    """Calls at beta's rows for every operation (several for most)."""
+    beta_entity = {"name": "ZebraCorp", "entityType": "org", "observations": ["x"]}
+    table: dict[str, list[dict[str, Any]]] = {
+        "index_file": [
+            {"file_path": t.beta_file, "namespace": BETA},
+            {"file_path": t.beta_file},
+        ],
+        "index_directory": [{"dir_path": t.beta_dir, "namespace": BETA}],
+        "delete_chunks": [{"ids": [t.beta_chunk, t.beta_memory]}],
+        "delete_file": [
+            {"source_file": t.beta_file, "namespace": BETA},
+            {"source_file": t.beta_file},
+        ],
+        "clear_index": [{"confirm": True, "namespace": BETA}, {"confirm": True}],
+        "get_index_stats": [{}],
+        "search": [{"query": Z}, {"query": Z, "namespace": BETA}],
+        "search_with_filters": [
+            {"query": Z, "filters": {"namespace": BETA}},
+            {"query": Z, "filters": {}},
+        ],
+        "search_with_budget": [
+            {"query": Z, "max_tokens": 2000},
+            {"query": Z, "max_tokens": 2000, "filters": {"namespace": BETA}},
+        ],
+        "memory_store": [{"content": "planted in beta", "namespace": BETA}],
+        "memory_store_batch": [
+            {
+                "memories": [
+                    {"content": "half in acme", "namespace": ACME},
+                    {"content": "half in beta", "namespace": BETA},
+                ]
+            }
+        ],
+        "memory_recall": [{"query": Z}, {"query": Z, "namespace": BETA}],
+        "memory_forget": [
+            {"memory_id": t.beta_memory},
+            {"memory_id": t.beta_memory, "force": True, "purge": True},
+            {"query": Z, "force": True},
+            {"input_value": t.beta_memory_2, "force": True},
+            {"query": Z, "namespace": BETA, "force": True},
+        ],
+        "memory_context": [{"query": Z}, {"query": Z, "namespace": BETA}],
+        "memory_count": [{}, {"namespace": BETA}],
+        "memory_list": [{}, {"namespace": BETA}],
+        "memory_list_namespaces": [{}],
+        "preference_set": [{"key": "theme", "value": "hijacked", "namespace": BETA}],
+        "preference_get": [{"key": "theme", "namespace": BETA}],
+        "preference_list": [{}, {"namespace": BETA}],
+        "preference_delete": [{"key": "theme", "namespace": BETA}],
+        "preference_history": [{"key": "theme", "namespace": BETA}],
+        "memory_apply": [{"memory_id": t.beta_memory, "context": "using it"}],
+        "memory_outcome": [{"memory_id": t.beta_memory, "success": False, "error_msg": "bad"}],
+        "validation_history": [{"memory_id": t.beta_memory}],
+        "memory_relate": [
+            {"source_id": t.beta_memory, "target_id": t.beta_memory_2, "relation": "contradicts"},
+            {"source_id": t.acme_memory, "target_id": t.beta_memory, "relation": "relates_to"},
+        ],
+        "memory_edge_forget": [{"edge_id": t.beta_edge}, {"memory_id": t.beta_memory}],
+        "memory_inspect_graph": [{"memory_id": t.beta_memory}],
+        "create_entities": [{"entities": [beta_entity], "namespace": BETA}],
+        "create_relations": [
+            {
+                "relations": [{"from": "Kiwi", "to": "ZebraCorp", "relationType": "x"}],
+                "namespace": BETA,
+            }
+        ],
+        "add_observations": [
+            {"observations": [{"entityName": "ZebraCorp", "contents": ["y"]}], "namespace": BETA}
+        ],
+        "delete_entities": [{"entityNames": ["ZebraCorp"], "namespace": BETA}],
+        "delete_observations": [
+            {
+                "deletions": [
+                    {"entityName": "ZebraCorp", "observations": [f"{SECRET} observation"]}
+                ],
+                "namespace": BETA,
+            }
+        ],
+        "delete_relations": [
+            {
+                "relations": [{"from": "ZebraCorp", "to": "Kiwi", "relationType": "grows"}],
+                "namespace": BETA,
+            }
+        ],
+        "read_graph": [{"namespace": BETA}, {}],
+        "search_nodes": [{"query": "ZebraCorp", "namespace": BETA}],
+        "open_nodes": [{"names": ["ZebraCorp", "Kiwi"], "namespace": BETA}],
+        "debug_trace": [{"trace_id": t.beta_trace}],
+        "debug_query_log": [{}, {"namespace": BETA}],
+        "debug_feedback": [{"trace_id": t.beta_trace, "verdict": "wrong", "note": "n"}],
+        # lifecycle
+        "decay": [{"namespace": BETA, "threshold": 0.99}, {"threshold": 0.99}],
+        "debug_rehydrate": [{"memory_id": t.beta_memory}],
+        "memory_brief": [{"kind": "core", "namespace": BETA}, {"kind": "reflection"}],
+        "memory_analyze_health": [{"namespace": BETA}, {}],
+        # knowledge graph
+        "memory_observe": [
+            {
+                "envelope": {"type": "concept", "name": "zebra"},
+                "namespace": BETA,
+            }
+        ],
+        "memory_detect_contradictions": [{"memory_id": t.beta_memory}],
+        "memory_check_supersedes": [{"memory_id": t.beta_memory}],
+        "memory_backfill_edges": [{"namespace": BETA}, {}],
+        "add_episode": [{"content": "ZebraCorp acquired Kiwi", "namespace": BETA}],
+        "search_entities": [{"query": "ZebraCorp", "group_ids": [BETA]}],
+        "search_edges": [{"query": "ZebraCorp", "group_ids": [BETA]}],
+        "query_graph": [{"query": "ZebraCorp", "namespace": BETA}],
+        "build_context": [{"entity_names": ["ZebraCorp"], "namespace": BETA}],
+        "fact_set": [
+            {"entity": "ZebraCorp", "attribute": "owner", "content": "x", "namespace": BETA}
+        ],
+        "fact_get": [{"entity": "ZebraCorp", "namespace": BETA}],
+        "fact_history": [{"entity": "ZebraCorp", "namespace": BETA}],
+        "fact_verify": [{"fact_id": "fct_0000000000000000", "namespace": BETA}],
+        # debugger
+        "debug_why": [{"trace_id": t.beta_trace, "memory_id": t.beta_memory}],
+        "debug_replay": [{"trace_id": t.beta_trace}, {"trace_id": t.beta_trace, "now": True}],
+        "debug_error_attribution": [{}],
+        "debug_monitoring_alerts": [{}],
+        "debug_prune_traces": [{"older_than_days": 1}],
+        # query
+        "memory_query": [{"query": Z}, {"query": Z, "namespace": BETA}],
+        # memory as code
+        "memory_export": [
+            {"path": str(Path(t.beta_dir).parent / "exported.json"), "namespace": BETA},
+            {"path": str(Path(t.beta_dir).parent / "everything.jsonl"), "format": "jsonl"},
+        ],
+        "memory_import": [{"path": t.beta_file, "dry_run": False}],
+        "memory_diff": [{"snapshot_a": str(Path(t.beta_dir).parent / "everything.jsonl")}],
+    }
+    missing = {op.name for op in OPERATIONS} - set(table)
+    assert not missing, f"operations without a leakage case: {sorted(missing)}"
+    return [(name, args) for name, cases in table.items() for args in cases]
+
+
+@pytest.fixture
+def tenants(embedder: Any, tmp_path: Path) -> Tenants:
+    return seed(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def base() -> Iterator[str]:
+    with http_server() as url:
+        yield url
+
+
+def check_no_leak(
+    t: Tenants, calls: list[tuple[str, dict[str, Any]]], answers: list[Answer]
+) -> None:
+    assert len(answers) == len(calls)
+    for (name, args), answer in zip(calls, answers, strict=True):
+        where = f"{name} {args} -> {answer.status} {answer.text[:300]}"
+        assert answer.status < 500 and "Internal error" not in answer.text, where
+        assert SECRET not in answer.text, where
+        given = repr(args)
+        if BETA not in given:
+            assert BETA not in answer.text, where
+        for beta_id in t.ids:
+            if beta_id not in given:
+                assert beta_id not in answer.text, where
+
+
+def check_untouched(before: dict[str, list[str]], token_id: str) -> None:
+    assert rows_of(BETA) == before, "a row of project:beta was changed, added or removed"
+    allowed = {ACME, BETA, "*", f"*@{token_id}"}
+    assert namespaces_in_use() <= allowed
+
+
+def sweep_rest(base: str, secret: str, calls: list[tuple[str, dict[str, Any]]]) -> list[Answer]:
+    headers = {"Authorization": f"Bearer {secret}"}
+    with httpx.Client(base_url=base, headers=headers, timeout=120) as http:
+        return [rest_call(http, BY_NAME[name], args) for name, args in calls]
+
+
+@pytest.mark.parametrize("mode", ["read", "read-write"])
+def test_no_operation_over_rest_reaches_another_namespace(
+    tenants: Tenants, base: str, mode: str
+) -> None:
+    token_id, secret = token(mode, "project:acme*")
+    before = rows_of(BETA)
+    calls = attacks(tenants)
+    answers = sweep_rest(base, secret, calls)
+    check_no_leak(tenants, calls, answers)
+    check_untouched(before, token_id)
+    # The refused batch wrote nothing, not even its half in the token's own namespace.
+    assert not any("half in acme" in r for rows in rows_of(ACME).values() for r in rows)
+
+
+@pytest.mark.parametrize("mode", ["read", "read-write"])
+def test_no_tool_over_mcp_http_reaches_another_namespace(
+    tenants: Tenants, base: str, mode: str
+) -> None:
+    token_id, secret = token(mode, "project:acme*")
+    before = rows_of(BETA)
+    calls = attacks(tenants)
+    answers = mcp_calls(base, secret, calls)
+    check_no_leak(tenants, calls, answers)
+    check_untouched(before, token_id)
+    assert not any("half in acme" in r for rows in rows_of(ACME).values() for r in rows)
+
+
+def test_a_token_works_in_its_own_namespaces(tenants: Tenants, base: str) -> None:
+    """The boundary is not a wall around everything: reads and writes inside it succeed."""
+    _, rw = token("read-write", "project:acme*")
+    _, ro = token("read", "project:acme")
+    with httpx.Client(base_url=base, timeout=120) as http:
+        as_rw = {"Authorization": f"Bearer {rw}"}
+        stored = http.post(
+            "/v1/memories",
+            json={"content": "ACME ships on Fridays too", "namespace": "project:acme-ops"},
+            headers=as_rw,
+        )
+        assert stored.status_code == 201, stored.text
+        found = http.post("/v1/search", json={"query": "acme ships deploys"}, headers=as_rw).json()
+        assert found["results"] and {r["namespace"] for r in found["results"]} <= {
+            ACME,
+            "project:acme-ops",
+        }
+        as_ro = {"Authorization": f"bearer {ro}"}  # the scheme is case-insensitive
+        [before] = run("memory_list", namespace=ACME).memories
+        recalled = http.post(
+            "/v1/memories/recall", json={"query": "when do acme deploys go out"}, headers=as_ro
+        )
+        assert recalled.status_code == 200, recalled.text
+        hits = recalled.json()["memories"]
+        assert [h["id"] for h in hits] == [tenants.acme_memory]  # not acme-ops: not in scope
+        refused = http.post(
+            "/v1/memories", json={"content": "read-only may not", "namespace": ACME}, headers=as_ro
+        )
+        assert refused.status_code == 403 and "may not change" in refused.json()["error"]
+        listed = http.get("/v1/namespaces", headers=as_ro).json()
+        assert [n["namespace"] for n in listed["namespaces"]] == [ACME]
+    # A read is bookkeeping in the reader's namespace: the access counted, the trace kept.
+    [memory] = run("memory_list", namespace=ACME).memories
+    assert memory.access_count == before.access_count + 1
+
+
+def test_a_search_over_all_namespaces_is_logged_for_its_token_alone(
+    tenants: Tenants, base: str
+) -> None:
+    token_id, mine = token("read", "project:acme*")
+    _, other = token("read", "project:acme*")
+    with httpx.Client(base_url=base, timeout=120) as http:
+        found = http.post(
+            "/v1/search", json={"query": "deploys"}, headers={"Authorization": f"Bearer {mine}"}
+        )
+        assert found.status_code == 200, found.text
+        path = f"/v1/debug/trace/{found.json()['trace_id']}"
+        own = http.get(path, headers={"Authorization": f"Bearer {mine}"})
+        assert own.status_code == 200 and own.json()["namespace"] == f"*@{token_id}"
+        assert http.get(path, headers={"Authorization": f"Bearer {other}"}).status_code == 404
+        assert http.get(path).status_code == 200  # the local user (admin) sees every trace
+        feedback = http.post(
+            path + "/feedback",
+            json={"verdict": "right"},
+            headers={"Authorization": f"Bearer {mine}"},
+        )
+        assert feedback.status_code == 200, feedback.text
