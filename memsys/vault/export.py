@@ -8,6 +8,7 @@ export time inside), which is what lets a vault live in git and a round trip be 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -98,6 +99,7 @@ def to_vault(
     _same_scope(root, namespace)
     root.mkdir(parents=True, exist_ok=True)
     w = _Writer(root)
+    linked: dict[str, str] = {}
     manifest = {"format": "memsys-vault", "schema_version": SCHEMA_VERSION, "export": FORMAT}
     w.write(files.MANIFEST, "".join(f"{k}: {json.dumps(v)}\n" for k, v in manifest.items()))
     w.write(".gitignore", GITIGNORE)
@@ -110,6 +112,8 @@ def to_vault(
             path = w.free(lambda n, r=rec: markdown.memory_path(r, n))  # type: ignore[misc]
             w.write(path, markdown.render_memory(rec, relations.get(rec["id"], [])))
             w.done.memories += 1
+            # The briefs link a memory by the lifecycle's path rule; point them at this file.
+            linked[summaries.memory_path(rec["type"], rec["content"], rec["id"])] = path
     for edge in live.edges(session, namespace):
         path = w.free(lambda n, e=edge: markdown.edge_path(e, n))  # type: ignore[misc]
         w.write(path, markdown.render_edge(edge))
@@ -120,9 +124,17 @@ def to_vault(
     w.write(files.PREFERENCES_FILE, header + "".join(prefs))
     hook = with_briefs if with_briefs is not None else briefs
     for relative, text in hook(session, namespace) if hook else ():
-        w.write(relative, text)
+        w.write(relative, _relinked(text, linked))
     _remove_stale(root, w.done.written, namespace)
     return w.done
+
+
+_LINK = re.compile(r"\]\((graph/[^)\s]+\.md)\)")
+
+
+def _relinked(text: str, linked: dict[str, str]) -> str:
+    """Markdown links to memories, rewritten to the files this export wrote."""
+    return _LINK.sub(lambda m: f"]({linked.get(m.group(1), m.group(1))})", text)
 
 
 INDEX = "_index.json"  # derived, gitignored: the paths the last export wrote

@@ -3,6 +3,7 @@ import is idempotent and a hand edit becomes a new version."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,8 @@ def test_vault_round_trip_is_byte_identical(tmp_path: Path, embedder: object) ->
     # The lifecycle's briefs go in as derived files (S003): read by people, never imported.
     assert files["CORE.md"].startswith(b"# Memory Core (auto-generated)")
     assert b"redis" in files["CORE.md"].lower()  # the fix memory is listed
+    links = re.findall(r"\]\(([^)\s]+\.md)\)", files["CORE.md"].decode())
+    assert links and all(link in files for link in links)  # each opens the exported file
     assert "REFLECTION.md" in files
     empty_database()
     report = import_(tmp_path / "vault")
