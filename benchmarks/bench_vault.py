@@ -96,11 +96,7 @@ def run_size(n: int, data: Path, work: Path) -> dict[str, Any]:
     out["model_sentences_per_s"] = round(len(sample) / (time.perf_counter() - start), 1)
     common.progress(f"{n}: model {out['model_sentences_per_s']}/s; importing")
 
-    def timed(key: str, work_fn: Any) -> Any:
-        t0 = time.perf_counter()
-        result = work_fn()
-        out[f"{key}_s"] = round(time.perf_counter() - t0, 2)
-        return result
+    timed = _timer(out)
 
     with get_engine().begin() as conn:
         conn.execute(text("TRUNCATE chunk, edge, entity, event, namespace CASCADE"))
@@ -116,15 +112,7 @@ def run_size(n: int, data: Path, work: Path) -> dict[str, Any]:
         lambda: _in_session(lambda s: service.import_from(s, source, dry_run=False, partial=False)),
     )
     assert again.memories.unchanged == n
-    for form, name in (("json", "snap.json"), ("jsonl", "snap.jsonl"), ("vault", "vault")):
-        target = work / f"{n}-{name}"
-        done = timed(
-            f"export_{form}",
-            lambda t=target, f=form: _in_session(lambda s: service.export_to(s, t, f, None)),
-        )
-        out[f"export_{form}_per_s"] = round(n / max(out[f"export_{form}_s"], 1e-9), 1)
-        out[f"export_{form}_bytes"] = done.bytes
-        out[f"export_{form}_disk_kb"] = disk_kb(target)
+    _export_all(out, timed, n, work, f"{n}-")
     common.progress(f"{n}: exported; lint and diff")
     schema = lint.load_schema()
     vault = work / f"{n}-vault"
@@ -183,21 +171,9 @@ def bulk_size(n: int, data: Path, work: Path) -> dict[str, Any]:
             s.execute(insert(Chunk), rows)
     common.progress(f"{n}: loaded without embeddings; exporting")
 
-    def timed(key: str, work_fn: Any) -> Any:
-        t0 = time.perf_counter()
-        result = work_fn()
-        out[f"{key}_s"] = round(time.perf_counter() - t0, 2)
-        return result
+    timed = _timer(out)
 
-    for form, name in (("json", "snap.json"), ("jsonl", "snap.jsonl"), ("vault", "vault")):
-        target = work / f"bulk-{n}-{name}"
-        done = timed(
-            f"export_{form}",
-            lambda t=target, f=form: _in_session(lambda s: service.export_to(s, t, f, None)),
-        )
-        out[f"export_{form}_per_s"] = round(n / max(out[f"export_{form}_s"], 1e-9), 1)
-        out[f"export_{form}_bytes"] = done.bytes
-        out[f"export_{form}_disk_kb"] = disk_kb(target)
+    _export_all(out, timed, n, work, f"bulk-{n}-")
     schema = lint.load_schema()
     vault = work / f"bulk-{n}-vault"
     timed("lint_vault", lambda: lint.lint(files.open_snapshot(vault).items(), schema))
@@ -266,6 +242,33 @@ def lint_files(n: int, data: Path, work: Path) -> dict[str, Any]:
     out["vault_disk_kb"] = disk_kb(vault)
     out["loadavg_end"] = common.loadavg()
     return out
+
+
+def _timer(out: dict[str, Any]) -> Any:
+    """timed(key, fn): run fn, record its seconds as out[key + "_s"], return its result."""
+
+    def timed(key: str, work_fn: Any) -> Any:
+        t0 = time.perf_counter()
+        result = work_fn()
+        out[f"{key}_s"] = round(time.perf_counter() - t0, 2)
+        return result
+
+    return timed
+
+
+def _export_all(out: dict[str, Any], timed: Any, n: int, work: Path, prefix: str) -> None:
+    """Export the store in each format: seconds, rate, bytes and size on disk."""
+    from memsys.vault import service
+
+    for form, name in (("json", "snap.json"), ("jsonl", "snap.jsonl"), ("vault", "vault")):
+        target = work / f"{prefix}{name}"
+        done = timed(
+            f"export_{form}",
+            lambda t=target, f=form: _in_session(lambda s: service.export_to(s, t, f, None)),
+        )
+        out[f"export_{form}_per_s"] = round(n / max(out[f"export_{form}_s"], 1e-9), 1)
+        out[f"export_{form}_bytes"] = done.bytes
+        out[f"export_{form}_disk_kb"] = disk_kb(target)
 
 
 def _in_session(work: Any) -> Any:

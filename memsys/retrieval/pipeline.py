@@ -51,7 +51,7 @@ _DETAILS = text(
     """
     SELECT c.namespace, c.id, c.doc_type, c.content, c.token_count, c.memory_type,
            c.importance, c.confidence, c.tags, c.metadata, c.source_file, c.chunk_index,
-           c.header_path, c.created_at,
+           c.header_path, c.created_at, c.stage,
            coalesce(c.occurred_at, c.created_at) AS happened
     FROM chunk c
     JOIN unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])) AS k(namespace, id)
@@ -83,6 +83,7 @@ class Hit:
     bm25: float = 0.0
     fused: float = 0.0
     happened_at: datetime | None = None  # occurred_at (reference_time), else created_at
+    stage: str = "active"  # the lifecycle stage (a read rekindles aged hits)
 
     def trace_row(self) -> dict[str, Any]:
         return {
@@ -368,4 +369,5 @@ def _hit(
         bm25=bm25,
         fused=fused,
         happened_at=row["happened"],
+        stage=row["stage"],
     )

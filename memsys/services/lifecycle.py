@@ -121,7 +121,12 @@ def rekindle_hits(session: Session, hits: list[Hit], now: datetime | None = None
     """Rekindle the aged memories among a read's hits and hand back their restored text.
     A memory another transaction holds is left for the next read (reads never wait)."""
     # A read-only caller still gets its hits, but cannot rekindle (restore) them.
-    keys = [(h.namespace, h.id) for h in hits if h.doc_type == "memory" and may_write(h.namespace)]
+    # Only aged hits need the locking read below (most reads have none: no statement at all).
+    keys = [
+        (h.namespace, h.id)
+        for h in hits
+        if h.doc_type == "memory" and h.stage in AGED and may_write(h.namespace)
+    ]
     if not keys:
         return 0
     now = now or datetime.now(UTC)
