@@ -30,9 +30,10 @@ STARTERS = {
 }  # fmt: skip
 
 _WORD = r"[A-Z][\w'’\-]*"
-_NAME = re.compile(
-    rf"{_WORD}(?:\s+(?:(?:{'|'.join(sorted(c for c in CONNECTORS if c != '&'))}|&)\s+)?{_WORD})*"
-)
+_GAP = r"[^\S\n]+"  # spaces within a line: a name never runs on past a line break
+_JOIN = "|".join(sorted(c for c in CONNECTORS if c != "&"))
+_NAME = re.compile(rf"{_WORD}(?:{_GAP}(?:(?:{_JOIN}|&){_GAP})?{_WORD})*")
+_OPENING = re.compile(r"[\s#>*_\"“`'\-]*")
 _QUOTED = re.compile(r"[\"“`']([^\"”`'\n]{2,60})[\"”`']")
 _IDENT = re.compile(
     r"\b(?:[a-z]+(?:_[a-z0-9]+)+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+|"
@@ -85,3 +86,25 @@ def extract(text: str) -> list[Mention]:
     for match in _IDENT.finditer(text):
         add(match.group(0))
     return list(found.values())
+
+
+def subject(text: str) -> str | None:
+    """The key of the name a text opens with ("Young, New South Wales: Young is a town…",
+    "# Deploy notes", "Caroline: I went…"), or None. A chunk that opens with a name is about
+    it — an encyclopedia entry's title, a note's heading, a turn's speaker — which makes it
+    the place to look when another chunk mentions that name (graph retrieval's second hop)."""
+    opening = _OPENING.match(text)
+    if opening is None:
+        return None
+    match = _NAME.match(text, opening.end())
+    if match is None:
+        return None
+    whole = match.group(0).split()
+    words = _trim(whole)
+    dropped = {w.lower() for w in whole[: len(whole) - len(words)]}
+    if not words or not dropped <= {"the", "a", "an"}:
+        return None  # "In 1986 …", "When Paris …": a sentence, not a name
+    norm = normalise(" ".join(words))
+    if len(norm) < 2 or norm.isdigit() or len(norm) > 80:
+        return None
+    return f"concept#{norm}"

@@ -13,6 +13,7 @@ import typer
 from typer.core import TyperGroup
 
 from memsys.cli import (
+    bench,
     commands,
     db,
     graph,
@@ -166,6 +167,7 @@ app.add_typer(
 app.add_typer(trace.app, name="trace", help="Retrieval traces: show, log, feedback.")
 app.add_typer(db.app, name="db", help="Database schema migrations (Alembic).")
 app.add_typer(token.app, name="token", help="Scoped API tokens for the HTTP server.")
+app.add_typer(bench.app, name="bench", help="Measure retrieval quality on evaluation sets.")
 server.register(app)
 lifecycle.register(app)
 status.register(app)

@@ -18,7 +18,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 
-FUSION_VERSION = "zfuse-2t"  # zfuse-2 + the temporal channel (weight 1)
+# zfuse-3: zfuse-2t with the walk seeded by the best 3 hits (not 5), restart .3 (not .5), and
+# the graph weighted ×10 for a query naming the subject of a stored memory.
+FUSION_VERSION = "zfuse-3"
 
 
 @dataclass(frozen=True)
@@ -27,9 +29,14 @@ class Weights:
     dense: float = 1.0
     lexical: float = 1.0
     graph: float = 0.5
-    graph_seeds: int = 5  # first-stage hits whose entities seed the graph walk
+    graph_seeds: int = 3  # first-stage hits whose entities seed the graph walk
+    graph_restart: float = 0.3  # the walk's restart probability (PageRank's 1 − damping)
     # The graph weight is multiplied by this when the query names no stored, non-hub entity.
     graph_unnamed: float = 1.0
+    # ... and by this when one of the names it gives is the subject of a stored memory (a
+    # memory opens with it: an entry about that thing), where the walk's order beats the
+    # other channels' (multi-hop questions about a named thing's links).
+    graph_subject: float = 10.0
     # Neighbourhood channel (neighbours.py): the best `neighbour_seeds` hits after the other
     # channels pull in up to `neighbour_width` rows on each side, written within
     # `neighbour_gap_s` seconds (memories) or chunks of the same document.
@@ -55,11 +62,16 @@ class Weights:
 
 
 CURRENT = Weights()
-# Earlier versions a trace may name (replay uses them): zfuse-2 is today's weights without
-# the temporal channel, which came in with zfuse-2t.
+# Earlier versions a trace may name (replay uses them): zfuse-2t walked from the best 5 hits
+# at restart .5 with one graph weight for every named query; zfuse-2 is zfuse-2t without the
+# temporal channel.
+_ZFUSE_2T = replace(
+    CURRENT, version="zfuse-2t", graph_seeds=5, graph_restart=0.5, graph_subject=1.0
+)
 KNOWN = {
     CURRENT.version: CURRENT,
-    "zfuse-2": replace(CURRENT, version="zfuse-2", temporal=0.0),
+    "zfuse-2t": _ZFUSE_2T,
+    "zfuse-2": replace(_ZFUSE_2T, version="zfuse-2", temporal=0.0),
 }
 
 

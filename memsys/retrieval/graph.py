@@ -5,14 +5,15 @@ The subgraph is fetched in SQL (chunk → entity 'mentions' edges written at wri
 memsys/services/mentions.py): the seed entities, minus hubs (entities mentioned by more than
 `HUB_CAP` chunks carry no information and would pull in half the corpus), and every live chunk
 mentioning them under the caller's filters. PageRank runs in numpy on that bipartite graph
-(restart probability `RESTART` to the seeds), so a chunk that shares a rare name with the
-query or with a strong hit — the bridge passage of a multi-hop question — scores high even
-when it shares few words with the query.
+(restart probability `fusion.Weights.graph_restart` to the seeds), so a chunk that shares a
+rare name with the query or with a strong hit — the bridge passage of a multi-hop question —
+scores high even when it shares few words with the query.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -26,31 +27,33 @@ from memsys.retrieval import filters as sql_filters
 
 Key = tuple[str, str]
 HUB_CAP = 40
-RESTART = 0.5
-ITERATIONS = 25
+RESTART = 0.3  # the default; fusion.Weights.graph_restart is what the pipeline passes
+ITERATIONS = 40  # leaves (1 − restart)^40 of the mass unconverged: 6e-7 at restart .3
 
 # The query's names that the store knows, hubs excluded (a name in most chunks — a speaker's
 # name in their own conversation — says nothing about which chunk is meant).
-_QUERY_ENTITIES = text(
-    """
-    SELECT n.namespace, n.id FROM entity n
-    WHERE n.valid_to IS NULL AND n.key = ANY(CAST(:keys AS text[]))
+# `subject`: some live chunk is about the entity (opens with its name: a mention weighted
+# above 1, memsys/services/mentions.py).
+_QUERY_ENTITIES = """
+    SELECT n.namespace, n.id,
+           EXISTS (SELECT 1 FROM edge s
+                   WHERE s.namespace = n.namespace AND s.target_id = n.id
+                     AND s.relation = 'mentions' AND s.weight > 1 AND {s_valid}) AS subject
+    FROM entity n
+    WHERE {n_valid} AND n.key = ANY(CAST(:keys AS text[]))
       AND (CAST(:namespace AS text) IS NULL OR n.namespace = :namespace)
       AND (SELECT count(*) FROM (
                SELECT 1 FROM edge e
                WHERE e.namespace = n.namespace AND e.target_id = n.id
-                 AND e.relation = 'mentions' AND e.valid_to IS NULL
+                 AND e.relation = 'mentions' AND {e_valid}
                LIMIT :hub_cap + 1) d) <= :hub_cap
-    """
-)
-_HIT_ENTITIES = text(
-    """
+"""
+_HIT_ENTITIES = """
     SELECT e.namespace, e.source_id, e.target_id FROM edge e
     JOIN unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])) AS k(namespace, id)
       ON e.namespace = k.namespace AND e.source_id = k.id
-    WHERE e.relation = 'mentions' AND e.source_kind = 'chunk' AND e.valid_to IS NULL
-    """
-)
+    WHERE e.relation = 'mentions' AND e.source_kind = 'chunk' AND {e_valid}
+"""
 # A seed's degree is counted only up to HUB_CAP + 1: a hub (a speaker's name in every turn of
 # their conversation) is recognised after reading 41 index entries, not all of its mentions.
 _NEIGHBOURS = """
@@ -61,38 +64,71 @@ WITH seeds AS (
     WHERE (SELECT count(*) FROM (
                SELECT 1 FROM edge e
                WHERE e.namespace = s.namespace AND e.target_id = s.id
-                 AND e.relation = 'mentions' AND e.valid_to IS NULL
+                 AND e.relation = 'mentions' AND {e_valid}
                LIMIT :hub_cap + 1) d) <= :hub_cap
 )
-SELECT e.namespace, e.source_id AS chunk_id, e.target_id AS entity_id
+SELECT e.namespace, e.source_id AS chunk_id, e.target_id AS entity_id, e.weight
 FROM small
 JOIN edge e ON e.namespace = small.namespace AND e.target_id = small.id
 JOIN chunk c ON c.namespace = e.namespace AND c.id = e.source_id
-WHERE e.relation = 'mentions' AND e.valid_to IS NULL AND {where}
+WHERE e.relation = 'mentions' AND {e_valid} AND {where}
 """
 
 
-def named(session: Session, query: str, namespace: str | None) -> list[Key]:
-    """The stored, non-hub entities the query names."""
+def _valid(alias: str, as_of: datetime | None) -> str:
+    """Rows live now, or valid at `as_of` (a replay sees the graph the query saw then)."""
+    if as_of is None:
+        return f"{alias}.valid_to IS NULL"
+    return (
+        f"{alias}.valid_from <= :as_of AND ({alias}.valid_to IS NULL OR {alias}.valid_to > :as_of)"
+    )
+
+
+def _sql(statement: str, as_of: datetime | None, **more: str) -> Any:
+    valid = {alias: _valid(alias, as_of) for alias in ("n", "e", "s")}
+    return text(
+        statement.format(n_valid=valid["n"], e_valid=valid["e"], s_valid=valid["s"], **more)
+    )
+
+
+@dataclass
+class Named:
+    """The stored, non-hub entities a query names, and how many of them a stored chunk is
+    about (the query asks about a thing the store has an entry for)."""
+
+    keys: list[Key] = field(default_factory=list)
+    subjects: int = 0
+
+
+def named(
+    session: Session, query: str, namespace: str | None, as_of: datetime | None = None
+) -> Named:
+    """The stored, non-hub entities the query names (as they were at `as_of`)."""
     keys = [m.key for m in extraction.extract(query)]
     if not keys:
-        return []
-    params = {"keys": keys, "namespace": namespace, "hub_cap": HUB_CAP}
-    return [(r.namespace, r.id) for r in session.execute(_QUERY_ENTITIES, params)]
+        return Named()
+    params = {"keys": keys, "namespace": namespace, "hub_cap": HUB_CAP, "as_of": as_of}
+    rows = session.execute(_sql(_QUERY_ENTITIES, as_of), params).all()
+    return Named([(r.namespace, r.id) for r in rows], sum(1 for r in rows if r.subject))
 
 
 def seeds(
     session: Session,
     query_entities: Sequence[Key],
     hits: Sequence[tuple[Key, float]],
+    as_of: datetime | None = None,
 ) -> dict[Key, float]:
     """Entity → restart weight: the query's names (weight 1 each), then the entities of the
     first-stage hits, each hit's weight shared among its entities."""
     weights: dict[Key, float] = dict.fromkeys(query_entities, 1.0)
     if hits:
-        params = {"namespaces": [k[0] for k, _ in hits], "ids": [k[1] for k, _ in hits]}
+        params = {
+            "namespaces": [k[0] for k, _ in hits],
+            "ids": [k[1] for k, _ in hits],
+            "as_of": as_of,
+        }
         by_chunk: dict[Key, list[Key]] = {}
-        for row in session.execute(_HIT_ENTITIES, params):
+        for row in session.execute(_sql(_HIT_ENTITIES, as_of), params):
             by_chunk.setdefault((row.namespace, row.source_id), []).append(
                 (row.namespace, row.target_id)
             )
@@ -109,45 +145,51 @@ def search(
     filters: dict[str, Any],
     as_of: datetime | None,
     pool: int,
+    restart: float = RESTART,
 ) -> list[tuple[Key, float]]:
     """Chunks by PageRank personalised on `seed_weights`, best first."""
     if not seed_weights:
         return []
     entities = list(seed_weights)
-    statement = text(_NEIGHBOURS.format(where=sql_filters.where(filters, as_of)))
+    statement = _sql(_NEIGHBOURS, as_of, where=sql_filters.where(filters, as_of))
     params = {
         **sql_filters.binds(filters, as_of),
         "namespaces": [e[0] for e in entities],
         "ids": [e[1] for e in entities],
         "hub_cap": HUB_CAP,
     }
-    edges = [
-        ((r.namespace, r.chunk_id), (r.namespace, r.entity_id))
+    edges = {
+        ((r.namespace, r.chunk_id), (r.namespace, r.entity_id)): float(r.weight)
         for r in session.execute(statement, params)
-    ]
+    }
     if not edges:
         return []
-    scores = personalized_pagerank(edges, seed_weights)
+    scores = personalized_pagerank(edges, seed_weights, restart)
     ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0][1]))
     return ranked[:pool]
 
 
 def personalized_pagerank(
-    edges: Sequence[tuple[Key, Key]], seed_weights: dict[Key, float]
+    edges: dict[tuple[Key, Key], float], seed_weights: dict[Key, float], alpha: float = RESTART
 ) -> dict[Key, float]:
-    """PageRank with restarts to the seed entities on the bipartite chunk–entity graph;
-    returns the chunks' scores (a probability distribution over the walk's positions)."""
+    """PageRank with restarts (probability `alpha`) to the seed entities on the bipartite
+    chunk–entity graph; returns the chunks' scores (a probability distribution over the
+    walk's positions).
+
+    `edges` maps (chunk, entity) to the mention's weight. A chunk passes its mass evenly to
+    the names it mentions; a name passes its mass to the chunks mentioning it in proportion to
+    the weight, so most of it goes to the chunk that is *about* the name (its subject,
+    weighted `mentions.SUBJECT_WEIGHT`) rather than to every chunk that names it in passing."""
     chunks = sorted({c for c, _ in edges})
     entities = sorted({e for _, e in edges} | set(seed_weights))
     ci = {c: i for i, c in enumerate(chunks)}
     ei = {e: len(chunks) + i for i, e in enumerate(entities)}
     size = len(chunks) + len(entities)
-    rows = [ci[c] for c, _ in edges] + [ei[e] for _, e in edges]
-    cols = [ei[e] for _, e in edges] + [ci[c] for c, _ in edges]
-    adjacency = sparse.csr_matrix(
-        (np.ones(len(rows)), (rows, cols)), shape=(size, size), dtype=np.float64
-    )
-    adjacency.data[:] = 1.0  # a chunk naming an entity twice is still one edge
+    pairs = list(edges)
+    rows = [ci[c] for c, _ in pairs] + [ei[e] for _, e in pairs]
+    cols = [ei[e] for _, e in pairs] + [ci[c] for c, _ in pairs]
+    values = [1.0] * len(pairs) + [edges[p] for p in pairs]
+    adjacency = sparse.csr_matrix((values, (rows, cols)), shape=(size, size), dtype=np.float64)
     out_degree = np.asarray(adjacency.sum(axis=1)).ravel()
     inverse = np.divide(1.0, out_degree, out=np.zeros(size), where=out_degree > 0)
     transition = sparse.diags(inverse) @ adjacency
@@ -160,5 +202,5 @@ def personalized_pagerank(
     for _ in range(ITERATIONS):
         # Mass at a node with no edges (an isolated seed) returns to the seeds.
         lost = rank[dangling].sum()
-        rank = RESTART * restart + (1 - RESTART) * (transition.T @ rank + lost * restart)
+        rank = alpha * restart + (1 - alpha) * (transition.T @ rank + lost * restart)
     return {chunk: float(rank[ci[chunk]]) for chunk in chunks}

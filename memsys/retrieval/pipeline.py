@@ -169,18 +169,23 @@ def retrieve(
 
     graph_scores: dict[Key, float] = {}
     graph_hits: list[tuple[Key, float]] = []
-    names: list[Key] = []
+    names = graph.Named()
     if weights.graph > 0 and keys:
-        names = graph.named(session, query, given.get("namespace"))
-        if not names:  # a walk seeded only by the hits themselves mostly echoes them
+        names = graph.named(session, query, given.get("namespace"), as_of)
+        if not names.keys:  # a walk seeded only by the hits themselves mostly echoes them
             weights = replace(weights, graph=weights.graph * weights.graph_unnamed)
+        elif names.subjects:  # asks about a thing the store has an entry for: its links
+            weights = replace(weights, graph=weights.graph * weights.graph_subject)
     if weights.graph > 0 and keys:
         first = fuse_scores(keys, rows, bm25, weights, method)
         best = sorted(range(len(keys)), key=lambda i: -first[i])[: weights.graph_seeds]
         seeds = graph.seeds(
-            session, names, [(keys[i], 1.0 / rank) for rank, i in enumerate(best, start=1)]
+            session,
+            names.keys,
+            [(keys[i], 1.0 / rank) for rank, i in enumerate(best, start=1)],
+            as_of,
         )
-        graph_hits = graph.search(session, seeds, given, as_of, pool)
+        graph_hits = graph.search(session, seeds, given, as_of, pool, weights.graph_restart)
         graph_scores = dict(graph_hits)
         new = [k for k, _ in graph_hits if k not in rows]
         keys += _complete(session, vector, terms, new, bm25, rows)
@@ -265,7 +270,12 @@ def retrieve(
                 "hits": [k[1] for k in time_scores],
             },
         },
-        fusion={"method": method, **weights.as_dict(), "query_entities": len(names)},
+        fusion={
+            "method": method,
+            **weights.as_dict(),
+            "query_entities": len(names.keys),
+            "query_subjects": names.subjects,
+        },
         features=[
             (k[1], sims[i], lex[i], graph_scores.get(k, 0.0), near_scores.get(k, 0.0))
             for i, k in enumerate(keys)

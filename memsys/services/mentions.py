@@ -2,7 +2,10 @@
 
 Shape (what memsys/retrieval/graph.py walks): an `entity` row per distinct name in a
 namespace (key `concept#<normalised name>`, type `concept`), and an `edge` per mention:
-source_kind 'chunk' → target_kind 'entity', relation 'mentions', weight 1. Entities are
+source_kind 'chunk' → target_kind 'entity', relation 'mentions', weight 1 — or
+`SUBJECT_WEIGHT` for the name the chunk opens with (its subject: an entry's title, a note's
+heading, a turn's speaker; `extraction.subject`), which graph retrieval follows when another
+chunk mentions that name. Entities are
 upserted by their stable key (the partial unique index on live keys), so concurrent writers
 converge on one row. Work per write is proportional to the chunk, never to the corpus.
 """
@@ -17,6 +20,7 @@ from sqlalchemy.orm import Session
 from memsys import extraction, ids
 
 MENTIONS = "mentions"
+SUBJECT_WEIGHT = 4.0
 
 _UPSERT = text(
     """
@@ -36,10 +40,11 @@ _RESOLVE = text(
 )
 _EDGES = text(
     """
-    INSERT INTO edge (namespace, source_kind, source_id, target_kind, target_id, relation)
-    SELECT :namespace, 'chunk', m.chunk_id, 'entity', m.entity_id, 'mentions'
-    FROM unnest(CAST(:chunk_ids AS text[]), CAST(:entity_ids AS text[]))
-         AS m(chunk_id, entity_id)
+    INSERT INTO edge (namespace, source_kind, source_id, target_kind, target_id, relation,
+                      weight)
+    SELECT :namespace, 'chunk', m.chunk_id, 'entity', m.entity_id, 'mentions', m.weight
+    FROM unnest(CAST(:chunk_ids AS text[]), CAST(:entity_ids AS text[]),
+                CAST(:weights AS float8[])) AS m(chunk_id, entity_id, weight)
     """
 )
 
@@ -62,6 +67,7 @@ def upsert(session: Session, namespace: str, names: dict[str, str]) -> dict[str,
 def link(session: Session, namespace: str, chunks: Sequence[tuple[str, str]]) -> int:
     """Extract mentions from (chunk_id, text) pairs of one namespace; returns edges written."""
     per_chunk = [(chunk_id, extraction.extract(body)) for chunk_id, body in chunks]
+    subjects = {chunk_id: extraction.subject(body) for chunk_id, body in chunks}
     names: dict[str, str] = {}
     for _, mentions in per_chunk:
         for m in mentions:
@@ -69,7 +75,12 @@ def link(session: Session, namespace: str, chunks: Sequence[tuple[str, str]]) ->
     if not names:
         return 0
     resolved = upsert(session, namespace, names)
-    pairs = [(cid, resolved[m.key]) for cid, ms in per_chunk for m in ms if m.key in resolved]
+    pairs = [
+        (cid, resolved[m.key], SUBJECT_WEIGHT if m.key == subjects[cid] else 1.0)
+        for cid, ms in per_chunk
+        for m in ms
+        if m.key in resolved
+    ]
     if pairs:
         session.execute(
             _EDGES,
@@ -77,6 +88,7 @@ def link(session: Session, namespace: str, chunks: Sequence[tuple[str, str]]) ->
                 "namespace": namespace,
                 "chunk_ids": [p[0] for p in pairs],
                 "entity_ids": [p[1] for p in pairs],
+                "weights": [p[2] for p in pairs],
             },
         )
     return len(pairs)

@@ -9,6 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from memsys.api.app import create_app
+from memsys.retrieval.fusion import FUSION_VERSION
 from tests.cli.helpers import fails, run, run_json
 
 
@@ -99,4 +100,4 @@ def test_replay_why_errors_alerts_and_prune_on_every_front_end(client: TestClien
     assert "context_bugs" in run("trace", "errors").stdout
     assert "CRITICAL context_bug_rate_high" in run("trace", "alerts").stdout
     assert "Deleted 0 traces older than 30 days" in run("trace", "prune").stdout
-    assert "fusion: zfuse-2" in run("trace", "show", trace_id).stdout
+    assert f"fusion: {FUSION_VERSION}" in run("trace", "show", trace_id).stdout

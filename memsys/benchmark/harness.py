@@ -1,0 +1,160 @@
+"""The retrieval harness: store a corpus through the batch write path, ask every question
+through `memsys.retrieval.pipeline.retrieve` (what memory_recall, memory_query and
+search_nodes call), and tabulate every channel alone, the fused order, the ablations
+(re-fused on the same candidates without a channel or with another weight) and the two
+baselines computed in the same run. Everything happens in one transaction that is rolled
+back at the end: the user's memories are never touched and nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from memsys.benchmark import scoring, sets
+from memsys.benchmark.sets import Corpus
+from memsys.embeddings import embed_query, get_embedder
+from memsys.retrieval import fusion, pipeline
+from memsys.schemas import MemoryStoreBatchIn, MemoryStoreIn
+from memsys.services import memories
+from memsys.vault.evals.base import probe_namespace, scratch
+
+METRIC = {"locomo": "R@10", "hotpotqa": "R@5", "hotpotqa_2wiki": "R@5", "scifact": "nDCG@10"}
+ROWS = (
+    "baseline_dense", "baseline_bm25", "dense", "lexical", "graph", "neighbours", "rrf",
+    "fused_dense_lex", "fused_no_graph", "fused_no_near", "fused_graph_1", "fused_no_time",
+    "fused_time_1", "fused",
+)  # fmt: skip
+BATCH = 500
+
+Embed = Callable[[list[str]], np.ndarray]
+Loader = Callable[[Session, str, Corpus, np.ndarray], list[str]]
+
+
+def store(session: Session, ns: str, corpus: Corpus, vectors: np.ndarray) -> list[str]:
+    """The corpus's texts stored in order through memory_store_batch (the path a user's bulk
+    load takes), each with its reference time; their memory ids in order."""
+    found: list[str] = []
+    for start in range(0, len(corpus.texts), BATCH):
+        items = [
+            MemoryStoreIn(
+                content=corpus.texts[i],
+                memory_type="fact",
+                namespace=ns,
+                metadata=corpus.meta[i] if corpus.meta else {},
+                reference_time=corpus.times[i] if corpus.times else None,
+            )
+            for i in range(start, min(start + BATCH, len(corpus.texts)))
+        ]
+        batch = MemoryStoreBatchIn(memories=items)
+        part = vectors[start : start + len(items)]
+        found += [r.id for r in memories.store_batch(session, batch, prepared=part).results]
+    return found
+
+
+def rankings(session: Session, ns: str, corpus: Corpus, query: str) -> dict[str, list[str]]:
+    """Every order memsys produces for one question, from one pipeline run."""
+    k = max(corpus.ks)
+    found = pipeline.retrieve(
+        session,
+        query,
+        filters={"namespace": ns, "doc_type": "memory"},
+        limit=k,
+        pool=corpus.pool,
+        now=corpus.now,
+    )
+    ids = [f[0] for f in found.features]
+    sims = [f[1] for f in found.features]
+    lex = [f[2] for f in found.features]
+    ppr = [f[3] for f in found.features]
+    near = [f[4] for f in found.features]
+    now = fusion.CURRENT
+
+    def order(scores: list[float]) -> list[str]:
+        return [ids[i] for i in sorted(range(len(ids)), key=lambda i: -scores[i])][:k]
+
+    return {
+        "dense": [h["id"] for h in found.channels["dense"]][:k],
+        "lexical": [h["id"] for h in found.channels["lexical"]["hits"]][:k],
+        "graph": [h["id"] for h in found.channels["graph"]][:k],
+        "neighbours": [h["id"] for h in found.channels["neighbours"]][:k],
+        "fused": [h.id for h in found.hits],
+        "fused_dense_lex": order(fusion.zfuse(sims, lex, replace(now, graph=0, neighbours=0))),
+        "fused_no_graph": order(fusion.zfuse(sims, lex, replace(now, graph=0), None, near)),
+        "fused_no_near": order(fusion.zfuse(sims, lex, replace(now, neighbours=0), ppr)),
+        "fused_graph_1": order(fusion.zfuse(sims, lex, replace(now, graph=1.0), ppr, near)),
+        "fused_no_time": order(fusion.zfuse(sims, lex, now, ppr, near)),
+        "fused_time_1": order(
+            fusion.add_channel(fusion.zfuse(sims, lex, now, ppr, near), found.temporal, 1.0)
+        ),
+        "rrf": order(fusion.rrf(sims, lex)),
+    }
+
+
+def evaluate(
+    session: Session, ns: str, corpus: Corpus, ids: list[str], vectors: np.ndarray
+) -> dict[str, Any]:
+    """Every ranking's table for one stored corpus, baselines included."""
+    bm25 = scoring.PlainBM25(corpus.texts)
+    k = max(corpus.ks)
+    runs: dict[str, list[tuple[set[str], list[str]]]] = {}
+    started = time.perf_counter()
+    for query, positions in corpus.questions:
+        gold = {ids[i] for i in positions}
+        got = rankings(session, ns, corpus, query)
+        got["baseline_dense"] = [ids[i] for i in scoring.dense_top(vectors, embed_query(query), k)]
+        got["baseline_bm25"] = [ids[i] for i in bm25.top(query, k)]
+        for name, ranking in got.items():
+            runs.setdefault(name, []).append((gold, ranking))
+    return {
+        "questions": len(corpus.questions),
+        "documents": len(corpus.texts),
+        "seconds": round(time.perf_counter() - started, 1),
+        **scoring.table(runs, corpus.ks),
+    }
+
+
+def run_set(
+    name: str,
+    data: Path,
+    quick: bool = False,
+    which: str = "all",
+    embed: Embed | None = None,
+    loader: Loader = store,
+) -> dict[str, Any]:
+    """One set end to end in a transaction that is rolled back; its merged table and the
+    floor check."""
+    embed = embed or get_embedder().embed
+    parts = []
+    for corpus in sets.load(name, data, quick, which):
+        vectors = np.asarray(embed(corpus.texts), dtype=np.float32)
+        with scratch() as session:
+            ns = probe_namespace(f"bench-{corpus.name}")
+            ids = loader(session, ns, corpus, vectors)
+            parts.append(evaluate(session, ns, corpus, ids, vectors))
+    result = scoring.merge(parts)
+    result["floor"] = scoring.floor_check(result, METRIC[name])
+    return result
+
+
+def render(name: str, result: dict[str, Any]) -> list[str]:
+    """The table a person reads: one row per ranking, one column per metric."""
+    metrics = [m for m in result["fused"] if not m.startswith("all@")]
+    lines = [
+        f"{name}: {result['questions']} questions, {result['documents']} documents",
+        f"{'ranking':<16}" + "".join(f"{m:>9}" for m in metrics),
+    ]
+    lines += [f"{r:<16}" + "".join(f"{result[r][m]:>9.3f}" for m in metrics) for r in ROWS]
+    floor = result["floor"]
+    verdict = "holds" if floor["holds"] else "BROKEN"
+    lines.append(
+        f"floor ({floor['metric']}): fused {floor['fused']:.3f} vs best channel "
+        f"{floor['best_channel']:.3f} — {verdict}"
+    )
+    return lines

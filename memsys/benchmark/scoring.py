@@ -1,0 +1,113 @@
+"""Baselines computed in the same run, and the metrics.
+
+- `PlainBM25`: Okapi BM25 the textbook way (k1 1.2, b 0.75, lowercase word tokens, English
+  stop words removed, no stemming) — the lexical channel must match it;
+- `dense_top`: exact cosine over the corpus's vectors (no index) — what HNSW approximates;
+- recall@k (share of a question's gold texts in the first k), nDCG@10, and the floor check:
+  fused must not rank below the best single channel.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+CHANNELS = ("dense", "lexical", "graph", "neighbours")
+FLOOR_TOLERANCE = 0.005  # measurement noise allowed below the best channel
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+class PlainBM25:
+    """Okapi BM25 over one corpus (the baseline memsys must match)."""
+
+    def __init__(self, texts: list[str]) -> None:
+        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+        self.stop = ENGLISH_STOP_WORDS
+        self.docs = [Counter(self.tokens(t)) for t in texts]
+        self.lengths = np.array([sum(d.values()) for d in self.docs], dtype=np.float64)
+        self.avgdl = float(self.lengths.mean()) if len(self.docs) else 1.0
+        df: Counter[str] = Counter()
+        self.postings: dict[str, list[int]] = {}
+        for i, d in enumerate(self.docs):
+            for term in d:
+                df[term] += 1
+                self.postings.setdefault(term, []).append(i)
+        n = len(self.docs)
+        self.idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+
+    def tokens(self, text: str) -> list[str]:
+        return [w for w in _WORD.findall(text.lower()) if w not in self.stop]
+
+    def top(self, query: str, k: int) -> list[int]:
+        scores: dict[int, float] = {}
+        for term in set(self.tokens(query)):
+            for i in self.postings.get(term, []):
+                tf = self.docs[i][term]
+                norm = tf + 1.2 * (1 - 0.75 + 0.75 * self.lengths[i] / self.avgdl)
+                scores[i] = scores.get(i, 0.0) + self.idf[term] * tf * 2.2 / norm
+        return sorted(scores, key=lambda i: -scores[i])[:k]
+
+
+def dense_top(vectors: np.ndarray, query: np.ndarray, k: int) -> list[int]:
+    return [int(i) for i in np.argsort(-(vectors @ query))[:k]]
+
+
+def recall_at(gold: set[str], got: list[str], k: int) -> float:
+    return len(gold & set(got[:k])) / len(gold)
+
+
+def ndcg_at(gold: set[str], got: list[str], k: int) -> float:
+    dcg = sum(1 / math.log2(i + 2) for i, d in enumerate(got[:k]) if d in gold)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(k, len(gold))))
+    return dcg / ideal
+
+
+def table(
+    runs: dict[str, list[tuple[set[str], list[str]]]], ks: Iterable[int]
+) -> dict[str, dict[str, float]]:
+    """Per ranking: mean recall@k, the share of questions with all gold in the first k, and
+    nDCG@10."""
+    out: dict[str, dict[str, float]] = {}
+    for name, results in runs.items():
+        n = len(results)
+        row = {f"R@{k}": sum(recall_at(g, r, k) for g, r in results) / n for k in ks}
+        row.update({f"all@{k}": sum(g <= set(r[:k]) for g, r in results) / n for k in ks})
+        row["nDCG@10"] = sum(ndcg_at(g, r, 10) for g, r in results) / n
+        out[name] = {key: round(v, 4) for key, v in row.items()}
+    return out
+
+
+def merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Question-weighted means of several corpora's tables (LoCoMo's conversations)."""
+    if len(parts) == 1:
+        return parts[0]
+    total = sum(p["questions"] for p in parts)
+    merged: dict[str, Any] = {
+        name: {
+            key: round(sum(p[name][key] * p["questions"] for p in parts) / total, 4)
+            for key in parts[0][name]
+        }
+        for name in parts[0]
+        if isinstance(parts[0][name], dict)
+    }
+    merged["questions"] = total
+    merged["documents"] = sum(p["documents"] for p in parts)
+    merged["seconds"] = round(sum(p["seconds"] for p in parts), 1)
+    return merged
+
+
+def floor_check(result: dict[str, Any], metric: str) -> dict[str, Any]:
+    """Fused against every channel alone, each in its own order."""
+    best = max(result[name][metric] for name in CHANNELS)
+    return {
+        "metric": metric,
+        "fused": result["fused"][metric],
+        "best_channel": best,
+        "holds": result["fused"][metric] >= best - FLOOR_TOLERANCE,
+    }

@@ -1,0 +1,80 @@
+"""`memsys bench retrieval`: the quality table on an evaluation set, stored and asked through
+the real pipeline inside a transaction that is rolled back; bad arguments exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from memsys.db import get_engine
+from tests.cli.helpers import fails, run
+
+PASSAGES = {
+    "Lake Orvin": ["Lake Orvin is a glacial lake in the Tarsk mountains.", " It freezes in May."],
+    "Tarsk mountains": ["The Tarsk mountains are a range on the island of Vell."],
+    "Mira Holt": ["Mira Holt is a cellist who recorded the Harbour Suites."],
+    "Harbour Suites": ["The Harbour Suites are six pieces for solo cello written in 1921."],
+    "Copper kettles": ["Copper kettles conduct heat quickly and tarnish green."],
+    "Night trains": ["Night trains carry sleeping cars between distant cities."],
+}
+QUESTIONS = [
+    {
+        "question": "On which island is the range that holds Lake Orvin?",
+        "supporting_facts": [["Lake Orvin", 0], ["Tarsk mountains", 0]],
+    },
+    {
+        "question": "When were the pieces recorded by the cellist Mira Holt written?",
+        "supporting_facts": [["Mira Holt", 0], ["Harbour Suites", 0]],
+    },
+]
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    folder = tmp_path / "hotpotqa"
+    folder.mkdir()
+    (folder / "hotpotqa_train_corpus.json").write_text(json.dumps(PASSAGES))
+    (folder / "hotpotqa_train.json").write_text(json.dumps(QUESTIONS))
+    return tmp_path
+
+
+def _memories() -> int:
+    with get_engine().connect() as conn:
+        return int(conn.execute(text("SELECT count(*) FROM chunk")).scalar_one())
+
+
+@pytest.mark.usefixtures("embedder")
+def test_a_run_scores_every_ranking_and_leaves_nothing_behind(data: Path) -> None:
+    result = run("bench", "retrieval", "--data-dir", str(data), "--sets", "hotpotqa", "--json")
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    table = json.loads(result.stdout)["sets"]["hotpotqa"]
+    assert table["questions"] == 2 and table["documents"] == len(PASSAGES)
+    # Both supporting passages of each question are in the first five, by every memsys order
+    # and both baselines; the floor compares fused with the best channel.
+    for ranking in ("fused", "dense", "lexical", "baseline_dense", "baseline_bm25"):
+        assert table[ranking]["R@5"] == 1.0, ranking
+    assert table["floor"] == {
+        "metric": "R@5", "fused": 1.0, "best_channel": 1.0, "holds": True
+    }  # fmt: skip
+    assert _memories() == 0  # stored in a transaction that was rolled back
+    human = run("bench", "retrieval", "--data-dir", str(data), "--sets", "hotpotqa")
+    assert human.exit_code == 0 and "floor (R@5): fused 1.000" in human.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        (["--sets", "hotpotqa,trivia"], "--sets: unknown ['trivia']"),
+        (["--sets", ","], "--sets: unknown nothing given"),
+        (["--half", "middle"], "--half must be one of all, tune, report"),
+        (["--sets", "scifact"], "evaluation data not found"),
+        (["--data-dir", "/nonexistent/memsys-data"], "--data-dir: no such folder"),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line(data: Path, args: list[str], reason: str) -> None:
+    line = fails("bench", "retrieval", "--data-dir", str(data), *args)
+    assert reason in line
+    assert _memories() == 0
