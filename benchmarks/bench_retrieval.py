@@ -90,7 +90,7 @@ def load(
     from memsys.db import session_scope
     from memsys.models import Chunk
     from memsys.services import mentions, namespaces
-    from memsys.services.memories import content_hash
+    from memsys.services.memory_batch import content_hash
     from memsys.tokens import count_tokens_batch
 
     vectors = embed_cached(texts)

@@ -13,14 +13,13 @@ from memsys.runner import before_transaction
 from memsys.schemas.graph import GraphOut, OpenNodesIn, ReadGraphIn, SearchNodesIn
 from memsys.services import namespaces, search, tracing
 from memsys.services.knowledge import (
-    KEY_PREFIX,
-    OBSERVATION_OF,
     entities_out,
     graph_namespace,
     live_entities,
     relations_of,
 )
 from memsys.services.mentions import MENTIONS
+from memsys.services.observation_links import KEY_PREFIX, OBSERVATION_OF
 
 SEARCH_CANDIDATES = 30
 SEARCH_LIMIT = 1000  # search_nodes: every name match, then the ranked ones
