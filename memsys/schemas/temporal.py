@@ -102,6 +102,11 @@ class AddEpisodeOut(Output):
     extractor: str = Field(description="rules, or llm when the configured model answered")
     entities: list[str]
     relations: list[EpisodeRelation]
+    relations_closed: list[EpisodeRelation] = Field(
+        default_factory=list,
+        description="Relations the episode denies ('no longer uses', 'B instead of C') whose "
+        "live edge it closed at the reference time (as-of reads before it still see them)",
+    )
 
 
 class SearchEntitiesIn(Input):
