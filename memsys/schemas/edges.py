@@ -7,8 +7,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field
 
 from memsys import relations
-from memsys.schemas.common import Input, Output, within
-from memsys.schemas.temporal import AsOf
+from memsys.schemas.common import AsOf, Input, Output, within
 
 # memory_relate takes any public relation of the one registry (memsys.relations): S001's four
 # first, then S000's vocabulary, S003's and S002's types; any case, stored lower snake_case.

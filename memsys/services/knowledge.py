@@ -48,6 +48,7 @@ from memsys.services.observation_links import (
     OBSERVATION_OF,
     entity_key,
     observation_edges,
+    valid_at,
 )
 
 Vectors = dict[str, np.ndarray]
@@ -64,18 +65,23 @@ def embed_texts(texts: list[str]) -> Vectors:
     return dict(zip(unique, get_embedder().embed(unique), strict=True))
 
 
-def live_entities(session: Session, ns: str, names: list[str] | None = None) -> list[Entity]:
+def live_entities(
+    session: Session, ns: str, names: list[str] | None = None, at: datetime | None = None
+) -> list[Entity]:
+    """The memory server's entities live now, or with `at` those valid then."""
     stmt = select(Entity).where(
-        Entity.namespace == ns, Entity.valid_to.is_(None), Entity.key.startswith(KEY_PREFIX)
+        Entity.namespace == ns, *valid_at(Entity, at), Entity.key.startswith(KEY_PREFIX)
     )
     if names is not None:
         stmt = stmt.where(Entity.key.in_([entity_key(n) for n in names]))
     return list(session.scalars(stmt.order_by(Entity.created_at, Entity.id)))
 
 
-def entities_out(session: Session, ns: str, entities: list[Entity]) -> list[EntityOut]:
+def entities_out(
+    session: Session, ns: str, entities: list[Entity], at: datetime | None = None
+) -> list[EntityOut]:
     observed: dict[str, list[str]] = defaultdict(list)
-    for row in observation_edges(session, ns, [e.id for e in entities]):
+    for row in observation_edges(session, ns, [e.id for e in entities], at):
         observed[row.target_id].append(row.content)
     return [
         EntityOut(name=e.name, entityType=e.entity_type, observations=observed[e.id])
@@ -84,13 +90,13 @@ def entities_out(session: Session, ns: str, entities: list[Entity]) -> list[Enti
 
 
 def relations_of(
-    session: Session, ns: str, entities: list[Entity], both: bool
+    session: Session, ns: str, entities: list[Entity], both: bool, at: datetime | None = None
 ) -> list[RelationOut]:
     by_id = {e.id: e.name for e in entities}
     ends = (Edge.source_id.in_(by_id), Edge.target_id.in_(by_id))
     stmt = select(Edge).where(
         Edge.namespace == ns,
-        Edge.valid_to.is_(None),
+        *valid_at(Edge, at),
         Edge.source_kind == "entity",
         Edge.target_kind == "entity",
         (ends[0] & ends[1]) if both else or_(*ends),

@@ -32,10 +32,10 @@ def escape_like(text: str) -> str:
 def read_graph(session: Session, params: ReadGraphIn) -> GraphOut:
     ns = graph_namespace(params)
     namespaces.require(session, ns)
-    entities = live_entities(session, ns)
+    entities = live_entities(session, ns, at=params.as_of)
     return GraphOut(
-        entities=entities_out(session, ns, entities),
-        relations=relations_of(session, ns, entities, both=True),
+        entities=entities_out(session, ns, entities, params.as_of),
+        relations=relations_of(session, ns, entities, both=True, at=params.as_of),
     )
 
 
@@ -118,10 +118,10 @@ def search_nodes(session: Session, params: SearchNodesIn) -> GraphOut:
 def open_nodes(session: Session, params: OpenNodesIn) -> GraphOut:
     ns = graph_namespace(params)
     namespaces.require(session, ns)
-    entities = live_entities(session, ns, params.names)
+    entities = live_entities(session, ns, params.names, params.as_of)
     order = {n: i for i, n in enumerate(params.names)}
     entities.sort(key=lambda e: order[e.name])
     return GraphOut(
-        entities=entities_out(session, ns, entities),
-        relations=relations_of(session, ns, entities, both=False),
+        entities=entities_out(session, ns, entities, params.as_of),
+        relations=relations_of(session, ns, entities, both=False, at=params.as_of),
     )

@@ -13,10 +13,11 @@ two processes is linked once.
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import func, insert, select, text
+from sqlalchemy import ColumnElement, func, insert, or_, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
@@ -35,8 +36,23 @@ def entity_key(name: str) -> str:
     return KEY_PREFIX + name
 
 
-def observation_edges(session: Session, ns: str, entity_ids: list[str]) -> list[Any]:
-    """Live observation edges of the entities with their text (edge id, entity, memory)."""
+def valid_at(model: Any, at: datetime | None) -> list[ColumnElement[bool]]:
+    """The rows live now (`at` None), or those valid at `at`: begun by then, not closed yet."""
+    if at is None:
+        return [model.valid_to.is_(None)]
+    return [model.valid_from <= at, or_(model.valid_to.is_(None), model.valid_to > at)]
+
+
+def observation_edges(
+    session: Session, ns: str, entity_ids: list[str], at: datetime | None = None
+) -> list[Any]:
+    """Observation edges of the entities with their text (edge id, entity, memory): the live
+    ones, or with `at` those valid then (a deleted observation is closed, not gone)."""
+    memory_open = (
+        Chunk.valid_to.is_(None)
+        if at is None
+        else or_(Chunk.valid_to.is_(None), Chunk.valid_to > at)
+    )
     return list(
         session.execute(
             select(Edge.id, Edge.target_id, Edge.source_id, Chunk.content)
@@ -44,9 +60,9 @@ def observation_edges(session: Session, ns: str, entity_ids: list[str]) -> list[
             .where(
                 Edge.namespace == ns,
                 Edge.relation == OBSERVATION_OF,
-                Edge.valid_to.is_(None),
+                *valid_at(Edge, at),
                 Edge.target_id.in_(entity_ids),
-                Chunk.valid_to.is_(None),
+                memory_open,
             )
             .order_by(Edge.id)
         )
