@@ -12,6 +12,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from memsys import contradiction
+from memsys.errors import NotFound
 from memsys.models import Chunk
 from memsys.schemas.edges import MemoryRelateIn
 from memsys.schemas.maintenance import (
@@ -118,7 +119,10 @@ def check_supersedes(session: Session, params: CheckSupersedesIn) -> CheckSupers
             continue
         created = closed = False
         if params.create_edge:
-            older = memories.live_memory(session, row.id, lock=True)
+            try:  # a concurrent check may have closed it meanwhile: then look further
+                older = memories.live_memory(session, row.id, lock=True)
+            except NotFound:
+                continue
             created = _relate(session, memory.id, older.id, "supersedes")
             if not _protected(older):
                 decay.close(

@@ -98,3 +98,26 @@ def test_a_dry_check_and_a_protected_memory_stay_open(embedder: Any) -> None:
     assert out["superseded_id"] == rule and out["edge_created"] is True
     assert out["superseded_closed"] is False
     assert rule in recalled("deploys on Fridays")
+
+
+def test_concurrent_checks_close_the_older_memory_once(embedder: Any) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memsys.mcp.server import call
+    from memsys.operations import BY_NAME
+
+    old = store(OLD, memory_type="fact").id
+    new = store(NEW, memory_type="fact").id
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(
+            pool.map(
+                lambda _: call(BY_NAME["memory_check_supersedes"], {"memory_id": new}), range(4)
+            )
+        )
+    assert all(a["success"] for a in answers), answers  # a lost race looks further, no error
+    assert [a["data"]["superseded_id"] for a in answers].count(old) == 1
+    with session_scope() as s:
+        deletes = s.scalars(
+            select(Event.id).where(Event.subject_id == old, Event.event_type == "delete")
+        ).all()
+    assert len(deletes) == 1
