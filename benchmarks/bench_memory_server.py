@@ -5,6 +5,7 @@ lost by two concurrent writer processes on one store.
 Needs the official server installed once (npm, not a runtime dependency of memsys):
     npm install --prefix /tmp/kgraph-npm @modelcontextprotocol/server-memory
     .venv/bin/python benchmarks/bench_memory_server.py --official /tmp/kgraph-npm
+Without --official only memsys's side runs (same client, same workload).
 """
 
 from __future__ import annotations
@@ -46,7 +47,11 @@ def entity(i: int, tag: str = "") -> dict[str, Any]:
     return {
         "name": f"{tag}entity {i}",
         "entityType": kinds[i % 4],
-        "observations": [f"entity {i} handles payments batch {i % 50}", f"owned by team {i % 17}"],
+        "observations": [
+            f"entity {i} handles payments batch {i % 50}",
+            f"owned by team {i % 17}",
+            f"Entity {i} runs on host-{i % 300}.internal behind the {kinds[(i // 4) % 4]} proxy",
+        ],
     }
 
 
@@ -105,7 +110,7 @@ async def writers(params: Any) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--official", type=Path, required=True, help="npm --prefix folder")
+    parser.add_argument("--official", type=Path, help="npm --prefix folder (omit: memsys only)")
     parser.add_argument("--sizes", default="1000,10000")
     args = parser.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
@@ -114,18 +119,23 @@ def main() -> None:
         common.start_database()
         info = common.machine()
         work = Path(tempfile.mkdtemp(prefix="kg-official-"))
-        results: dict[str, Any] = {}
-        common.progress("official server: sizes")
-        results["official"] = anyio.run(sizes_run, official(args.official, work / "a.jsonl"), sizes)
+        results: dict[str, Any] = {"official_kept": "-"}
+        servers = ["memsys"]
+        if args.official is not None:
+            servers.insert(0, "official")
+            common.progress("official server: sizes")
+            npm = args.official
+            results["official"] = anyio.run(sizes_run, official(npm, work / "a.jsonl"), sizes)
         common.progress("memsys: sizes")
         results["memsys"] = anyio.run(sizes_run, memsys(), sizes)
         common.progress("concurrent writers")
-        results["official_kept"] = anyio.run(writers, official(args.official, work / "b.jsonl"))
+        if args.official is not None:
+            results["official_kept"] = anyio.run(writers, official(npm, work / "b.jsonl"))
         os.environ["MEMSYS_GRAPH_NAMESPACE"] = "writers"
         results["memsys_kept"] = anyio.run(writers, memsys())
         info["loadavg_end"] = common.loadavg()
         rows = []
-        for who in ("official", "memsys"):
+        for who in servers:
             for size, r in results[who].items():
                 c, s = r["create_entities_100"], r["search_nodes"]
                 rows.append([who, size, c["p50"], c["p95"], s["p50"], s["p95"]])

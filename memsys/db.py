@@ -218,6 +218,21 @@ def take_turns(session: Session, *parts: str) -> None:
     session.execute(_ADVISORY_LOCK, {"key": "\x1f".join(parts)})
 
 
+_ADVISORY_LOCKS = text(
+    """
+    SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0)))
+    FROM (SELECT DISTINCT k FROM unnest(CAST(:keys AS text[])) AS u(k) ORDER BY k) AS sorted
+    """
+)
+
+
+def take_turns_all(session: Session, keys: list[tuple[str, ...]]) -> None:
+    """take_turns for many keys in one statement, always in the same (sorted) order, so two
+    transactions that share some keys queue instead of deadlocking."""
+    if keys:
+        session.execute(_ADVISORY_LOCKS, {"keys": ["\x1f".join(parts) for parts in keys]})
+
+
 def rowcount(session: Session, statement: Executable) -> int:
     """Rows an UPDATE or DELETE touched."""
     result = session.execute(statement)

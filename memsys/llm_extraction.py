@@ -1,6 +1,7 @@
 """The optional LLM extractor for episodes: an OpenAI-compatible chat-completions endpoint
 (MEMSYS_EXTRACTOR_URL, off by default) asked for the entities and relations of a text as JSON.
-Relation types are mapped onto the registry (unknown ones become related_to). Any failure —
+Relation types are mapped onto the registry (unknown ones become related_to); a relation the
+text denies or ends ("negated": true) closes the live edge as the rules' denials do. Any failure —
 no answer, a timeout, JSON that does not fit — returns None and the rule-based extractor is
 used instead (S000 "Degraded Operation"): an episode is never refused because a model is down.
 """
@@ -21,9 +22,10 @@ MAX_NAME = 200
 PROMPT = (
     "Extract the named entities and the relations the text states between them. Answer with "
     'JSON only: {"entities": [{"name": str, "type": str}], "relations": [{"source": str, '
-    '"target": str, "relation": str, "fact": str}]}. Relations use one of: '
+    '"target": str, "relation": str, "fact": str, "negated": bool}]}. Relations use one of: '
     + ", ".join(relations.PUBLIC)
-    + ". `fact` is the sentence that states it."
+    + ". `fact` is the sentence that states it. `negated` is true when the text says the "
+    "relation does not hold or no longer holds."
 )
 
 
@@ -78,7 +80,10 @@ def extract(text: str) -> tuple[list[extraction.Mention], list[Found]] | None:
             if relations.BY_NAME[relation].internal:
                 relation = "related_to"
             fact = r.get("fact") if isinstance(r.get("fact"), str) else text
-            stated.append(Found(source, target, relation, fact[:2000]))
+            denied = r.get("negated") is True
+            if denied and relation == "related_to":
+                continue  # a denial with no relation type states nothing, as in the rules
+            stated.append(Found(source, target, relation, fact[:2000], denied))
         return list(found.values()), stated
     except Exception as exc:
         log.warning("LLM extractor failed (%s); using the rule-based extractor", exc)

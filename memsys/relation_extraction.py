@@ -5,6 +5,11 @@ words between them: "auth.ts depends on token.ts" → depends_on, "X is caused b
 caused_by, "X replaces Y" → supersedes, … (PATTERNS, first match wins); neighbours with no such
 words are related_to. The sentence is kept as the relation's fact. JSON episodes are read
 through their string values and `key: value` pairs.
+
+A negation between the two ("auth.ts no longer depends on token.ts", "does not use",
+"stopped using") makes the relation a denied one (`negated`): the episode closes the live edge
+instead of writing it. "A uses B instead of C" (or "…, not C", "rather than C") states A uses B
+and denies A uses C. A negated pair with no relation words states nothing either way.
 """
 
 from __future__ import annotations
@@ -32,6 +37,10 @@ PATTERNS: tuple[tuple[str, str], ...] = (
     (r"\b(?:uses?|using|calls?|imports?)\b", "uses"),
 )
 _COMPILED = tuple((re.compile(p, re.I), r) for p, r in PATTERNS)
+_NEGATION = re.compile(
+    r"n't\b|\b(?:not|no longer|never|no more|stop(?:ped|s)?|ceased?|quit)\b", re.I
+)
+_INSTEAD = re.compile(r"^\W*(?:instead of|rather than|in place of|not)\W*$", re.I)
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
 DEFAULT = "related_to"
 
@@ -42,6 +51,7 @@ class Found:
     target: extraction.Mention
     relation: str
     sentence: str
+    negated: bool = False  # the sentence denies it: a live edge of this triple is closed
 
 
 def relation_between(words: str) -> str:
@@ -97,11 +107,21 @@ def extract(text: str) -> tuple[list[extraction.Mention], list[Found]]:
     for sentence in _SENTENCE.split(text):
         sentence = sentence.strip()
         spots = _positioned(sentence)
+        stated: Found | None = None  # the previous pair's relation, for "instead of"
         for (_, end, a), (start, _, b) in pairwise(spots):
             if a.key == b.key:
                 continue
             mentions.setdefault(a.key, a)
             mentions.setdefault(b.key, b)
-            relation = relation_between(sentence[end:start])
-            found.setdefault((a.key, b.key, relation), Found(a, b, relation, sentence))
+            words = sentence[end:start]
+            relation = relation_between(words)
+            negated = _NEGATION.search(words) is not None
+            if _INSTEAD.match(words) and stated is not None and not stated.negated:
+                denied = Found(stated.source, b, stated.relation, sentence, negated=True)
+                found.setdefault((stated.source.key, b.key, "~" + stated.relation), denied)
+            if negated and relation == DEFAULT:
+                stated = None
+                continue
+            stated = Found(a, b, relation, sentence, negated)
+            found.setdefault((a.key, b.key, ("~" if negated else "") + relation), stated)
     return list(mentions.values()), list(found.values())

@@ -26,10 +26,17 @@ Namespace = Annotated[
 ]
 
 
+AsOf = Annotated[
+    str | None, Query(description="ISO 8601 time: the graph as it was then (default: now)")
+]
+
+
 @router.get("/graph/export", response_class=PlainTextResponse)
-def export_graph(namespace: Namespace = None) -> PlainTextResponse:
-    """The graph as the memory server's JSONL file (entities, then relations)."""
-    params = parse(ReadGraphIn, {} if namespace is None else {"namespace": namespace})
+def export_graph(namespace: Namespace = None, as_of: AsOf = None) -> PlainTextResponse:
+    """The graph as the memory server's JSONL file (entities, then relations); with as_of,
+    as it was then (deletes close rows, so a deleted entity is in an earlier export)."""
+    given = {"namespace": namespace, "as_of": as_of}
+    params = parse(ReadGraphIn, {k: v for k, v in given.items() if v is not None})
     graph = runner.run(knowledge_read.read_graph, params)
     return PlainTextResponse(render_jsonl(graph), media_type=NDJSON)
 

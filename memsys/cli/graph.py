@@ -58,11 +58,15 @@ def _graph_op(name: str, data: dict[str, Any]) -> Any:
 def export(
     path: Annotated[str, typer.Argument(help="The JSONL file to write; - for stdout.")],
     namespace: Annotated[str | None, typer.Option("--namespace", "-n")] = None,
+    as_of: Annotated[
+        str | None, typer.Option("--as-of", help="ISO 8601 time: the graph as it was then.")
+    ] = None,
 ) -> None:
     """Write the graph as the official memory server's JSONL file (MEMORY_FILE_PATH)."""
     from memsys.schemas.graph_jsonl import render_jsonl
 
-    graph = _graph_op("read_graph", {} if namespace is None else {"namespace": namespace})
+    given = {"namespace": namespace, "as_of": as_of}
+    graph = _graph_op("read_graph", {k: v for k, v in given.items() if v is not None})
     text = render_jsonl(graph)
     if path == "-":
         sys.stdout.write(text)

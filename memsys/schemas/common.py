@@ -11,6 +11,7 @@ builds its options from these models.
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
@@ -186,6 +187,25 @@ def path_checker(what: str) -> AfterValidator:
 # The checks above as types. The `Optional…`/`…Filter` forms carry their description at the
 # top level (inside a union pydantic would bury it in anyOf).
 
+CLOCK_SKEW = timedelta(minutes=5)
+
+
+def check_as_of(value: datetime | None) -> datetime | None:
+    """An instant in the past (a naive time is UTC); the future is refused, not guessed at."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    if value > datetime.now(UTC) + CLOCK_SKEW:
+        raise ValueError(f"as_of {value.isoformat()} is in the future; give a past time or omit it")
+    return value
+
+
+AsOf = Annotated[
+    datetime | None,
+    AfterValidator(check_as_of),
+    Field(description="Read the graph as it was at this time (ISO 8601; default: now)"),
+]
 NamespaceName = Annotated[
     str,
     AfterValidator(check_namespace),

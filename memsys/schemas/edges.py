@@ -7,8 +7,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field
 
 from memsys import relations
-from memsys.schemas.common import Input, Output, within
-from memsys.schemas.temporal import AsOf
+from memsys.schemas.common import AsOf, Input, Output, within
 
 # memory_relate takes any public relation of the one registry (memsys.relations): S001's four
 # first, then S000's vocabulary, S003's and S002's types; any case, stored lower snake_case.
@@ -39,11 +38,39 @@ Relation = Annotated[
 ]
 
 
+NodeKind = Literal["memory", "chunk", "entity", "fact", "episode"]
+MAX_CONTEXT = 2000
+
+
+def _context(v: str | None) -> str | None:
+    if v is None:
+        return None
+    if len(v) > MAX_CONTEXT:
+        raise ValueError(f"context is at most {MAX_CONTEXT} characters, got {len(v)}")
+    return v.strip() or None
+
+
 class MemoryRelateIn(Input):
     source_id: Annotated[str, Field(description="ID of the source memory")]
     target_id: Annotated[str, Field(description="ID of the target memory")]
     relation: Relation
     weight: Annotated[float, within(0, 1000), Field(description="Edge weight (0-1000)")] = 1.0
+    # memsys's additions: an edge may join any two nodes of one namespace, with a reason
+    source_kind: Annotated[
+        NodeKind,
+        Field(
+            description="What source_id names: memory (default), chunk (an indexed document "
+            "chunk), entity, fact or episode"
+        ),
+    ] = "memory"
+    target_kind: Annotated[NodeKind, Field(description="What target_id names (as source_kind)")] = (
+        "memory"
+    )
+    context: Annotated[
+        str | None,
+        AfterValidator(_context),
+        Field(description=f"Why they are related, kept on the edge (≤ {MAX_CONTEXT} characters)"),
+    ] = None
 
 
 class MemoryRelateOut(Output):

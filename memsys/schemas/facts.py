@@ -8,9 +8,9 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from memsys.schemas.common import Input, Output, UnitInterval
+from memsys.schemas.common import AsOf, Input, Output, UnitInterval, check_as_of
 from memsys.schemas.graph import Name
-from memsys.schemas.temporal import AsOf, Namespace, check_as_of
+from memsys.schemas.temporal import Namespace
 
 MAX_FACT = 8000
 

@@ -9,7 +9,7 @@ from typing import Annotated
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from memsys import keys, relations
-from memsys.schemas.common import Input, NamespaceName, Output, QueryText
+from memsys.schemas.common import AsOf, Input, NamespaceName, Output, QueryText
 from memsys.schemas.observations import canonical_text, looks_like_envelope, parse_envelope
 
 MAX_ITEMS = 1000
@@ -141,6 +141,7 @@ class DeleteRelationsIn(Input):
 
 class ReadGraphIn(Input):
     namespace: GraphNamespace = None
+    as_of: AsOf = None  # memsys's addition: deletes close rows, so the past stays readable
 
 
 class SearchNodesIn(Input):
@@ -153,6 +154,7 @@ class SearchNodesIn(Input):
 class OpenNodesIn(Input):
     names: Annotated[list[Name], AfterValidator(_items), Field(description="Entity names")]
     namespace: GraphNamespace = None
+    as_of: AsOf = None
 
 
 class EntityOut(Output):

@@ -42,6 +42,10 @@ class CheckSupersedesIn(Input):
 class CheckSupersedesOut(Output):
     superseded_id: str | None
     edge_created: bool
+    superseded_closed: bool = Field(
+        default=False,
+        description="The older memory was closed (recall no longer returns it; as-of reads do)",
+    )
     similarity: float | None = None
     reason: str | None = None
 

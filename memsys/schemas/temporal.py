@@ -4,30 +4,18 @@ facts' valid_from/valid_to."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
 
-from memsys.schemas.common import Input, NamespaceName, Output, QueryText, within
+from memsys.schemas.common import AsOf, Input, NamespaceName, Output, QueryText, check_as_of, within
 from memsys.schemas.graph import MAX_ITEMS, Name
 
 MAX_GRAPH_DEPTH = 3  # both directions at depth 3 already reaches most of a dense graph
 MAX_GRAPH_RESULTS = 100
 MAX_FACTS = 200
 MAX_EPISODE = 32_000
-CLOCK_SKEW = timedelta(minutes=5)
-
-
-def check_as_of(value: datetime | None) -> datetime | None:
-    """An instant in the past (a naive time is UTC); the future is refused, not guessed at."""
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    if value > datetime.now(UTC) + CLOCK_SKEW:
-        raise ValueError(f"as_of {value.isoformat()} is in the future; give a past time or omit it")
-    return value
 
 
 def _episode(v: str) -> str:
@@ -39,11 +27,6 @@ def _episode(v: str) -> str:
     return v
 
 
-AsOf = Annotated[
-    datetime | None,
-    AfterValidator(check_as_of),
-    Field(description="Read the graph as it was at this time (ISO 8601; default: now)"),
-]
 GroupIds = Annotated[
     list[NamespaceName] | None,
     Field(description="Namespaces to search (S002 group_ids; default: the graph namespace)"),
@@ -102,6 +85,11 @@ class AddEpisodeOut(Output):
     extractor: str = Field(description="rules, or llm when the configured model answered")
     entities: list[str]
     relations: list[EpisodeRelation]
+    relations_closed: list[EpisodeRelation] = Field(
+        default_factory=list,
+        description="Relations the episode denies ('no longer uses', 'B instead of C') whose "
+        "live edge it closed at the reference time (as-of reads before it still see them)",
+    )
 
 
 class SearchEntitiesIn(Input):

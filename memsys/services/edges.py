@@ -1,13 +1,17 @@
 """Edges between memories: relate, forget, inspect (S001 memory_relate, memory_edge_forget,
 memory_inspect_graph). An edge lives in its memories' namespace; forgetting closes it
-(`valid_to`, `expired_at`) and keeps it for as-of reads. Only S001's memory relations are
-touched here: the `mentions` and `observation_of` edges memsys writes itself are left alone.
+(`valid_to`, `expired_at`) and keeps it for as-of reads. Only the registry's public relations
+are touched here: the `mentions` and `observation_of` edges memsys writes itself are left
+alone. memory_relate also joins a memory, document chunk, entity, fact or episode to any other
+of them in one namespace (`source_kind`, `target_kind`), with an optional `context`; forget
+closes those too; inspect walks the memory-to-memory edges.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import ColumnElement, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
@@ -15,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from memsys.db import take_turns
 from memsys.errors import InvalidInput, NotFound
-from memsys.models import Chunk, Edge
+from memsys.models import Chunk, Edge, Entity, Episode, Fact
 from memsys.schemas.edges import (
     MEMORY_RELATIONS,
     GraphEdge,
@@ -49,28 +53,49 @@ def _memory_edges(at: datetime | None = None) -> list[ColumnElement[bool]]:
     ]
 
 
+_LIVE: dict[str, Any] = {"chunk": Chunk, "entity": Entity, "fact": Fact}
+
+
+def _node(session: Session, kind: str, node_id: str) -> tuple[str, str]:
+    """(namespace, stored kind) of a live node of the given kind; NotFound otherwise."""
+    if kind == "memory":
+        return memories.live_memory(session, node_id).namespace, "chunk"
+    if kind == "episode":
+        ns = session.scalar(select(Episode.namespace).where(Episode.id == node_id))
+    else:
+        model = _LIVE[kind]
+        ns = session.scalar(
+            select(model.namespace).where(model.id == node_id, model.valid_to.is_(None)).limit(1)
+        )
+    if ns is None:
+        raise NotFound(f"{kind.capitalize()} not found: {node_id}")
+    return ns, kind
+
+
 def relate(session: Session, params: MemoryRelateIn) -> MemoryRelateOut:
     """One edge per (source, target, relation): relating twice returns the first edge."""
     if params.source_id == params.target_id:
-        raise InvalidInput("A memory cannot be related to itself")
-    source, target = (
-        memories.live_memory(session, params.source_id),
-        memories.live_memory(session, params.target_id),
+        raise InvalidInput(f"A {params.source_kind} cannot be related to itself")
+    (ns, source_kind), (target_ns, target_kind) = (
+        _node(session, params.source_kind, params.source_id),
+        _node(session, params.target_kind, params.target_id),
     )
-    if source.namespace != target.namespace:
+    if ns != target_ns:
         raise InvalidInput(
-            f"The memories are in different namespaces ({source.namespace}, "
-            f"{target.namespace}): an edge stays within one"
+            f"The {params.source_kind} and the {params.target_kind} are in different "
+            f"namespaces ({ns}, {target_ns}): an edge stays within one"
         )
-    ns = source.namespace
-    take_turns(session, ns, source.id, target.id, params.relation)
+    source, target = params.source_id, params.target_id
+    take_turns(session, ns, source, target, params.relation)
     existing = session.scalar(
         select(Edge.id).where(
             Edge.namespace == ns,
-            Edge.source_id == source.id,
-            Edge.target_id == target.id,
+            Edge.source_kind == source_kind,
+            Edge.source_id == source,
+            Edge.target_kind == target_kind,
+            Edge.target_id == target,
             Edge.relation == params.relation,
-            *_memory_edges(),
+            Edge.valid_to.is_(None),
         )
     )
     if existing is not None:
@@ -79,12 +104,13 @@ def relate(session: Session, params: MemoryRelateIn) -> MemoryRelateOut:
         insert(Edge)
         .values(
             namespace=ns,
-            source_kind="chunk",
-            source_id=source.id,
-            target_kind="chunk",
-            target_id=target.id,
+            source_kind=source_kind,
+            source_id=source,
+            target_kind=target_kind,
+            target_id=target,
             relation=params.relation,
             weight=params.weight,
+            context=params.context,
         )
         .returning(Edge.id)
     ).scalar_one()
@@ -95,15 +121,19 @@ def relate(session: Session, params: MemoryRelateIn) -> MemoryRelateOut:
         operation="memory_relate",
         subject_kind="edge",
         subject_id=str(edge_id),
-        payload={"relation": params.relation, "source": source.id, "target": target.id},
+        payload={"relation": params.relation, "source": source, "target": target},
     )
     return MemoryRelateOut(edge_id=edge_id, created=True)
 
 
 def edge_forget(session: Session, params: MemoryEdgeForgetIn) -> MemoryEdgeForgetOut:
     """Three modes: one edge by id; every edge of a memory (by direction); the edges between
-    a source and a target. `relation` narrows any of them."""
-    where = _memory_edges()
+    a source and a target. `relation` narrows any of them. Any public relation between any
+    kinds of node (memory_relate writes them all); memsys's own links are not touched."""
+    where: list[ColumnElement[bool]] = [
+        Edge.valid_to.is_(None),
+        Edge.relation.in_(MEMORY_RELATIONS),
+    ]
     if params.edge_id is not None:
         where.append(Edge.id == params.edge_id)
     elif params.memory_id is not None:

@@ -3,7 +3,11 @@ kept as a memory (searchable; its mentions linked like any memory), its entities
 by stable key (`concept#…`, shared with the mentions graph) and linked from the episode, and the
 relations its sentences state (memsys.relation_extraction, or the optional LLM extractor of
 memsys.llm_extraction when MEMSYS_EXTRACTOR_URL is set) become entity → entity edges valid
-from the reference time, with the sentence as their fact and the memory as evidence.
+from the reference time, with the sentence as their fact and the memory as evidence. A
+relation the episode denies ("auth.ts no longer depends on token.ts", "uses B instead of C")
+closes the live edge of that triple at the reference time (`valid_to`; `expired_at` now), so
+reads as of an earlier time still see it; an edge that began after the reference time is left
+alone (an older statement does not undo a newer one).
 """
 
 from __future__ import annotations
@@ -12,13 +16,14 @@ from datetime import UTC, datetime
 from itertools import pairwise
 
 import numpy as np
-from sqlalchemy import text
+from sqlalchemy import func, text, update
 from sqlalchemy.orm import Session
 
 from memsys import extraction, ids, llm_extraction, relation_extraction
 from memsys.config import get_settings
+from memsys.db import rowcount, take_turns
 from memsys.embeddings import get_embedder
-from memsys.models import Episode
+from memsys.models import Edge, Episode
 from memsys.runner import before_transaction
 from memsys.schemas import MemoryStoreIn
 from memsys.schemas.temporal import AddEpisodeIn, AddEpisodeOut, EpisodeRelation
@@ -36,6 +41,25 @@ _LINK = text(
 
 
 Extracted = tuple[list[extraction.Mention], list[relation_extraction.Found]]
+
+
+def _close(session: Session, ns: str, source: str, target: str, relation: str, at: datetime) -> int:
+    """Close the live entity edge of one triple that was valid at `at`; how many closed."""
+    take_turns(session, ns, source, target, relation)  # as relate_entities: one writer a triple
+    return rowcount(
+        session,
+        update(Edge)
+        .where(
+            Edge.namespace == ns,
+            Edge.source_kind == "entity",
+            Edge.source_id == source,
+            Edge.target_id == target,
+            Edge.relation == relation,
+            Edge.valid_to.is_(None),
+            Edge.valid_from <= at,
+        )
+        .values(valid_to=at, expired_at=func.now()),
+    )
 
 
 def _prepare(params: AddEpisodeIn) -> tuple[np.ndarray, Extracted | None]:
@@ -86,32 +110,28 @@ def add_episode(
         _LINK,
         {"ns": ns, "episode": episode_id, "targets": sorted(set(resolved.values())), "at": at},
     )
-    relations = [(f.source, f.target, f.relation, f.sentence) for f in stated]
+    relations = [(f.source, f.target, f.relation, f.sentence, f.negated) for f in stated]
     # S002 link: ENTITY1, ENTITY2 and CONTEXT — the named ones are related in the given order.
     for a, b in pairwise(named):
         if not any({r[0].key, r[1].key} == {a.key, b.key} for r in relations):
             relation = relation_extraction.relation_between(body)
-            relations.append((a, b, relation, body))
+            relations.append((a, b, relation, body, False))
     out: list[EpisodeRelation] = []
-    for source, target, relation, fact in relations:
+    closed: list[EpisodeRelation] = []
+    for source, target, relation, fact, negated in relations:
+        source_id, target_id = resolved[source.key], resolved[target.key]
+        said = EpisodeRelation(
+            source=wanted[source.key], target=wanted[target.key], relation_type=relation, fact=fact
+        )
+        if negated:
+            if _close(session, ns, source_id, target_id, relation, at):
+                closed.append(said)
+            continue
         knowledge.relate_entities(
-            session,
-            ns,
-            resolved[source.key],
-            resolved[target.key],
-            relation,
-            context=fact,
-            valid_from=at,
-            evidence=[memory.id],
-        )
-        out.append(
-            EpisodeRelation(
-                source=wanted[source.key],
-                target=wanted[target.key],
-                relation_type=relation,
-                fact=fact,
-            )
-        )
+            session, ns, source_id, target_id, relation,
+            context=fact, valid_from=at, evidence=[memory.id],
+        )  # fmt: skip
+        out.append(said)
     events.record(
         session,
         namespace=ns,
@@ -119,7 +139,7 @@ def add_episode(
         operation="add_episode",
         subject_kind=EPISODE,
         subject_id=episode_id,
-        payload={"entities": len(resolved), "relations": len(out)},
+        payload={"entities": len(resolved), "relations": len(out), "closed": len(closed)},
     )
     return AddEpisodeOut(
         episode_id=episode_id,
@@ -129,4 +149,5 @@ def add_episode(
         extractor="rules" if by_model is None else "llm",
         entities=[wanted[k] for k in sorted(resolved, key=list(wanted).index)],
         relations=out,
+        relations_closed=closed,
     )

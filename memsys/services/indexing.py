@@ -36,7 +36,7 @@ from memsys.schemas import (
 from memsys.services import events, mentions, namespaces
 from memsys.services.documents import close_document, live_document, resolve_path
 from memsys.services.embedding_queue import embed_pending
-from memsys.services.memories import content_hash
+from memsys.services.memory_batch import content_hash
 from memsys.tokens import count_tokens_batch
 
 SKIPPED_DIRS = {"node_modules", "__pycache__", "venv", "site-packages"}

@@ -25,7 +25,6 @@ from memsys.embeddings import get_embedder
 from memsys.errors import NotFound
 from memsys.models import Chunk, Edge, Entity
 from memsys.runner import before_transaction
-from memsys.schemas import MemoryStoreIn
 from memsys.schemas.graph import (
     AddedObservations,
     AddObservationsIn,
@@ -36,26 +35,27 @@ from memsys.schemas.graph import (
     DeleteRelationsIn,
     DoneOut,
     EntitiesOut,
+    EntityIn,
     EntityOut,
     ObservationsIn,
     ObservationsOut,
     RelationOut,
     RelationsOut,
 )
-from memsys.services import events, memories, namespaces
-
-OBSERVATION_OF = "observation_of"
-KEY_PREFIX = "kg#"
+from memsys.services import events, namespaces, observation_links
+from memsys.services.observation_links import (
+    KEY_PREFIX,
+    OBSERVATION_OF,
+    entity_key,
+    observation_edges,
+    valid_at,
+)
 
 Vectors = dict[str, np.ndarray]
 
 
 def graph_namespace(params: Any) -> str:
     return str(params.namespace or get_settings().graph_namespace)
-
-
-def _key(name: str) -> str:
-    return KEY_PREFIX + name
 
 
 def embed_texts(texts: list[str]) -> Vectors:
@@ -65,35 +65,23 @@ def embed_texts(texts: list[str]) -> Vectors:
     return dict(zip(unique, get_embedder().embed(unique), strict=True))
 
 
-def live_entities(session: Session, ns: str, names: list[str] | None = None) -> list[Entity]:
+def live_entities(
+    session: Session, ns: str, names: list[str] | None = None, at: datetime | None = None
+) -> list[Entity]:
+    """The memory server's entities live now, or with `at` those valid then."""
     stmt = select(Entity).where(
-        Entity.namespace == ns, Entity.valid_to.is_(None), Entity.key.startswith(KEY_PREFIX)
+        Entity.namespace == ns, *valid_at(Entity, at), Entity.key.startswith(KEY_PREFIX)
     )
     if names is not None:
-        stmt = stmt.where(Entity.key.in_([_key(n) for n in names]))
+        stmt = stmt.where(Entity.key.in_([entity_key(n) for n in names]))
     return list(session.scalars(stmt.order_by(Entity.created_at, Entity.id)))
 
 
-def observation_edges(session: Session, ns: str, entity_ids: list[str]) -> list[Any]:
-    return list(
-        session.execute(
-            select(Edge.id, Edge.target_id, Edge.source_id, Chunk.content)
-            .join(Chunk, (Chunk.namespace == Edge.namespace) & (Chunk.id == Edge.source_id))
-            .where(
-                Edge.namespace == ns,
-                Edge.relation == OBSERVATION_OF,
-                Edge.valid_to.is_(None),
-                Edge.target_id.in_(entity_ids),
-                Chunk.valid_to.is_(None),
-            )
-            .order_by(Edge.id)
-        )
-    )
-
-
-def entities_out(session: Session, ns: str, entities: list[Entity]) -> list[EntityOut]:
+def entities_out(
+    session: Session, ns: str, entities: list[Entity], at: datetime | None = None
+) -> list[EntityOut]:
     observed: dict[str, list[str]] = defaultdict(list)
-    for row in observation_edges(session, ns, [e.id for e in entities]):
+    for row in observation_edges(session, ns, [e.id for e in entities], at):
         observed[row.target_id].append(row.content)
     return [
         EntityOut(name=e.name, entityType=e.entity_type, observations=observed[e.id])
@@ -102,13 +90,13 @@ def entities_out(session: Session, ns: str, entities: list[Entity]) -> list[Enti
 
 
 def relations_of(
-    session: Session, ns: str, entities: list[Entity], both: bool
+    session: Session, ns: str, entities: list[Entity], both: bool, at: datetime | None = None
 ) -> list[RelationOut]:
     by_id = {e.id: e.name for e in entities}
     ends = (Edge.source_id.in_(by_id), Edge.target_id.in_(by_id))
     stmt = select(Edge).where(
         Edge.namespace == ns,
-        Edge.valid_to.is_(None),
+        *valid_at(Edge, at),
         Edge.source_kind == "entity",
         Edge.target_kind == "entity",
         (ends[0] & ends[1]) if both else or_(*ends),
@@ -131,34 +119,8 @@ def relations_of(
 def add_to(
     session: Session, ns: str, entity: Entity, contents: list[str], vectors: Vectors
 ) -> list[str]:
-    """Observations the entity does not have yet, stored as memories and linked. Writers to
-    one entity take turns, so the same observation from two processes is linked once."""
-    take_turns(session, ns, "observations", entity.id)
-    present = {r.content for r in observation_edges(session, ns, [entity.id])}
-    added: list[str] = []
-    for content in dict.fromkeys(contents):
-        if content in present:
-            continue
-        memory = memories.store(
-            session,
-            MemoryStoreIn(
-                content=content, memory_type="fact", namespace=ns, metadata={"entity": entity.name}
-            ),
-            prepared=vectors.get(content),
-        )
-        session.add(
-            Edge(
-                namespace=ns,
-                source_kind="chunk",
-                source_id=memory.id,
-                target_kind="entity",
-                target_id=entity.id,
-                relation=OBSERVATION_OF,
-            )
-        )
-        added.append(content)
-    session.flush()
-    return added
+    """Observations the entity does not have yet, stored as memories and linked."""
+    return observation_links.link(session, ns, [(entity.id, entity.name, contents)], vectors)[0]
 
 
 def _close_observations(session: Session, ns: str, edges: list[Any]) -> None:
@@ -204,21 +166,22 @@ def create_entities(
     session: Session, params: CreateEntitiesIn, prepared: Vectors | None = None
 ) -> EntitiesOut:
     """Entities not yet present (by name) are created with their observations; an existing
-    name is skipped, as server-memory does."""
+    name is skipped, as server-memory does (and so is a repeat of a name within the call).
+    Set-wise: a fixed number of statements per call (memsys.services.observation_links)."""
     ns = graph_namespace(params)
     vectors = prepared or embed_texts([o for e in params.entities for o in e.observations])
     namespaces.ensure(session, ns)
-    existing = {e.name for e in live_entities(session, ns, [e.name for e in params.entities])}
-    created: list[Entity] = []
+    given: dict[str, EntityIn] = {}
     for item in params.entities:
-        if item.name in existing:
-            continue
-        entity, new = upsert_entity(session, ns, item.name, item.entityType)
-        if not new:  # a concurrent writer created the same name first: skipped here
-            continue
-        add_to(session, ns, entity, item.observations, vectors)
-        existing.add(item.name)
-        created.append(entity)
+        given.setdefault(item.name, item)
+    existing = {e.name for e in live_entities(session, ns, list(given))}
+    fresh = [item for item in given.values() if item.name not in existing]
+    made = observation_links.create_entities(
+        session, ns, [(item.name, item.entityType) for item in fresh]
+    )
+    wanted = [(made[i.name], i.name, i.observations) for i in fresh if i.name in made]
+    observation_links.link(session, ns, wanted, vectors)
+    created = live_entities(session, ns, list(made)) if made else []
     _record(session, ns, "create_entities", len(created))
     return EntitiesOut(entities=entities_out(session, ns, created))
 
@@ -231,7 +194,7 @@ def upsert_entity(session: Session, ns: str, name: str, entity_type: str) -> tup
         .values(
             namespace=ns,
             id=ids.new_id(ids.ENTITY),
-            key=_key(name),
+            key=entity_key(name),
             name=name,
             entity_type=entity_type,
             created_at=func.clock_timestamp(),  # the order they were given, as listed
@@ -325,12 +288,11 @@ def add_observations(
     vectors = prepared or embed_texts(_all_contents(params.observations))
     namespaces.require(session, ns)
     entities = _require(session, ns, [o.entityName for o in params.observations])
+    wanted = [(entities[o.entityName].id, o.entityName, o.contents) for o in params.observations]
+    added = observation_links.link(session, ns, wanted, vectors)
     results = [
-        AddedObservations(
-            entityName=o.entityName,
-            addedObservations=add_to(session, ns, entities[o.entityName], o.contents, vectors),
-        )
-        for o in params.observations
+        AddedObservations(entityName=o.entityName, addedObservations=new)
+        for o, new in zip(params.observations, added, strict=True)
     ]
     _record(session, ns, "add_observations", sum(len(r.addedObservations) for r in results))
     return ObservationsOut(results=results)

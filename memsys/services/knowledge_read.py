@@ -13,14 +13,13 @@ from memsys.runner import before_transaction
 from memsys.schemas.graph import GraphOut, OpenNodesIn, ReadGraphIn, SearchNodesIn
 from memsys.services import namespaces, search, tracing
 from memsys.services.knowledge import (
-    KEY_PREFIX,
-    OBSERVATION_OF,
     entities_out,
     graph_namespace,
     live_entities,
     relations_of,
 )
 from memsys.services.mentions import MENTIONS
+from memsys.services.observation_links import KEY_PREFIX, OBSERVATION_OF
 
 SEARCH_CANDIDATES = 30
 SEARCH_LIMIT = 1000  # search_nodes: every name match, then the ranked ones
@@ -33,10 +32,10 @@ def escape_like(text: str) -> str:
 def read_graph(session: Session, params: ReadGraphIn) -> GraphOut:
     ns = graph_namespace(params)
     namespaces.require(session, ns)
-    entities = live_entities(session, ns)
+    entities = live_entities(session, ns, at=params.as_of)
     return GraphOut(
-        entities=entities_out(session, ns, entities),
-        relations=relations_of(session, ns, entities, both=True),
+        entities=entities_out(session, ns, entities, params.as_of),
+        relations=relations_of(session, ns, entities, both=True, at=params.as_of),
     )
 
 
@@ -119,10 +118,10 @@ def search_nodes(session: Session, params: SearchNodesIn) -> GraphOut:
 def open_nodes(session: Session, params: OpenNodesIn) -> GraphOut:
     ns = graph_namespace(params)
     namespaces.require(session, ns)
-    entities = live_entities(session, ns, params.names)
+    entities = live_entities(session, ns, params.names, params.as_of)
     order = {n: i for i, n in enumerate(params.names)}
     entities.sort(key=lambda e: order[e.name])
     return GraphOut(
-        entities=entities_out(session, ns, entities),
-        relations=relations_of(session, ns, entities, both=False),
+        entities=entities_out(session, ns, entities, params.as_of),
+        relations=relations_of(session, ns, entities, both=False, at=params.as_of),
     )

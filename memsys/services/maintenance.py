@@ -5,12 +5,15 @@ rules; edges go through edges.relate (one per pair and relation)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from memsys import contradiction
+from memsys.errors import NotFound
+from memsys.models import Chunk
 from memsys.schemas.edges import MemoryRelateIn
 from memsys.schemas.maintenance import (
     BackfillEdgesIn,
@@ -21,7 +24,8 @@ from memsys.schemas.maintenance import (
     DetectContradictionsIn,
     DetectContradictionsOut,
 )
-from memsys.services import edges, events, memories, mentions
+from memsys.services import decay, edges, events, memories, mentions
+from memsys.vocabulary import is_golden
 
 CANDIDATES = 20
 SUPERSEDE_SIMILARITY = 0.75
@@ -89,9 +93,23 @@ def detect_contradictions(
     return DetectContradictionsOut(contradictions=found, edges_created=created)
 
 
+def _protected(memory: Chunk) -> bool:
+    """What an update never closes on its own: golden rules, pinned memories, ground truth
+    (memory_forget asks for force on golden rules; consolidation keeps them too)."""
+    return (
+        memory.pinned
+        or is_golden(memory.memory_type, memory.confidence)
+        or decay.ground_truth(memory)
+    )
+
+
 def check_supersedes(session: Session, params: CheckSupersedesIn) -> CheckSupersedesOut:
     """The older memory this one replaces: the most similar earlier memory it contradicts or
-    updates (a changed value for the same subject). The edge goes newer → older."""
+    updates (a changed value for the same subject). With create_edge (the default) the
+    decision is acted on as consolidation acts on a merge: a `supersedes` edge newer → older,
+    and the older memory closed (valid_to now, a `delete` event naming its successor), so
+    recall stops returning it while reads as of an earlier time still see it. A protected
+    older memory (golden, pinned, ground truth) is linked but stays open."""
     memory = memories.live_memory(session, params.memory_id)
     for row in _nearest(session, memory, SUPERSEDE_SIMILARITY):
         if row.created_at >= memory.created_at:
@@ -99,10 +117,26 @@ def check_supersedes(session: Session, params: CheckSupersedesIn) -> CheckSupers
         why = contradiction.reason(row.content, memory.content)
         if why is None:
             continue
-        created = params.create_edge and _relate(session, memory.id, row.id, "supersedes")
+        created = closed = False
+        if params.create_edge:
+            try:  # a concurrent check may have closed it meanwhile: then look further
+                older = memories.live_memory(session, row.id, lock=True)
+            except NotFound:
+                continue
+            created = _relate(session, memory.id, older.id, "supersedes")
+            if not _protected(older):
+                decay.close(
+                    session,
+                    older,
+                    datetime.now(UTC),
+                    "memory_check_supersedes",
+                    superseded_by=memory.id,
+                )
+                closed = True
         return CheckSupersedesOut(
             superseded_id=row.id,
-            edge_created=bool(created),
+            edge_created=created,
+            superseded_closed=closed,
             similarity=round(float(row.similarity), 4),
             reason=why,
         )

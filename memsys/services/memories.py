@@ -4,15 +4,13 @@ memory_context renders them for a prompt in memsys.services.context."""
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Select, delete, func, select, text
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import Select, delete, func, select
 from sqlalchemy.orm import Session
 
-from memsys import ids, secretscan
+from memsys import ids
 from memsys.embeddings import get_embedder
 from memsys.errors import InvalidInput, NotFound
 from memsys.models import Chunk, Edge, MemoryAccess, MemoryChange, ValidationEvent
@@ -33,16 +31,7 @@ from memsys.schemas import (
     MemoryStoreIn,
     MemoryStoreOut,
 )
-from memsys.services import events, mentions, namespaces, search, tracing
-from memsys.tokens import count_tokens
-from memsys.vocabulary import GOLDEN_RULE
-
-INITIAL_CONFIDENCE = 0.3  # S001: a new memory is unproven; TRY/LEARN moves it
-DEFAULT_LIFECYCLE = {"preference": "personal", "session": "session"}
-
-
-def content_hash(content: str) -> str:
-    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+from memsys.services import events, memory_batch, namespaces, search, tracing
 
 
 def live_memories() -> Select[Chunk]:
@@ -60,24 +49,6 @@ def live_memory(session: Session, memory_id: str, lock: bool = False) -> Chunk:
     return chunk
 
 
-def _existing(session: Session, namespace: str, digest: str) -> Chunk | None:
-    return session.scalars(
-        live_memories().where(Chunk.namespace == namespace, Chunk.content_hash == digest)
-    ).first()
-
-
-def _stored(chunk: Chunk, duplicate: bool) -> MemoryStoreOut:
-    return MemoryStoreOut(
-        id=chunk.id,
-        content_hash=f"sha256_{chunk.content_hash}",
-        namespace=chunk.namespace,
-        memory_type=chunk.memory_type or "",
-        duplicate=duplicate,
-        confidence=chunk.confidence,
-        importance=chunk.importance,
-    )
-
-
 def embed_content(params: MemoryStoreIn) -> np.ndarray:
     return get_embedder().embed_one(params.content)
 
@@ -87,63 +58,10 @@ def store(
     session: Session, params: MemoryStoreIn, prepared: np.ndarray | None = None
 ) -> MemoryStoreOut:
     """Store a memory; identical live content in the same namespace returns the existing id.
-    Through the runner its embedding is computed before the transaction opens."""
-    digest = content_hash(params.content)
-    namespaces.ensure(session, params.namespace)
-    existing = _existing(session, params.namespace, digest)
-    if existing is not None:
-        return _stored(existing, duplicate=True)
-
+    Through the runner its embedding is computed before the transaction opens. One memory is
+    a batch of one (memsys.services.memory_batch: the rules live there)."""
     embedding = prepared if prepared is not None else get_embedder().embed_one(params.content)
-    memory_id = ids.new_id(ids.MEMORY)
-    confidence = 1.0 if params.memory_type == GOLDEN_RULE else INITIAL_CONFIDENCE
-    lifecycle = params.lifecycle or DEFAULT_LIFECYCLE.get(params.memory_type, "project")
-    inserted = session.execute(
-        insert(Chunk)
-        .values(
-            namespace=params.namespace,
-            id=memory_id,
-            doc_type="memory",
-            content=params.content,
-            content_hash=digest,
-            token_count=count_tokens(params.content),
-            embedding=embedding,
-            memory_type=params.memory_type,
-            importance=params.importance,
-            confidence=confidence,
-            tags=params.tags or [],
-            meta=params.metadata or {},
-            lifecycle=lifecycle,
-            # The statement's own time, not the transaction's: memories stored in one batch
-            # keep the order they were given in (the neighbourhood channel reads it).
-            created_at=func.clock_timestamp(),
-            occurred_at=params.reference_time,
-        )
-        .on_conflict_do_nothing(
-            index_elements=["namespace", "content_hash"],
-            index_where=text("doc_type = 'memory' AND valid_to IS NULL"),
-        )
-        .returning(Chunk.id)
-    ).scalar()
-    if inserted is None:  # a concurrent writer stored the same content first
-        winner = _existing(session, params.namespace, digest)
-        assert winner is not None
-        return _stored(winner, duplicate=True)
-    mentions.link(session, params.namespace, [(memory_id, params.content)])
-    events.record(
-        session,
-        namespace=params.namespace,
-        event_type="create",
-        operation="memory_store",
-        subject_kind="memory",
-        subject_id=memory_id,
-        payload={"memory_type": params.memory_type, "content_hash": digest},
-    )
-    chunk = session.get(Chunk, (params.namespace, memory_id))
-    assert chunk is not None
-    stored = _stored(chunk, duplicate=False)
-    stored.warnings = secretscan.warnings(params.content)
-    return stored
+    return memory_batch.store_many(session, [params], [embedding])[0]
 
 
 def embed_batch(params: MemoryStoreBatchIn) -> np.ndarray:
@@ -155,10 +73,11 @@ def store_batch(
     session: Session, params: MemoryStoreBatchIn, prepared: np.ndarray | None = None
 ) -> MemoryStoreBatchOut:
     """Store many memories in one transaction, embedded together (at the model's batch
-    speed) before it opens; each is deduplicated as memory_store does, also within the batch.
-    One bad item refuses the whole batch (validation runs before anything is written)."""
+    speed) before it opens, and written set-wise (a few statements per namespace, not per
+    memory); each is deduplicated as memory_store does, also within the batch. One bad item
+    refuses the whole batch (validation runs before anything is written)."""
     vectors = prepared if prepared is not None else embed_batch(params)
-    results = [store(session, item, prepared=vectors[i]) for i, item in enumerate(params.memories)]
+    results = memory_batch.store_many(session, params.memories, list(vectors))
     duplicates = sum(r.duplicate for r in results)
     return MemoryStoreBatchOut(
         results=results, stored=len(results) - duplicates, duplicates=duplicates

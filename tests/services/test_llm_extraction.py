@@ -73,6 +73,25 @@ def test_the_model_answer_becomes_entities_and_relations(stub: type[Stub], embed
     assert sent["messages"][1]["content"] == "Billing writes every charge to the Ledger."
 
 
+def test_a_relation_the_model_denies_closes_the_edge(stub: type[Stub], embedder: Any) -> None:
+    op("add_episode", content="Billing writes every charge to the Ledger.")
+    stub.reply = {
+        "entities": [{"name": "Billing"}, {"name": "Ledger"}],
+        "relations": [
+            {"source": "Billing", "target": "Ledger", "relation": "depends_on",
+             "fact": "Billing no longer writes to the Ledger.", "negated": True},
+            {"source": "Billing", "target": "Ledger", "relation": "knows", "negated": True},
+        ],
+    }  # fmt: skip
+    out = op("add_episode", content="Billing no longer writes to the Ledger.")
+    assert out["relations"] == []
+    assert [(r["source"], r["target"], r["relation_type"]) for r in out["relations_closed"]] == [
+        ("Billing", "Ledger", "depends_on")
+    ]
+    assert '"negated": bool' in stub.requests[0]["messages"][0]["content"]
+    assert op("build_context", entity_names=["Billing"])["facts"] == []
+
+
 def test_a_broken_answer_falls_back_to_the_rules(stub: type[Stub], embedder: Any) -> None:
     stub.reply = "not json at all"
     out = op("add_episode", content="The auth.ts file depends on token.ts.")

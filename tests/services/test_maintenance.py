@@ -51,13 +51,16 @@ def test_a_newer_update_supersedes_the_older_memory(embedder: Any) -> None:
     old = store("The request timeout is 30 seconds").id
     store("Logs are written as JSON lines to stderr")
     new = store("The request timeout is 60 seconds").id
+    # the older one supersedes nothing: it came first
+    assert op("memory_check_supersedes", memory_id=old)["superseded_id"] is None
     out = op("memory_check_supersedes", memory_id=new)
     assert out["superseded_id"] == old and out["edge_created"] is True
     assert "30 seconds → 60 seconds" in out["reason"]
     assert live_edges("supersedes") == 1
-    # the older one supersedes nothing: it came first
-    assert op("memory_check_supersedes", memory_id=old)["superseded_id"] is None
-    assert op("memory_check_supersedes", memory_id=new)["edge_created"] is False
+    # acted on once: the older one is closed, so a second check finds nothing to replace
+    again = op("memory_check_supersedes", memory_id=new)
+    assert again["superseded_id"] is None and again["edge_created"] is False
+    assert live_edges("supersedes") == 1
 
 
 def test_backfill_links_orphans_and_leaves_linked_ones(embedder: Any) -> None:

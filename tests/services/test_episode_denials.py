@@ -1,0 +1,110 @@
+"""An episode that denies a relation closes its edge (issue 10 §3: a newer statement that
+contradicts an older one closes the old edge; nothing is deleted): "no longer", "does not",
+"stopped", "B instead of C". The edge stays readable as of before the episode's reference time,
+and an episode older than the edge does not undo it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select
+
+from memsys import relation_extraction
+from memsys.db import session_scope
+from memsys.models import Edge
+from tests.services.test_edges import op
+
+AUTH = "The auth.ts file depends on token.ts for JWT refresh handling."
+DAY = timedelta(days=1)
+
+
+def stated(text: str) -> set[tuple[str, str, str, bool]]:
+    return {
+        (f.source.name, f.target.name, f.relation, f.negated)
+        for f in relation_extraction.extract(text)[1]
+    }
+
+
+def test_the_rules_read_denials() -> None:
+    assert stated("auth.ts no longer depends on token.ts.") == {
+        ("auth.ts", "token.ts", "depends_on", True)
+    }
+    assert stated("Alice Smith stopped using PostgreSQL") == {
+        ("Alice Smith", "PostgreSQL", "uses", True)
+    }
+    assert ("Billing", "Redis", "depends_on", True) in stated(
+        "The Billing service doesn't depend on Redis anymore."
+    )
+    assert stated("auth.ts now uses jwt.ts instead of token.ts.") == {
+        ("auth.ts", "jwt.ts", "uses", False),
+        ("auth.ts", "token.ts", "uses", True),
+        ("jwt.ts", "token.ts", "alternative_to", False),
+    }
+    assert stated("auth.ts depends on token.ts, not session.py") == {
+        ("auth.ts", "token.ts", "depends_on", False),
+        ("auth.ts", "session.py", "depends_on", True),
+    }
+    # a denial with no relation words states nothing (it used to read as related_to)
+    assert stated("Alice Smith is not Bob Jones") == set()
+    assert stated(AUTH) == {
+        ("auth.ts", "token.ts", "depends_on", False),
+        ("token.ts", "JWT", "related_to", False),
+    }
+
+
+def depends_on() -> list[Edge]:
+    with session_scope() as s:
+        return list(
+            s.scalars(select(Edge).where(Edge.relation == "depends_on").order_by(Edge.id)).all()
+        )
+
+
+def facts(**extra: Any) -> list[str]:
+    return [f["fact"] for f in op("build_context", entity_names=["auth.ts"], **extra)["facts"]]
+
+
+def test_a_denying_episode_closes_the_edge_at_its_reference_time(embedder: Any) -> None:
+    week_ago = datetime.now(UTC) - 7 * DAY
+    op("add_episode", content=AUTH, reference_time=week_ago.isoformat())
+    # an episode older than the edge does not undo it
+    older = op("add_episode", content="auth.ts does not depend on token.ts yet.",
+               reference_time=(week_ago - DAY).isoformat())  # fmt: skip
+    assert older["relations_closed"] == [] and older["relations"] == []
+    assert [e.valid_to for e in depends_on()] == [None]
+
+    denial = "auth.ts no longer depends on token.ts."
+    then = datetime.now(UTC) - DAY
+    out = op("add_episode", content=denial, reference_time=then.isoformat())
+    assert out["relations"] == []
+    assert out["relations_closed"] == [
+        {"source": "auth.ts", "target": "token.ts", "relation_type": "depends_on", "fact": denial}
+    ]
+    [edge] = depends_on()  # closed, not deleted, and no denying edge written
+    assert edge.valid_to == then and edge.expired_at is not None and edge.context == AUTH
+    assert AUTH not in facts()
+    assert AUTH in facts(as_of=(then - DAY).isoformat())
+    found = op("search_edges", query="what does auth.ts depend on", num_results=5)["edges"]
+    assert all(e["relation_type"] != "depends_on" for e in found)
+    # saying it again finds nothing left to close
+    assert op("add_episode", content=denial)["relations_closed"] == []
+    # and stating it anew opens a new version; the closed one stays
+    op("add_episode", content=AUTH)
+    assert [e.valid_to is None for e in depends_on()] == [False, True]
+
+
+def test_instead_of_replaces_one_edge_with_another(embedder: Any) -> None:
+    op("add_episode", content="auth.ts uses token.ts for sessions.",
+       reference_time=(datetime.now(UTC) - 3 * DAY).isoformat())  # fmt: skip
+    out = op("add_episode", content="auth.ts now uses jwt.ts instead of token.ts.")
+    assert [(r["source"], r["target"]) for r in out["relations_closed"]] == [
+        ("auth.ts", "token.ts")
+    ]
+    assert ("auth.ts", "jwt.ts", "uses") in {
+        (r["source"], r["target"], r["relation_type"]) for r in out["relations"]
+    }
+    walk = op("query_graph", query="auth.ts", depth=1, max_results=10)
+    assert "auth.ts→jwt.ts" in walk["links"] and "auth.ts→token.ts" not in walk["links"]
+    before = (datetime.now(UTC) - DAY).isoformat()
+    earlier = op("query_graph", query="auth.ts", depth=1, max_results=10, as_of=before)
+    assert "auth.ts→token.ts" in earlier["links"] and "auth.ts→jwt.ts" not in earlier["links"]

@@ -1,0 +1,153 @@
+"""The set-wise writes behind create_entities, add_observations and memory_store_batch keep
+memory_store's rules: content dedup (also within a call and against memories stored before),
+order, mention links, one event per new memory, and safety with real concurrent connections
+(overlapping calls in opposite orders queue instead of deadlocking or writing twice)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from sqlalchemy import func, select
+
+from memsys.db import session_scope
+from memsys.models import Chunk, Edge, Entity, Event
+from tests.services.test_edges import fails, op
+
+NAMES = [f"Service {c}" for c in "ABCDEFGH"]
+
+
+def live_count(model: Any, *where: Any) -> int:
+    with session_scope() as s:
+        return int(s.scalar(select(func.count()).select_from(model).where(*where)) or 0)
+
+
+def test_create_entities_in_one_call_dedups_links_and_logs_like_memory_store(
+    embedder: Any,
+) -> None:
+    before = op("memory_store", content="Deploys need a green CI run", memory_type="fact")
+    out = op(
+        "create_entities",
+        entities=[
+            {"name": "Billing", "entityType": "service", "observations": [
+                "Owned by the payments team", "Deploys need a green CI run",
+                "Owned by the payments team"]},
+            {"name": "Ledger", "entityType": "service", "observations": [
+                "Owned by the payments team", "Stores balances in PostgreSQL"]},
+            {"name": "Billing", "entityType": "team", "observations": ["never written"]},
+        ],
+    )  # fmt: skip
+    assert out["entities"] == [
+        {"name": "Billing", "entityType": "service", "observations": [
+            "Owned by the payments team", "Deploys need a green CI run"]},
+        {"name": "Ledger", "entityType": "service", "observations": [
+            "Owned by the payments team", "Stores balances in PostgreSQL"]},
+    ]  # fmt: skip
+    with session_scope() as s:
+        memories = dict(
+            s.execute(select(Chunk.content, Chunk.id).where(Chunk.valid_to.is_(None))).all()
+        )
+        created = s.scalars(select(Event.subject_id).where(Event.operation == "memory_store")).all()
+        mention = s.scalar(
+            select(func.count())
+            .select_from(Edge)
+            .join(Entity, Entity.id == Edge.target_id)
+            .where(Edge.source_id == memories["Stores balances in PostgreSQL"])
+            .where(Edge.relation == "mentions", Entity.name == "PostgreSQL")
+        )
+    # one memory per distinct text; the one stored before is reused, not copied
+    assert sorted(memories) == [
+        "Deploys need a green CI run", "Owned by the payments team",
+        "Stores balances in PostgreSQL",
+    ]  # fmt: skip
+    assert memories["Deploys need a green CI run"] == before["id"]
+    assert sorted(created) == sorted(memories.values())  # one create event per new memory
+    assert mention == 1  # the new memory is linked to the entity it names
+    assert live_count(Edge, Edge.relation == "observation_of", Edge.valid_to.is_(None)) == 4
+    graph = op("read_graph")
+    assert [e["name"] for e in graph["entities"]] == ["Billing", "Ledger"]
+
+    again = op("create_entities", entities=[{"name": "Billing", "entityType": "service"}])
+    assert again["entities"] == []
+    added = op(
+        "add_observations",
+        observations=[
+            {"entityName": "Ledger", "contents": ["Owned by the payments team", "Audited yearly"]},
+            {"entityName": "Ledger", "contents": ["Audited yearly", "Runs in eu-west"]},
+        ],
+    )
+    assert added["results"] == [
+        {"entityName": "Ledger", "addedObservations": ["Audited yearly"]},
+        {"entityName": "Ledger", "addedObservations": ["Runs in eu-west"]},
+    ]
+    assert "Entity with name Nobody not found" in fails(
+        "add_observations", observations=[{"entityName": "Nobody", "contents": ["x"]}]
+    )
+
+
+def test_overlapping_calls_in_opposite_orders_write_each_entity_and_link_once(
+    embedder: Any,
+) -> None:
+    from memsys.mcp.server import call
+    from memsys.operations import BY_NAME
+
+    def entities(order: list[str]) -> list[dict[str, Any]]:
+        return [
+            {"name": n, "entityType": "service", "observations": [f"{n} is on call", "Shared"]}
+            for n in order
+        ]
+
+    def create(i: int) -> Any:
+        order = NAMES if i % 2 else NAMES[::-1]
+        return call(BY_NAME["create_entities"], {"entities": entities(order)})
+
+    def observe(i: int) -> Any:
+        order = NAMES if i % 2 else NAMES[::-1]
+        items = [{"entityName": n, "contents": ["Pages at night", f"{n} v2"]} for n in order]
+        return call(BY_NAME["add_observations"], {"observations": items})
+
+    with ThreadPoolExecutor(6) as pool:
+        made = list(pool.map(create, range(6)))
+        added = list(pool.map(observe, range(6)))
+    assert all(a["success"] for a in made + added), made + added
+    assert sum(len(a["data"]["entities"]) for a in made) == len(NAMES)
+    assert sum(len(r["addedObservations"]) for a in added for r in a["data"]["results"]) == 2 * len(
+        NAMES
+    )
+    assert live_count(Entity, Entity.key.startswith("kg#"), Entity.valid_to.is_(None)) == 8
+    # 8 entities × (own text, "Shared", "Pages at night", own v2), each linked once
+    assert live_count(Edge, Edge.relation == "observation_of", Edge.valid_to.is_(None)) == 32
+    with session_scope() as s:
+        texts = s.scalars(select(Chunk.content).where(Chunk.valid_to.is_(None))).all()
+    assert len(texts) == len(set(texts)) == 2 * len(NAMES) + 2
+
+
+def test_store_batch_answers_in_order_and_concurrent_batches_store_each_text_once(
+    embedder: Any,
+) -> None:
+    from memsys.mcp.server import call
+    from memsys.operations import BY_NAME
+
+    first = op("memory_store", content="Tokens expire after an hour", memory_type="fact")
+    texts = ["Cache keys carry the tenant", "Tokens expire after an hour", "Retries back off"]
+    out = op("memory_store_batch", memories=[{"content": t} for t in [*texts, texts[0]]])
+    ids = [r["id"] for r in out["results"]]
+    assert [r["duplicate"] for r in out["results"]] == [False, True, False, True]
+    assert ids[1] == first["id"] and ids[3] == ids[0] and out["stored"] == 2
+    with session_scope() as s:
+        order = s.scalars(
+            select(Chunk.id).where(Chunk.id.in_([ids[0], ids[2]])).order_by(Chunk.created_at)
+        ).all()
+    assert order == [ids[0], ids[2]]  # created in the order given
+
+    pool_texts = [f"Runbook step {i} is checked" for i in range(12)]
+
+    def store(i: int) -> Any:
+        batch = pool_texts if i % 2 else pool_texts[::-1]
+        return call(BY_NAME["memory_store_batch"], {"memories": [{"content": t} for t in batch]})
+
+    with ThreadPoolExecutor(6) as pool:
+        answers = list(pool.map(store, range(6)))
+    assert all(a["success"] for a in answers), answers
+    assert sum(a["data"]["stored"] for a in answers) == len(pool_texts)
+    assert live_count(Chunk, Chunk.content.startswith("Runbook"), Chunk.valid_to.is_(None)) == 12
