@@ -8,9 +8,9 @@ the fusion version, method and pool the trace recorded; a version whose weights 
 no longer knows is refused, never guessed. `now=true` asks what the call returns today, with
 today's weights. The query is embedded again and its digest compared with the trace's.
 
-Not yet read as of the trace: the graph channel's seeds (graph.named and graph.seeds: the
-entities the query names and the first hits mention; the walk is as of then), search_nodes'
-entity list, and memory_context without a query — these see the current rows.
+The graph channel's seeds (graph.named, graph.seeds) and walk are read as of then too. Not
+yet read as of the trace: search_nodes' entity list and memory_context without a query —
+these see the current rows.
 """
 
 from __future__ import annotations
