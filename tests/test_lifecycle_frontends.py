@@ -199,3 +199,28 @@ def test_maintain_from_the_cli_reports_and_a_second_run_does_nothing(embedder: A
     assert (second["merged"], second["moved"]) == (0, {})
     text = run("maintain").stdout
     assert text.startswith("Maintenance complete in ") and "0 merged" in text
+
+
+def test_pin_and_unpin_on_every_front_end(client: TestClient) -> None:
+    memory = store("The incident bridge number is in the on-call handbook").id
+    pinned = op("memory_pin", memory_id=memory)
+    assert (pinned["pinned"], pinned["changed"], pinned["decay_score"]) == (True, True, 999.0)
+    assert pinned["temperature"] == "pinned"
+    again = client.post(f"/v1/memories/{memory}/pin").json()
+    assert (again["pinned"], again["changed"]) == (True, False)
+    assert run("pin", memory).stdout.startswith(f"{memory}: pinned (already pinned), active")
+    off = client.delete(f"/v1/memories/{memory}/pin").json()
+    assert (off["pinned"], off["changed"]) == (False, True) and off["decay_score"] < 1
+    assert run_json("unpin", memory)["changed"] is False
+    assert op("memory_unpin", memory_id=memory)["pinned"] is False
+
+    before = table_counts()
+    assert call(BY_NAME["memory_pin"], {"memory_id": "mem_nope"}) == {
+        "success": False,
+        "error": "Memory not found: mem_nope",
+    }
+    missing = client.delete("/v1/memories/mem_nope/pin")
+    assert missing.status_code == 404 and missing.json()["error"] == "Memory not found: mem_nope"
+    assert "Memory not found" in fails("pin", "mem_nope")
+    assert "memory_id" in call(BY_NAME["memory_pin"], {})["error"]
+    assert table_counts() == before

@@ -13,7 +13,7 @@ from memsys.cli.output import Json, echo, emit, given, plural, short, show_table
 from memsys.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from memsys.schemas.lifecycle import BriefOut, DecayOut, HealthOut, RehydrateOut
+    from memsys.schemas.lifecycle import BriefOut, DecayOut, HealthOut, PinOut, RehydrateOut
 
 
 def decayed(r: DecayOut) -> None:
@@ -29,6 +29,12 @@ def rehydrated(r: RehydrateOut) -> None:
     how = "full text restored" if r.restored == "full" else f"lossy ({r.restored})"
     echo(f"{r.memory_id}: {r.stage_before} → {r.stage}, {how}, {r.temperature}")
     echo(short(r.content, 400))
+
+
+def pinned(r: PinOut) -> None:
+    state = "pinned" if r.pinned else "unpinned"
+    news = "" if r.changed else f" (already {state})"
+    echo(f"{r.memory_id}: {state}{news}, {r.stage}, decay score {r.decay_score}, {r.temperature}")
 
 
 def health(r: HealthOut) -> None:

@@ -32,6 +32,27 @@ LIFECYCLE_OPERATIONS: tuple[Operation, ...] = (
         cli=Cli("rehydrate", arguments=("memory_id",), render=f"{LIFECYCLE_CLI}:rehydrated"),
     ),
     Operation(
+        name="memory_pin",
+        summary="Pin a memory (S003 vault): always kept, never decayed, demoted, archived or "
+        "merged away; decay score 999. Pinning an aged memory brings its full text back.",
+        service="pinning:pin",
+        input=lc.PinIn,
+        output=lc.PinOut,
+        effect="idempotent",
+        rest=(Rest("POST", "/memories/{memory_id}/pin"),),
+        cli=Cli("pin", arguments=("memory_id",), render=f"{LIFECYCLE_CLI}:pinned"),
+    ),
+    Operation(
+        name="memory_unpin",
+        summary="Unpin a memory: it ages by its idle time again (decay, demotion, archiving).",
+        service="pinning:unpin",
+        input=lc.PinIn,
+        output=lc.PinOut,
+        effect="idempotent",
+        rest=(Rest("DELETE", "/memories/{memory_id}/pin"),),
+        cli=Cli("unpin", arguments=("memory_id",), render=f"{LIFECYCLE_CLI}:pinned"),
+    ),
+    Operation(
         name="memory_brief",
         summary="Generated markdown: CORE.md (the memories worth loading at session start), "
         "REFLECTION.md (themes, cross-project patterns, most accessed, insights, merges) or "

@@ -114,3 +114,16 @@ class HealthOut(Output):
     stale: list[Stale]
     recommendations: list[str]
     totals: dict[str, int]
+
+
+class PinIn(Input):
+    memory_id: Annotated[str, Field(description="ID of the memory to pin or unpin")]
+
+
+class PinOut(Output):
+    memory_id: str
+    pinned: bool
+    changed: bool = Field(description="False when the memory already was (un)pinned")
+    stage: str = Field(description="Pinning brings an aged memory back to active")
+    decay_score: float = Field(description="S003: 999 while pinned")
+    temperature: str = Field(description="hot | warm | cold | pinned, from the access log")

@@ -38,6 +38,8 @@ SLICE_TOOLS = {
     "debug_feedback",
     "decay",
     "debug_rehydrate",
+    "memory_pin",
+    "memory_unpin",
     "memory_brief",
     "debug_why",
     "debug_replay",
