@@ -3,6 +3,7 @@ exempt memories never age; every signal can be read as of before its change."""
 
 from __future__ import annotations
 
+import math
 import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -110,6 +111,18 @@ def test_exempt_memories_never_age(embedder: Any) -> None:
         plain: "rehydratable",
     }
     assert row(pinned).decay_score == 999.0
+
+
+def test_maintenance_writes_a_decay_score_only_when_its_band_changes(embedder: Any) -> None:
+    memory = store("The test fleet reboots weekly", memory_type="general", importance=0.5).id
+    # 0.5 · 0.5 · 0.8 = 0.2 (fading) when fresh; e^-0.03 a day after: 0.194 (dormant)
+    maintain.run(now=days(1))
+    first = row(memory).decay_score
+    assert first is not None and abs(first - 0.2 * math.exp(-0.03)) < 1e-3
+    maintain.run(now=days(2))  # still dormant: the stored score is not rewritten
+    assert row(memory).decay_score == first
+    maintain.run(now=days(60))  # 0.2 · e^-1.8 = 0.033: below 0.05, a new band
+    assert abs(row(memory).decay_score - 0.2 * math.exp(-1.8)) < 1e-3
 
 
 def test_confidence_and_stage_read_as_of_before_their_change(embedder: Any) -> None:
