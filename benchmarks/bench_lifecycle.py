@@ -121,6 +121,9 @@ def storage() -> dict[str, Any]:
             for t in ("chunk", "memory_change", "memory_access")
         }
         live = int(s.scalar(text("SELECT count(*) FROM chunk WHERE valid_to IS NULL")) or 0)
+        updates = s.execute(
+            text("SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'chunk'")
+        ).one()
         content = int(
             s.scalar(text("SELECT sum(octet_length(content)) FROM chunk WHERE valid_to IS NULL"))
             or 0
@@ -132,6 +135,8 @@ def storage() -> dict[str, Any]:
         "mb_per_1000": round(total / 1024 / 1024 / max(1, live) * 1000, 3),
         "chunk_mb_per_1000": round(sizes["chunk"] / 1024 / 1024 / max(1, live) * 1000, 3),
         "live_content_mb": round(content / 1024 / 1024, 2),
+        "chunk_updates": int(updates.n_tup_upd),
+        "chunk_hot_updates": int(updates.n_tup_hot_upd),
     }
 
 
@@ -228,6 +233,7 @@ def run_lifecycle(report: dict[str, Any], size: int, start: datetime, every: int
                     "day": day,
                     "seconds": round(time.perf_counter() - began, 2),
                     "moved": r.moved,
+                    "counters_folded": r.counters_folded,
                     "merged": r.merged,
                     "complete": r.complete,
                     "stages": r.stages,
@@ -254,6 +260,7 @@ def print_report(r: dict[str, Any]) -> None:
         f"storage: {st['mb_per_1000']} MB per 1000 live memories (chunk + history + access "
         f"log; chunk alone {st['chunk_mb_per_1000']} MB); target < 25"
     )
+    print(f"chunk row updates: {st['chunk_updates']:,} ({st['chunk_hot_updates']:,} HOT)")
     print(
         f"maintenance run (s): first {r['maintenance_runs'][0]['seconds']}, "
         f"p50 {secs['p50']}, p95 {secs['p95']}, max {secs['max']}"
