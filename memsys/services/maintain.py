@@ -91,9 +91,10 @@ def run(
                 merges_done = True
                 break
             merged_now = 0
+            near = consolidate.near_duplicates(session, chunks)
             for chunk in chunks:
                 if chunk.id not in closed:
-                    gone = consolidate.merge_one(session, chunk, now)
+                    gone = consolidate.merge_one(session, chunk, now, near.get(chunk.id, []))
                     closed.update(gone)
                     merged_now += len(gone)
             consolidate.advance(session, chunks[-1], merged_now)
