@@ -13,7 +13,14 @@ from memsys.cli.output import Json, echo, emit, given, plural, short, show_table
 from memsys.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from memsys.schemas.lifecycle import BriefOut, DecayOut, HealthOut, PinOut, RehydrateOut
+    from memsys.schemas.lifecycle import (
+        BriefOut,
+        DecayOut,
+        HealthOut,
+        MemoryGetOut,
+        PinOut,
+        RehydrateOut,
+    )
 
 
 def decayed(r: DecayOut) -> None:
@@ -23,6 +30,18 @@ def decayed(r: DecayOut) -> None:
     echo(f"ENTRIES_DELETED {r.entries_deleted}")
     bands = ", ".join(f"{k} {v}" for k, v in sorted(r.by_status.items()))
     echo(f"({plural(r.entries_scanned, 'memory')} scored: {bands or 'none'})")
+
+
+def got(r: MemoryGetOut) -> None:
+    marks = [r.memory_type or "memory", r.stage]
+    marks += [m for m, on in (("pinned", r.pinned), ("golden", r.golden)) if on]
+    marks += [m for m, on in (("rekindled", r.rekindled), ("lossy", r.lossy)) if on]
+    echo(f"{r.id} [{', '.join(marks)}] {r.namespace}")
+    echo(
+        f"confidence {r.confidence}, importance {r.importance}, "
+        f"{r.access_count} access{'' if r.access_count == 1 else 'es'}, {r.temperature}"
+    )
+    echo(r.content)
 
 
 def rehydrated(r: RehydrateOut) -> None:

@@ -21,6 +21,17 @@ LIFECYCLE_OPERATIONS: tuple[Operation, ...] = (
         cli=Cli("decay", render=f"{LIFECYCLE_CLI}:decayed"),
     ),
     Operation(
+        name="memory_get",
+        summary="Read one memory by id, with its stage, pin, decay score and temperature. "
+        "Counts as an access; an archived memory read this way comes back in full.",
+        service="memory_get:get",
+        input=lc.MemoryGetIn,
+        output=lc.MemoryGetOut,
+        effect="read",
+        rest=(Rest("GET", "/memories/{memory_id}"),),
+        cli=Cli("get", arguments=("memory_id",), render=f"{LIFECYCLE_CLI}:got"),
+    ),
+    Operation(
         name="debug_rehydrate",
         summary="Rehydrate (rekindle) an archived or rehydratable memory now: its full text "
         "comes back from its history, or its summary, marked lossy.",
