@@ -184,6 +184,14 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=7, help="days between maintenance runs")
     parser.add_argument("--data-dir", type=Path, default=common.DEFAULT_DATA)
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument(
+        "--real-vectors",
+        type=int,
+        default=None,
+        help="embed only the first N texts; the rest get random unit vectors (stated in the "
+        "report: stages, storage, maintenance and rehydration do not depend on the vectors, "
+        "consolidation and recall latency do)",
+    )
     args = parser.parse_args()
     size = 10_000 if args.quick else args.size
     home = common.private_home("memsys-lc-")
@@ -191,9 +199,7 @@ def main() -> None:
     try:
         report["server"] = common.start_database()
         texts, _ = bench_memory.build_pool(args.data_dir)
-        vectors, report["embeddings"] = bench_memory.embed_pool(
-            texts[:size], common.RESULTS, [size]
-        )
+        vectors, report["embeddings"] = pool_vectors(texts[:size], args.real_vectors)
         start = datetime.now(UTC) - timedelta(days=DAYS)
         report["bulk_load"] = bench_memory.bulk_load(
             texts[:size], np.asarray(vectors), before_index=lambda: shape(size, start)
@@ -210,6 +216,17 @@ def main() -> None:
         common.write_json("lifecycle.json", report)
     finally:
         common.stop_database(home, args.keep)
+
+
+def pool_vectors(texts: list[str], real: int | None) -> tuple[np.ndarray, dict[str, Any]]:
+    """The model's vectors for the first `real` texts (all when None), random unit vectors
+    (seeded) for the rest."""
+    real = len(texts) if real is None else min(real, len(texts))
+    vectors, info = bench_memory.embed_pool(texts[:real], common.RESULTS, [real])
+    filler = np.random.default_rng(17).standard_normal((len(texts) - real, 384))
+    filler /= np.linalg.norm(filler, axis=1, keepdims=True)
+    info = {**info, "model_vectors": real, "random_vectors": len(texts) - real}
+    return np.concatenate([np.asarray(vectors), filler.astype(np.float32)]), info
 
 
 def run_lifecycle(report: dict[str, Any], size: int, start: datetime, every: int) -> None:
@@ -253,6 +270,9 @@ def print_report(r: dict[str, Any]) -> None:
         f"\nlifecycle: {r['size']:,} memories, {r['days']} days, {r['accesses']:,} accesses, "
         f"maintenance every {r['maintenance_runs'][0]['day']} days"
     )
+    e = r["embeddings"]
+    if e.get("random_vectors"):
+        print(f"vectors: {e['model_vectors']:,} from the model, {e['random_vectors']:,} random")
     print("stages at the end:", last["stages"])
     print("merged near-duplicates (all runs):", sum(x["merged"] for x in r["maintenance_runs"]))
     st = r["storage"]
