@@ -21,6 +21,7 @@ import json
 import random
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ NAMESPACE = "bench"
 POOL_SIZE = 101_000  # fixed so that every size is a prefix of the same shuffled pool
 STORE_RESERVE = 400  # the pool's last texts are never bulk-loaded: store() writes them
 WARMUP_QUERIES = 20
+CHECKPOINT = 8192  # texts embedded between two cache writes
 EMBED_BLOCK = 2048  # sentence-transformers sorts each block by length: less padding
 HNSW_INDEX = "ix_chunk_embedding_hnsw"
 # The pipeline's per-stage timings (memsys.retrieval.pipeline), as the trace records them.
@@ -194,21 +196,35 @@ def embed_texts(texts: list[str]) -> np.ndarray:
 
 
 def embed_pool(texts: list[str], cache: Path, prefixes: list[int]) -> tuple[np.ndarray, dict]:
-    """Embeddings of `texts`: cached ones reused, the rest computed now (then cached)."""
+    """Embeddings of `texts`: cached ones reused, the rest computed now and cached every
+    CHECKPOINT texts (a run stopped midway resumes from its last checkpoint)."""
     cached = load_cache(texts, cache)
     if len(cached) == len(texts):
         return np.asarray(cached), {"cached": len(texts)}
-    missing = texts[len(cached) :]
     started = time.perf_counter()
-    vectors = np.concatenate([cached, embed_texts(missing)])
+    vectors = np.asarray(cached)
+    written: Path | None = None
+    while len(vectors) < len(texts):
+        stop = min(len(texts), len(vectors) + CHECKPOINT)
+        vectors = np.concatenate([vectors, embed_texts(texts[len(vectors) : stop])])
+        path = save_pool(texts[:stop], vectors, cache, prefixes)
+        if written is not None:  # only this run's own earlier checkpoint goes
+            written.unlink(missing_ok=True)
+            written.with_suffix(".json").unlink(missing_ok=True)
+        written = path
     seconds = time.perf_counter() - started
+    embedded = len(texts) - len(cached)
+    info = {"cached": len(cached), "embedded": embedded, "seconds": round(seconds, 1)}
+    return vectors, {**info, "texts_per_s": round(embedded / seconds, 1)}
+
+
+def save_pool(texts: list[str], vectors: np.ndarray, cache: Path, prefixes: list[int]) -> Path:
     cache.mkdir(parents=True, exist_ok=True)
     path = cache / f"pool-{len(texts)}-{digest(texts)}.npy"
     np.save(path, vectors)
     digests = {str(p): digest(texts[:p]) for p in {*prefixes, 1000, 10_000} if p < len(texts)}
     path.with_suffix(".json").write_text(json.dumps(digests))
-    info = {"cached": len(cached), "embedded": len(missing), "seconds": round(seconds, 1)}
-    return vectors, {**info, "texts_per_s": round(len(missing) / seconds, 1)}
+    return path
 
 
 # --- bulk load -------------------------------------------------------------------------------
@@ -240,8 +256,12 @@ def copy_rows(conn: Any, texts: list[str], vectors: np.ndarray) -> None:
             copy.write_row((*row, content_hash(text), tokens[i], vectors[i]))
 
 
-def bulk_load(texts: list[str], vectors: np.ndarray) -> dict[str, float]:
-    """COPY rows with the HNSW index dropped, rebuild it, VACUUM ANALYZE; phase seconds."""
+def bulk_load(
+    texts: list[str], vectors: np.ndarray, before_index: Callable[[], None] | None = None
+) -> dict[str, float]:
+    """COPY rows with the HNSW index dropped, rebuild it, VACUUM ANALYZE; phase seconds.
+    `before_index` runs between the COPY and the rebuild (bulk edits of the loaded rows
+    then cost no index inserts)."""
     from memsys import runner
     from memsys.services import namespaces
 
@@ -255,6 +275,9 @@ def bulk_load(texts: list[str], vectors: np.ndarray) -> dict[str, float]:
             conn.execute(f"DROP INDEX {HNSW_INDEX}")
             copy_rows(conn, texts, vectors)
             conn.commit()
+        if before_index is not None:
+            with common.stopwatch(phases, "before_index_s"):
+                before_index()
         with common.stopwatch(phases, "hnsw_build_s"):
             conn.execute("SET maintenance_work_mem = '1GB'")
             conn.execute(indexdef)

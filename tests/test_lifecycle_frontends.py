@@ -11,12 +11,13 @@ import anyio
 import pytest
 from fastapi.testclient import TestClient
 
+from memsys import tenancy
 from memsys.api.app import create_app
 from memsys.db import session_scope
 from memsys.mcp.server import CORE_RESOURCE, build_server, call
 from memsys.operations import BY_NAME
-from memsys.schemas.lifecycle import HealthIn
-from memsys.services import health, maintain
+from memsys.schemas.lifecycle import HealthIn, MemoryGetIn
+from memsys.services import health, maintain, memory_get
 from tests.cli.helpers import fails, run, run_json
 from tests.conftest import table_counts
 from tests.factories import store
@@ -34,6 +35,19 @@ def op(name: str, **args: Any) -> Any:
     answer = call(BY_NAME[name], args)
     assert answer["success"], answer
     return answer["data"]
+
+
+def unknown_memory_refused(
+    client: TestClient, operation: str, route: tuple[str, str], command: str
+) -> None:
+    """An unknown id is "Memory not found" on MCP, REST (404) and the CLI."""
+    assert call(BY_NAME[operation], {"memory_id": "mem_nope"}) == {
+        "success": False,
+        "error": "Memory not found: mem_nope",
+    }
+    missing = client.request(*route)
+    assert missing.status_code == 404 and missing.json()["error"] == "Memory not found: mem_nope"
+    assert "Memory not found" in fails(command, "mem_nope")
 
 
 def test_bad_lifecycle_input_is_refused_everywhere_and_writes_nothing(client: TestClient) -> None:
@@ -199,3 +213,74 @@ def test_maintain_from_the_cli_reports_and_a_second_run_does_nothing(embedder: A
     assert (second["merged"], second["moved"]) == (0, {})
     text = run("maintain").stdout
     assert text.startswith("Maintenance complete in ") and "0 merged" in text
+
+
+def test_pin_and_unpin_on_every_front_end(client: TestClient) -> None:
+    memory = store("The incident bridge number is in the on-call handbook").id
+    pinned = op("memory_pin", memory_id=memory)
+    assert (pinned["pinned"], pinned["changed"], pinned["decay_score"]) == (True, True, 999.0)
+    assert pinned["temperature"] == "pinned"
+    again = client.post(f"/v1/memories/{memory}/pin").json()
+    assert (again["pinned"], again["changed"]) == (True, False)
+    assert run("pin", memory).stdout.startswith(f"{memory}: pinned (already pinned), active")
+    off = client.delete(f"/v1/memories/{memory}/pin").json()
+    assert (off["pinned"], off["changed"]) == (False, True) and off["decay_score"] < 1
+    assert run_json("unpin", memory)["changed"] is False
+    assert op("memory_unpin", memory_id=memory)["pinned"] is False
+
+    before = table_counts()
+    unknown_memory_refused(client, "memory_pin", ("DELETE", "/v1/memories/mem_nope/pin"), "pin")
+    assert "memory_id" in call(BY_NAME["memory_pin"], {})["error"]
+    assert table_counts() == before
+
+
+def test_get_reads_one_memory_counts_the_access_and_rekindles_it(client: TestClient) -> None:
+    content = (
+        "The staging database is rebuilt from the nightly snapshot every Sunday at 02:00. "
+        "Anything written to staging during the week is lost at the rebuild. "
+        "Keep test fixtures in the seed scripts, never only in the staging database. "
+        "The rebuild takes about forty minutes and staging is read-only meanwhile."
+    )
+    memory = store(content, memory_type="configuration", tags=["staging"]).id
+    first = op("memory_get", memory_id=memory)
+    assert (first["content"], first["stage"], first["rekindled"]) == (content, "active", False)
+    assert (first["access_count"], first["temperature"], first["tags"]) == (1, "warm", ["staging"])
+    second = client.get(f"/v1/memories/{memory}").json()
+    assert second["access_count"] == 2 and second["last_accessed_at"] is not None
+    assert client.get("/v1/memories/count").json()["count"] == 1  # the route before {id}
+
+    maintain.run(now=datetime.now(UTC) + timedelta(days=40))
+    assert op("memory_list")["memories"][0]["content"] != content  # archived: the summary
+    shown = run("get", memory).stdout
+    assert shown.startswith(f"{memory} [configuration, active, rekindled] ")
+    assert content in shown
+    again = run_json("get", memory)
+    assert (again["content"], again["stage"], again["rekindled"]) == (content, "active", False)
+    assert (again["lossy"], again["access_count"]) == (False, 4)
+
+    before = table_counts()
+    unknown_memory_refused(client, "memory_get", ("GET", "/v1/memories/mem_nope"), "get")
+    assert table_counts() == before
+
+
+def test_a_read_only_caller_reads_an_archived_memory_as_it_is_stored(embedder: Any) -> None:
+    content = (
+        "Release candidates are cut from main on the first Monday of the month. "
+        "A candidate soaks in staging for a week before it is promoted. "
+        "Hotfixes skip the soak but need two approvals from the on-call rota. "
+        "Release notes are drafted by the author of the largest change in the candidate. "
+        "A failed soak sends the candidate back to main with the failing checks attached."
+    )
+    memory = store(content, memory_type="workflow").id
+    maintain.run(now=datetime.now(UTC) + timedelta(days=40))
+    reader = tenancy.Scope(read=("*",), write=(), token_id="tok_reader")
+    with tenancy.using(reader), session_scope() as s:
+        seen = memory_get.get(s, MemoryGetIn(memory_id=memory))
+    assert (seen.stage, seen.rekindled) == ("archived", False)
+    assert seen.content != content and seen.content  # the stored summary, not restored
+    written = op("memory_get", memory_id=memory)  # a caller that may write rekindles it
+    assert (written["stage"], written["rekindled"], written["content"]) == (
+        "active",
+        True,
+        content,
+    )

@@ -120,10 +120,17 @@ def error_responses(op: Operation, rest: Rest) -> dict[int | str, dict[str, Any]
     return codes
 
 
+def specificity(path: str) -> tuple[bool, int, tuple[bool, ...]]:
+    segments = path.strip("/").split("/")
+    return ":path}" in path, -len(segments), tuple(p.startswith("{") for p in segments)
+
+
 def router() -> APIRouter:
-    """Every operation's routes; literal paths before those ending in a catch-all `{key:path}`."""
+    """Every operation's routes, the most specific first: catch-alls (`{key:path}`) last, and
+    of two paths with as many segments, the one with a literal where the other has a
+    parameter first (GET /memories/count before GET /memories/{memory_id})."""
     routes = [(op, rest) for op in OPERATIONS for rest in op.rest]
-    routes.sort(key=lambda pair: (":path}" in pair[1].path, -len(pair[1].path)))
+    routes.sort(key=lambda pair: specificity(pair[1].path))
     api = APIRouter()
     for op, rest in routes:
         api.add_api_route(

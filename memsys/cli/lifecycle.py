@@ -13,7 +13,14 @@ from memsys.cli.output import Json, echo, emit, given, plural, short, show_table
 from memsys.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from memsys.schemas.lifecycle import BriefOut, DecayOut, HealthOut, RehydrateOut
+    from memsys.schemas.lifecycle import (
+        BriefOut,
+        DecayOut,
+        HealthOut,
+        MemoryGetOut,
+        PinOut,
+        RehydrateOut,
+    )
 
 
 def decayed(r: DecayOut) -> None:
@@ -25,10 +32,28 @@ def decayed(r: DecayOut) -> None:
     echo(f"({plural(r.entries_scanned, 'memory')} scored: {bands or 'none'})")
 
 
+def got(r: MemoryGetOut) -> None:
+    marks = [r.memory_type or "memory", r.stage]
+    marks += [m for m, on in (("pinned", r.pinned), ("golden", r.golden)) if on]
+    marks += [m for m, on in (("rekindled", r.rekindled), ("lossy", r.lossy)) if on]
+    echo(f"{r.id} [{', '.join(marks)}] {r.namespace}")
+    echo(
+        f"confidence {r.confidence}, importance {r.importance}, "
+        f"{r.access_count} access{'' if r.access_count == 1 else 'es'}, {r.temperature}"
+    )
+    echo(r.content)
+
+
 def rehydrated(r: RehydrateOut) -> None:
     how = "full text restored" if r.restored == "full" else f"lossy ({r.restored})"
     echo(f"{r.memory_id}: {r.stage_before} → {r.stage}, {how}, {r.temperature}")
     echo(short(r.content, 400))
+
+
+def pinned(r: PinOut) -> None:
+    state = "pinned" if r.pinned else "unpinned"
+    news = "" if r.changed else f" (already {state})"
+    echo(f"{r.memory_id}: {state}{news}, {r.stage}, decay score {r.decay_score}, {r.temperature}")
 
 
 def health(r: HealthOut) -> None:

@@ -1,25 +1,26 @@
 """What lifecycle and learning change, kept so that ranking can be replayed as of any time.
 
 `memory_change` holds one row per change of a ranking signal of a memory (stage, confidence,
-content when it is archived or rekindled, lossy mark): the value before and after, written in
-the transaction of the change. The value of a signal as of T is the `old_value` of its first
-change after T, or the current value when nothing changed since. `memory_access` is the
-access log: one row per memory handed to a caller (`hits` > 1 only for counts carried over
-from before the log existed); `chunk.access_count` is its running sum. Like the event log,
-neither table has a foreign key: history outlives what it describes, and only a purge
-removes it.
+content when it is archived or rekindled, lossy mark, pinned flag): the value before and
+after, written in the transaction of the change. The value of a signal as of T is the
+`old_value` of its first change after T, or the current value when nothing changed since.
+`memory_access` is the access log: one row per memory handed to a caller (`hits` > 1 only
+for counts carried over from before the log existed); `counted` says whether the read that
+logged it also bumped `chunk.access_count`, and `fold` adds the rows not counted yet, so the
+counter is the log's running sum. Like the event log, neither table has a foreign key:
+history outlives what it describes, and only a purge removes it.
 """
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, CheckConstraint, Identity, Index, Integer, String
+from sqlalchemy import BigInteger, Boolean, CheckConstraint, Identity, Index, Integer, String, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from memsys.models.base import Base, in_list, timestamp_column
 
-CHANGE_FIELDS = ("stage", "confidence", "content", "lossy")
+CHANGE_FIELDS = ("stage", "confidence", "content", "lossy", "pinned")
 
 
 class MemoryChange(Base):
@@ -45,10 +46,17 @@ class MemoryAccess(Base):
     __table_args__ = (
         Index("ix_memory_access_memory", "namespace", "memory_id", "accessed_at"),
         Index("ix_memory_access_accessed_at", "accessed_at"),
+        Index(
+            "ix_memory_access_uncounted",
+            "namespace",
+            "memory_id",
+            postgresql_where=text("NOT counted"),
+        ),
     )
 
     namespace: Mapped[str] = mapped_column(String(128), primary_key=True)
     id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
     memory_id: Mapped[str] = mapped_column(String(40))
     hits: Mapped[int] = mapped_column(Integer, server_default="1")
+    counted: Mapped[bool] = mapped_column(Boolean, server_default="false")
     accessed_at: Mapped[datetime] = timestamp_column()

@@ -21,6 +21,17 @@ LIFECYCLE_OPERATIONS: tuple[Operation, ...] = (
         cli=Cli("decay", render=f"{LIFECYCLE_CLI}:decayed"),
     ),
     Operation(
+        name="memory_get",
+        summary="Read one memory by id, with its stage, pin, decay score and temperature. "
+        "Counts as an access; an archived memory read this way comes back in full.",
+        service="memory_get:get",
+        input=lc.MemoryGetIn,
+        output=lc.MemoryGetOut,
+        effect="read",
+        rest=(Rest("GET", "/memories/{memory_id}"),),
+        cli=Cli("get", arguments=("memory_id",), render=f"{LIFECYCLE_CLI}:got"),
+    ),
+    Operation(
         name="debug_rehydrate",
         summary="Rehydrate (rekindle) an archived or rehydratable memory now: its full text "
         "comes back from its history, or its summary, marked lossy.",
@@ -30,6 +41,27 @@ LIFECYCLE_OPERATIONS: tuple[Operation, ...] = (
         effect="write",
         rest=(Rest("POST", "/debug/rehydrate/{memory_id}"),),
         cli=Cli("rehydrate", arguments=("memory_id",), render=f"{LIFECYCLE_CLI}:rehydrated"),
+    ),
+    Operation(
+        name="memory_pin",
+        summary="Pin a memory (S003 vault): always kept, never decayed, demoted, archived or "
+        "merged away; decay score 999. Pinning an aged memory brings its full text back.",
+        service="pinning:pin",
+        input=lc.PinIn,
+        output=lc.PinOut,
+        effect="idempotent",
+        rest=(Rest("POST", "/memories/{memory_id}/pin"),),
+        cli=Cli("pin", arguments=("memory_id",), render=f"{LIFECYCLE_CLI}:pinned"),
+    ),
+    Operation(
+        name="memory_unpin",
+        summary="Unpin a memory: it ages by its idle time again (decay, demotion, archiving).",
+        service="pinning:unpin",
+        input=lc.PinIn,
+        output=lc.PinOut,
+        effect="idempotent",
+        rest=(Rest("DELETE", "/memories/{memory_id}/pin"),),
+        cli=Cli("unpin", arguments=("memory_id",), render=f"{LIFECYCLE_CLI}:pinned"),
     ),
     Operation(
         name="memory_brief",

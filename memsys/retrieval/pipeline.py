@@ -20,8 +20,9 @@ from sqlalchemy.orm import Session
 from memsys.config import get_settings
 from memsys.embeddings import embed_query
 from memsys.models.chunk import DIMENSIONS
-from memsys.retrieval import dense, fusion, graph, lexical, neighbours, rank, temporal
+from memsys.retrieval import dense, fusion, graph, lexical, neighbours, rank, signals, temporal
 from memsys.retrieval import filters as sql_filters
+from memsys.tokens import count_tokens
 
 Key = tuple[str, str]
 
@@ -241,7 +242,7 @@ def retrieve(
         chosen.append(i)
         if len(chosen) == limit:
             break
-    details = _details(session, [keys[i] for i in chosen])
+    details = _details(session, [keys[i] for i in chosen], as_of)
     hits = [
         _hit(details[keys[i]], keys[i], sims[i], lex[i], fused[i], bm25_max, vec_rank, fts_rank)
         for i in chosen
@@ -315,13 +316,19 @@ def _complete(
     return [k for k in keys if k in rows]
 
 
-def _details(session: Session, keys: list[Key]) -> dict[Key, Any]:
+def _details(session: Session, keys: list[Key], as_of: datetime | None) -> dict[Key, Any]:
+    """The hits' columns; as of a past time, with the text they had then (archiving since
+    replaced it with a summary: the history holds the original)."""
     if not keys:
         return {}
     params = {"namespaces": [k[0] for k in keys], "ids": [k[1] for k in keys]}
-    return {
+    rows: dict[Key, Any] = {
         (row["namespace"], row["id"]): row for row in session.execute(_DETAILS, params).mappings()
     }
+    if as_of is not None:
+        for key, content in signals.contents_as_of(session, list(rows), as_of).items():
+            rows[key] = {**rows[key], "content": content, "token_count": count_tokens(content)}
+    return rows
 
 
 def fuse_scores(

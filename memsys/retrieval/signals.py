@@ -56,6 +56,14 @@ def earlier_values(
     return {(r.namespace, r.memory_id, r.field): r.old_value for r in rows}
 
 
+def contents_as_of(session: Session, keys: list[Key], as_of: datetime) -> dict[Key, str]:
+    """The text each memory had at `as_of`, for those whose content changed since (archived
+    to a summary, cut to a key, rekindled): the old value of its first content change after
+    then. Memories unchanged since are left out (their current content is what they had)."""
+    earlier = earlier_values(session, keys, ("content",), as_of)
+    return {(ns, mid): value for (ns, mid, _), value in earlier.items() if isinstance(value, str)}
+
+
 def signals_as_of(
     session: Session, keys: list[Key], as_of: datetime | None
 ) -> dict[Key, dict[str, Any]]:

@@ -1,5 +1,5 @@
-"""Lifecycle: S002 decay, S004 rehydrate, S003 briefs (CORE.md, REFLECTION.md, episodes),
-S001 memory_analyze_health."""
+"""Lifecycle: S002 decay and memory_get, S004 rehydrate, S003 briefs (CORE.md,
+REFLECTION.md, episodes), S001 memory_analyze_health."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from memsys.schemas.common import Input, NamespaceFilter, Output, UnitInterval, within
+from memsys.schemas.memories import MemoryItem
 
 Tier = Literal["ultra", "short", "medium", "long"]
 
@@ -114,3 +115,31 @@ class HealthOut(Output):
     stale: list[Stale]
     recommendations: list[str]
     totals: dict[str, int]
+
+
+class PinIn(Input):
+    memory_id: Annotated[str, Field(description="ID of the memory to pin or unpin")]
+
+
+class PinOut(Output):
+    memory_id: str
+    pinned: bool
+    changed: bool = Field(description="False when the memory already was (un)pinned")
+    stage: str = Field(description="Pinning brings an aged memory back to active")
+    decay_score: float = Field(description="S003: 999 while pinned")
+    temperature: str = Field(description="hot | warm | cold | pinned, from the access log")
+
+
+class MemoryGetIn(Input):
+    memory_id: Annotated[str, Field(description="ID of the memory to read")]
+
+
+class MemoryGetOut(MemoryItem):
+    stage: str = Field(description="active | demoted | archived | rehydratable, after this read")
+    pinned: bool
+    golden: bool
+    lossy: bool = Field(description="True when an aged memory came back as its summary only")
+    rekindled: bool = Field(description="True when this read brought an aged memory back")
+    decay_score: float | None = Field(description="S003 score as the last maintenance stored it")
+    last_accessed_at: datetime | None
+    temperature: str = Field(description="hot | warm | cold | pinned, from the access log")

@@ -1,11 +1,13 @@
 """Accesses: counted on every read that hands memories to a caller, without blocking reads.
 
-One statement per read, for all of its hits: it appends a row per memory to the access log
-(an INSERT waits for no one) and bumps `chunk.access_count` / `last_accessed_at` only on rows
-no other transaction holds (`SKIP LOCKED`), so two readers of one hot memory never queue up
-behind each other, nor behind a writer. A bump skipped that way is not lost: the log holds
-it, and `fold` (run by maintenance and by the `decay` operation) sets each counter to the sum
-of its log. The log is also what hot/warm/cold and as-of reads (replay) are computed from.
+One statement per read, for all of its hits: it bumps `chunk.access_count` /
+`last_accessed_at` only on rows no other transaction holds (`SKIP LOCKED`), so two readers of
+one hot memory never queue up behind each other, nor behind a writer, and appends a row per
+memory to the access log (an INSERT waits for no one), marked `counted` when its bump was
+made. A bump skipped that way is not lost: `fold` (run by maintenance and by the `decay`
+operation) adds the log rows not counted yet to their counters and marks them counted, in
+one statement, so each run reads only what is new and no row is ever counted twice. The log
+is also what hot/warm/cold and as-of reads (replay) are computed from.
 """
 
 from __future__ import annotations
@@ -25,33 +27,46 @@ _RECORD = text(
     WITH hit AS (
         SELECT c.namespace, c.id FROM chunk c
         WHERE c.doc_type = 'memory' AND c.valid_to IS NULL AND c.id = ANY(:ids)
-    ), logged AS (
-        INSERT INTO memory_access (namespace, memory_id, accessed_at)
-        SELECT namespace, id, coalesce(CAST(:at AS timestamptz), now()) FROM hit
     ), free AS (
         SELECT c.namespace, c.id FROM chunk c JOIN hit USING (namespace, id)
         ORDER BY c.namespace, c.id
         FOR UPDATE OF c SKIP LOCKED
+    ), bumped AS (
+        UPDATE chunk c
+        SET access_count = c.access_count + 1,
+            last_accessed_at = greatest(c.last_accessed_at,
+                                        coalesce(CAST(:at AS timestamptz), now()))
+        FROM free WHERE c.namespace = free.namespace AND c.id = free.id
+        RETURNING c.namespace, c.id
     )
-    UPDATE chunk c
-    SET access_count = c.access_count + 1,
-        last_accessed_at = greatest(c.last_accessed_at, coalesce(CAST(:at AS timestamptz), now()))
-    FROM free WHERE c.namespace = free.namespace AND c.id = free.id
+    INSERT INTO memory_access (namespace, memory_id, accessed_at, counted)
+    SELECT hit.namespace, hit.id, coalesce(CAST(:at AS timestamptz), now()),
+           bumped.id IS NOT NULL
+    FROM hit LEFT JOIN bumped USING (namespace, id)
     """
 )
 
-# Counters that disagree with their log (a skipped bump), set to the log's sum.
+# The log rows whose bump was skipped (or that something else logged), added to their
+# counters and marked counted in one statement: a row is taken once. Rows another fold holds
+# are skipped (that fold takes them), rows of uncommitted reads are not seen yet (the next
+# fold takes them); only the partial index of rows not counted is read.
+_FOLDING = text("SELECT pg_try_advisory_xact_lock(hashtext('memsys:fold'))")
 _FOLD = text(
     """
-    WITH total AS (
+    WITH taken AS (
+        UPDATE memory_access a SET counted = true
+        FROM (SELECT namespace, id FROM memory_access WHERE NOT counted
+              FOR UPDATE SKIP LOCKED) AS pending
+        WHERE a.namespace = pending.namespace AND a.id = pending.id
+        RETURNING a.namespace, a.memory_id, a.hits, a.accessed_at
+    ), fresh AS (
         SELECT namespace, memory_id, sum(hits) AS hits, max(accessed_at) AS last
-        FROM memory_access GROUP BY namespace, memory_id
+        FROM taken GROUP BY namespace, memory_id
     )
-    UPDATE chunk c SET access_count = total.hits, last_accessed_at = total.last
-    FROM total
-    WHERE c.namespace = total.namespace AND c.id = total.memory_id
-      AND (c.access_count <> total.hits
-           OR c.last_accessed_at IS DISTINCT FROM total.last)
+    UPDATE chunk c SET access_count = c.access_count + fresh.hits,
+                       last_accessed_at = greatest(c.last_accessed_at, fresh.last)
+    FROM fresh
+    WHERE c.namespace = fresh.namespace AND c.id = fresh.memory_id
     """
 )
 
@@ -96,7 +111,12 @@ def record(session: Session, memory_ids: list[str], at: datetime | None = None) 
 
 
 def fold(session: Session) -> int:
-    """Bring every access counter in line with the log; returns how many were behind."""
+    """Add the accesses logged but not counted since the last fold to their counters;
+    returns how many counters moved (0 on a second run). One fold at a time: while another
+    transaction folds, this one leaves the work to it (two folds could lock the same
+    counters in opposite orders)."""
+    if not session.scalar(_FOLDING):
+        return 0
     return rowcount(session, _FOLD)
 
 

@@ -17,12 +17,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-import numpy as np
-from sqlalchemy import select, tuple_
+from sqlalchemy import select, text, tuple_
 from sqlalchemy.orm import Session
 
 from memsys.models import Chunk, Event
-from memsys.retrieval import dense
 from memsys.schemas.edges import MemoryRelateIn
 from memsys.services import decay, edges, events
 
@@ -57,22 +55,54 @@ def candidates(
     return list(session.scalars(stmt.order_by(Chunk.created_at, Chunk.id).limit(size)))
 
 
+# The nearest live memories of the same namespace and type, by the HNSW index (an
+# iterative scan, so the filters still leave up to :k), for every candidate at once.
+_NEAR_DUPLICATES = text(
+    """
+    SELECT o.id AS origin, n.id
+    FROM unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])) AS o(namespace, id)
+    JOIN chunk k ON k.namespace = o.namespace AND k.id = o.id
+    CROSS JOIN LATERAL (
+        SELECT c.id, 1 - (c.embedding <=> k.embedding) AS similarity
+        FROM chunk c
+        WHERE c.valid_to IS NULL AND c.embedding IS NOT NULL AND c.namespace = k.namespace
+          AND c.doc_type = 'memory' AND c.memory_type = k.memory_type
+        ORDER BY c.embedding <=> k.embedding
+        LIMIT :k
+    ) AS n
+    WHERE n.id <> o.id AND n.similarity >= :threshold
+    ORDER BY o.id, n.similarity DESC
+    """
+)
+
+
 def _standing(c: Chunk) -> tuple[bool, float, int, float]:
     return (decay.exempt(c), c.confidence, c.access_count, -c.created_at.timestamp())
 
 
-def merge_one(session: Session, chunk: Chunk, now: datetime) -> list[str]:
-    """Merge `chunk` with its near-duplicates; returns the ids closed."""
-    raw = chunk.embedding
-    vector = np.asarray(raw.to_numpy() if hasattr(raw, "to_numpy") else raw, dtype=np.float32)
-    near = dense.search(
-        session,
-        vector,
-        {"namespace": chunk.namespace, "doc_type": "memory", "memory_type": chunk.memory_type},
-        None,
-        NEIGHBOURS + 1,
+def near_duplicates(session: Session, chunks: list[Chunk]) -> dict[str, list[str]]:
+    """Each candidate's near-duplicates (id → ids), for a whole batch in one statement: one
+    HNSW probe per candidate, without a round trip each."""
+    if not chunks:
+        return {}
+    rows = session.execute(
+        _NEAR_DUPLICATES,
+        {
+            "namespaces": [c.namespace for c in chunks],
+            "ids": [c.id for c in chunks],
+            "k": NEIGHBOURS + 1,
+            "threshold": DUPLICATE_SIMILARITY,
+        },
     )
-    ids = [k[1] for k, sim in near if sim >= DUPLICATE_SIMILARITY and k[1] != chunk.id]
+    found: dict[str, list[str]] = {}
+    for r in rows:
+        found.setdefault(r.origin, []).append(r.id)
+    return found
+
+
+def merge_one(session: Session, chunk: Chunk, now: datetime, ids: list[str]) -> list[str]:
+    """Merge `chunk` with its near-duplicates `ids` (those still live); returns the ids
+    closed."""
     if not ids:
         return []
     others = session.scalars(

@@ -207,6 +207,26 @@ def rescore(rows: list[Any], now: datetime) -> dict[tuple[str, str], float]:
     return {(r.namespace, r.id): round(score_of(r, now), 6) for r in rows}
 
 
+def moved_bands(
+    rows: list[Any], scores: dict[tuple[str, str], float]
+) -> dict[tuple[str, str], float]:
+    """The scores worth writing: those whose S003 band (or pinned 999) differs from the
+    stored one, or that have none yet. Maintenance writes only these: rewriting every
+    memory's score on every run rewrites every row (a full row version, index entries
+    included, when the page has no room), for a value only decay's bands act on."""
+    due = {}
+    for r in rows:
+        new = scores[(r.namespace, r.id)]
+        old = r.decay_score
+        if (
+            old is None
+            or status(old) != status(new)
+            or (old == PINNED_SCORE) != (new == PINNED_SCORE)
+        ):
+            due[(r.namespace, r.id)] = new
+    return due
+
+
 def store_scores(session: Session, scores: dict[tuple[str, str], float]) -> None:
     """Write decay scores in one statement (no ORM: a rescore is not an edit, updated_at
     stays)."""

@@ -16,7 +16,39 @@ from sqlalchemy.orm import Session
 from memsys.models import MemoryChange
 from memsys.retrieval.signals import earlier_values, signals_as_of
 
-__all__ = ["earlier_values", "full_text", "record", "signals_as_of"]
+__all__ = [
+    "change_row",
+    "earlier_values",
+    "full_text",
+    "record",
+    "record_rows",
+    "signals_as_of",
+]
+
+
+def change_row(
+    chunk: Any, field: str, old: Any, new: Any, operation: str, at: datetime | None = None
+) -> dict[str, Any] | None:
+    """The history row of one change of `field` (None when nothing changes)."""
+    if old == new:
+        return None
+    values: dict[str, Any] = {
+        "namespace": chunk.namespace,
+        "memory_id": chunk.id,
+        "field": field,
+        "old_value": old,
+        "new_value": new,
+        "operation": operation,
+    }
+    if at is not None:
+        values["changed_at"] = at
+    return values
+
+
+def record_rows(session: Session, rows: list[dict[str, Any]]) -> None:
+    """Write history rows in one statement, in order (call it in the changes' transaction)."""
+    if rows:
+        session.execute(insert(MemoryChange), rows)
 
 
 def record(
@@ -29,19 +61,9 @@ def record(
     at: datetime | None = None,
 ) -> None:
     """Log one change of `field` (call it in the transaction that makes the change)."""
-    if old == new:
-        return
-    values: dict[str, Any] = {
-        "namespace": chunk.namespace,
-        "memory_id": chunk.id,
-        "field": field,
-        "old_value": old,
-        "new_value": new,
-        "operation": operation,
-    }
-    if at is not None:
-        values["changed_at"] = at
-    session.execute(insert(MemoryChange).values(**values))
+    row = change_row(chunk, field, old, new, operation, at)
+    if row is not None:
+        session.execute(insert(MemoryChange).values(**row))
 
 
 def full_text(session: Session, memory: Any) -> str | None:

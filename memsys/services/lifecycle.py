@@ -18,10 +18,11 @@ Every change writes history rows (stage, content, lossy) in its transaction.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from sqlalchemy import select, update
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from memsys.errors import NotFound
@@ -50,70 +51,110 @@ def due_stage(memory: Any, now: datetime) -> str:
     return "active"
 
 
-def _set(session: Session, memory: Any, now: datetime, operation: str, **values: Any) -> None:
-    """Change columns of one memory, logging stage and lossy changes (content changes are
-    logged by the caller, which knows what the text was); updated_at stays: aging is not an
-    edit by anyone."""
-    for name in ("stage", "lossy"):
-        if name in values:
-            history.record(
-                session, memory, name, getattr(memory, name), values[name], operation, now
-            )
-    if "stage" in values:
-        values["stage_changed_at"] = now
-    if "content" in values:
-        values["token_count"] = count_tokens(values["content"])
-    session.execute(
-        update(Chunk)
-        .where(Chunk.namespace == memory.namespace, Chunk.id == memory.id)
-        .values(**values, updated_at=Chunk.updated_at)
-    )
+# One statement for a batch of stage changes (content, token count and lossy only where
+# given). Aging is not an edit by anyone: updated_at stays.
+_APPLY = text(
+    """
+    UPDATE chunk c
+    SET stage = v.stage, stage_changed_at = v.at,
+        content = coalesce(v.content, c.content),
+        token_count = coalesce(v.tokens, c.token_count),
+        lossy = coalesce(v.lossy, c.lossy)
+    FROM unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[]), CAST(:stages AS text[]),
+                CAST(:contents AS text[]), CAST(:tokens AS int[]), CAST(:lossy AS boolean[]),
+                CAST(:at AS timestamptz[])) AS v(namespace, id, stage, content, tokens, lossy, at)
+    WHERE c.namespace = v.namespace AND c.id = v.id
+    """
+)
+_APPLY_COLUMNS = ("namespaces", "ids", "stages", "contents", "tokens", "lossy", "at")
 
 
-def age(session: Session, memory: Any, target: str, now: datetime) -> None:
+@dataclass
+class Writes:
+    """Stage changes and their history rows, written by `flush` in two statements: a
+    maintenance batch moves hundreds of memories, and a statement or three each was most of
+    its time."""
+
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    moves: list[tuple[Any, ...]] = field(default_factory=list)
+
+    def log(self, memory: Any, name: str, old: Any, new: Any, operation: str, at: datetime) -> None:
+        row = history.change_row(memory, name, old, new, operation, at)
+        if row is not None:
+            self.changes.append(row)
+
+    def move(
+        self,
+        memory: Any,
+        now: datetime,
+        operation: str,
+        stage: str,
+        content: str | None = None,
+        lossy: bool | None = None,
+    ) -> None:
+        """Set a memory's stage (and content, lossy), logging stage and lossy (content
+        changes are logged by the caller, which knows what the text was)."""
+        self.log(memory, "stage", memory.stage, stage, operation, now)
+        if lossy is not None:
+            self.log(memory, "lossy", memory.lossy, lossy, operation, now)
+        tokens = None if content is None else count_tokens(content)
+        self.moves.append((memory.namespace, memory.id, stage, content, tokens, lossy, now))
+
+    def flush(self, session: Session) -> None:
+        history.record_rows(session, self.changes)
+        if self.moves:
+            columns = zip(*self.moves, strict=True)
+            session.execute(_APPLY, dict(zip(_APPLY_COLUMNS, map(list, columns), strict=True)))
+        self.changes, self.moves = [], []
+
+
+def age(memory: Any, target: str, now: datetime, writes: Writes) -> None:
     """Move a memory forward to `target`, archiving and cutting its content on the way."""
     content = memory.content
     if target in AGED and memory.stage not in AGED:
         shorter = summary.summarize(content)
-        history.record(session, memory, "content", content, shorter, "archive", now)
+        writes.log(memory, "content", content, shorter, "archive", now)
         content = shorter
     if target == "rehydratable" and memory.stage != "rehydratable":
         key = summary.key_of(content)
-        history.record(session, memory, "content", content, key, "key_only", now)
+        writes.log(memory, "content", content, key, "key_only", now)
         content = key
-    values: dict[str, Any] = {"stage": target}
-    if content != memory.content:
-        values["content"] = content
-    _set(session, memory, now, f"lifecycle:{target}", **values)
+    changed = content if content != memory.content else None
+    writes.move(memory, now, f"lifecycle:{target}", target, content=changed)
 
 
-def rekindle(session: Session, memory: Any, now: datetime, operation: str) -> tuple[str, Restored]:
-    """Bring a memory back to active; returns (content, how: full | summary | none)."""
+def rekindle(
+    session: Session, memory: Any, now: datetime, operation: str, writes: Writes | None = None
+) -> tuple[str, Restored]:
+    """Bring a memory back to active; returns (content, how: full | summary | none).
+    Its writes go into `writes` when given (the caller flushes), else are made now."""
+    pending = writes if writes is not None else Writes()
+    how: Restored = "full"
+    content = memory.content
     if memory.stage not in AGED:
         if memory.stage != "active":
-            _set(session, memory, now, operation, stage="active")
-        return memory.content, "full"
-    full = history.full_text(session, memory)
-    how: Restored = "full"
-    if full is not None:
-        content, lossy = full, False
+            pending.move(memory, now, operation, "active")
     else:
-        content, lossy = memory.content, True
-        how = "summary" if memory.stage == "archived" else "none"
-    values: dict[str, Any] = {"stage": "active", "lossy": lossy}
-    if content != memory.content:
-        history.record(session, memory, "content", memory.content, content, operation, now)
-        values["content"] = content
-    _set(session, memory, now, operation, **values)
-    events.record(
-        session,
-        namespace=memory.namespace,
-        event_type="rehydrate",
-        operation=operation,
-        subject_kind="memory",
-        subject_id=memory.id,
-        payload={"from_stage": memory.stage, "restored": how},
-    )
+        full = history.full_text(session, memory)
+        if full is not None:
+            content, lossy = full, False
+        else:
+            lossy = True
+            how = "summary" if memory.stage == "archived" else "none"
+        pending.log(memory, "content", memory.content, content, operation, now)
+        changed = content if content != memory.content else None
+        pending.move(memory, now, operation, "active", content=changed, lossy=lossy)
+        events.record(
+            session,
+            namespace=memory.namespace,
+            event_type="rehydrate",
+            operation=operation,
+            subject_kind="memory",
+            subject_id=memory.id,
+            payload={"from_stage": memory.stage, "restored": how},
+        )
+    if writes is None:
+        pending.flush(session)
     return content, how
 
 
@@ -181,16 +222,18 @@ def rehydrate(session: Session, params: RehydrateIn, now: datetime | None = None
 def transition(session: Session, memories: list[Any], now: datetime) -> Counter[str]:
     """Move each memory to the stage its idle time calls for; counts what moved where."""
     moved: Counter[str] = Counter()
+    writes = Writes()
     for memory in memories:
         target = due_stage(memory, now)
         if target == memory.stage:
             continue
         if STAGES.index(target) > STAGES.index(memory.stage):
-            age(session, memory, target, now)
+            age(memory, target, now, writes)
             moved[target] += 1
         else:  # used again, or now exempt: back to active
-            rekindle(session, memory, now, "maintain")
+            rekindle(session, memory, now, "maintain", writes)
             moved["rekindled"] += 1
+    writes.flush(session)
     return moved
 
 

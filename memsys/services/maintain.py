@@ -1,7 +1,8 @@
 """`memsys maintain`: access counters, decay scores, stage changes, consolidation.
 
-Each step works in small transactions (a batch of memories each), so it can run beside live
-traffic: rows a reader or writer holds are skipped (`SKIP LOCKED`) and picked up by the next
+Decay scores are written when a memory's S003 band changes (decay.moved_bands), not on every
+run. Each step works in small transactions (a batch of memories each), so it can run beside
+live traffic: rows a reader or writer holds are skipped (`SKIP LOCKED`) and picked up by the next
 run. Every step is idempotent — a second run right after the first changes nothing — and the
 whole run stops starting new batches once its time budget is spent (the report says whether
 it finished). `now` is injectable: tests and the lifecycle benchmark move the clock instead of
@@ -73,8 +74,7 @@ def run(
             if not rows:
                 stages_done = True
                 break
-            scores = decay.rescore(rows, now)
-            decay.store_scores(session, scores)
+            decay.store_scores(session, decay.moved_bands(rows, decay.rescore(rows, now)))
             moved += lifecycle.transition(session, rows, now)
             report.rescored += len(rows)
             report.batches += 1
@@ -91,9 +91,10 @@ def run(
                 merges_done = True
                 break
             merged_now = 0
+            near = consolidate.near_duplicates(session, chunks)
             for chunk in chunks:
                 if chunk.id not in closed:
-                    gone = consolidate.merge_one(session, chunk, now)
+                    gone = consolidate.merge_one(session, chunk, now, near.get(chunk.id, []))
                     closed.update(gone)
                     merged_now += len(gone)
             consolidate.advance(session, chunks[-1], merged_now)

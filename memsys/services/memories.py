@@ -224,6 +224,23 @@ def count(session: Session, params: MemoryCountIn) -> MemoryCountOut:
     return MemoryCountOut(count=session.scalar(stmt) or 0, filters=params.model_dump())
 
 
+def item(c: Chunk) -> MemoryItem:
+    """A memory as the listing and memory_get show it."""
+    return MemoryItem(
+        id=c.id,
+        content=c.content,
+        memory_type=c.memory_type or "",
+        namespace=c.namespace,
+        confidence=c.confidence,
+        importance=c.importance,
+        tags=c.tags,
+        metadata=c.meta,
+        access_count=c.access_count,
+        created_at=c.created_at,
+        updated_at=c.updated_at,
+    )
+
+
 def list_memories(session: Session, params: MemoryListIn) -> MemoryListOut:
     namespaces.require(session, params.namespace)
     total = count(session, params).count
@@ -231,20 +248,5 @@ def list_memories(session: Session, params: MemoryListIn) -> MemoryListOut:
     order = column.desc() if params.descending else column.asc()
     stmt = _filtered(live_memories(), params).order_by(order, Chunk.id)
     rows = session.scalars(stmt.limit(params.limit).offset(params.offset)).all()
-    items = [
-        MemoryItem(
-            id=c.id,
-            content=c.content,
-            memory_type=c.memory_type or "",
-            namespace=c.namespace,
-            confidence=c.confidence,
-            importance=c.importance,
-            tags=c.tags,
-            metadata=c.meta,
-            access_count=c.access_count,
-            created_at=c.created_at,
-            updated_at=c.updated_at,
-        )
-        for c in rows
-    ]
+    items = [item(c) for c in rows]
     return MemoryListOut(memories=items, total=total, limit=params.limit, offset=params.offset)

@@ -38,6 +38,9 @@ SLICE_TOOLS = {
     "debug_feedback",
     "decay",
     "debug_rehydrate",
+    "memory_pin",
+    "memory_unpin",
+    "memory_get",
     "memory_brief",
     "debug_why",
     "debug_replay",
@@ -76,6 +79,7 @@ SLICE_TOOLS = {
 READ_ONLY = {
     "validation_history",
     "memory_analyze_health",
+    "memory_get",
     "memory_brief",
     "memory_inspect_graph",
     "debug_trace",

@@ -128,6 +128,9 @@ def attacks(t: Tenants) -> list[tuple[str, dict[str, Any]]]:
         # lifecycle
         "decay": [{"namespace": BETA, "threshold": 0.99}, {"threshold": 0.99}],
         "debug_rehydrate": [{"memory_id": t.beta_memory}],
+        "memory_pin": [{"memory_id": t.beta_memory}],
+        "memory_unpin": [{"memory_id": t.beta_memory}],
+        "memory_get": [{"memory_id": t.beta_memory}],
         "memory_brief": [{"kind": "core", "namespace": BETA}, {"kind": "reflection"}],
         "memory_analyze_health": [{"namespace": BETA}, {}],
         # knowledge graph

@@ -3,6 +3,7 @@ exempt memories never age; every signal can be read as of before its change."""
 
 from __future__ import annotations
 
+import math
 import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -12,10 +13,11 @@ from sqlalchemy import select, update
 from memsys import runner
 from memsys.db import session_scope
 from memsys.models import Chunk, Edge, Event, MemoryAccess, MemoryChange, QueryTrace
-from memsys.retrieval import rank
+from memsys.retrieval import pipeline, rank
 from memsys.schemas import MemoryForgetIn, MemoryRecallIn
 from memsys.schemas.learning import MemoryOutcomeIn
-from memsys.services import access, history, learning, maintain, memories
+from memsys.schemas.query import QueryIn
+from memsys.services import access, history, learning, maintain, memories, query
 from memsys.services import decay as decay_rules
 from tests.factories import store
 
@@ -111,6 +113,18 @@ def test_exempt_memories_never_age(embedder: Any) -> None:
     assert row(pinned).decay_score == 999.0
 
 
+def test_maintenance_writes_a_decay_score_only_when_its_band_changes(embedder: Any) -> None:
+    memory = store("The test fleet reboots weekly", memory_type="general", importance=0.5).id
+    # 0.5 · 0.5 · 0.8 = 0.2 (fading) when fresh; e^-0.03 a day after: 0.194 (dormant)
+    maintain.run(now=days(1))
+    first = row(memory).decay_score
+    assert first is not None and abs(first - 0.2 * math.exp(-0.03)) < 1e-3
+    maintain.run(now=days(2))  # still dormant: the stored score is not rewritten
+    assert row(memory).decay_score == first
+    maintain.run(now=days(60))  # 0.2 · e^-1.8 = 0.033: below 0.05, a new band
+    assert abs(row(memory).decay_score - 0.2 * math.exp(-1.8)) < 1e-3
+
+
 def test_confidence_and_stage_read_as_of_before_their_change(embedder: Any) -> None:
     memory = store("Cache keys include the tenant id").id
     key = (row(memory).namespace, memory)
@@ -124,22 +138,82 @@ def test_confidence_and_stage_read_as_of_before_their_change(embedder: Any) -> N
     assert (then["confidence"], then["stage"]) == (0.3, "active")
 
 
+def test_an_archived_memory_reads_in_full_as_of_before_its_archiving(embedder: Any) -> None:
+    memory = store(LONG, memory_type="configuration").id
+    before = datetime.now(UTC)
+    maintain.run(now=days(40))
+    assert row(memory).stage == "archived" and row(memory).content != LONG
+    question = "when does the nightly Postgres backup run and how long are backups kept"
+    with session_scope() as s:
+        then = pipeline.retrieve(s, question, limit=3, as_of=before).hits
+        now = pipeline.retrieve(s, question, limit=3).hits
+    assert (then[0].id, then[0].content) == (memory, LONG)
+    assert then[0].token_count > row(memory).token_count  # counted for the text it gives
+    assert (now[0].id, now[0].content) == (memory, row(memory).content)
+    answer = runner.execute(query.query, QueryIn, {"query": question, "as_of": before})
+    assert "Restores are tested every quarter" in answer.output
+    today = runner.execute(query.query, QueryIn, {"query": question})
+    assert "Restores are tested every quarter" not in today.output
+    assert row(memory).content != LONG  # reading the past changed nothing
+
+
 def test_accesses_are_logged_and_counters_fold_to_the_log(embedder: Any) -> None:
     memory = store("The CDN caches images for a week").id
     recall("how long does the CDN cache images")
     recall("CDN image cache duration")
     with session_scope() as s:
-        logged = s.scalars(select(MemoryAccess.hits).where(MemoryAccess.memory_id == memory))
-        assert list(logged) == [1, 1]
-        # A bump skipped under a lock leaves the counter behind its log: fold repairs it.
-        s.execute(update(Chunk).where(Chunk.id == memory).values(access_count=0))
-    with session_scope() as s:
-        assert access.fold(s) == 1
+        logged = s.execute(
+            select(MemoryAccess.hits, MemoryAccess.counted).where(MemoryAccess.memory_id == memory)
+        )
+        assert [tuple(r) for r in logged] == [(1, True), (1, True)]  # both bumps were made
+        assert access.fold(s) == 0  # nothing to add
     assert row(memory).access_count == 2
     with session_scope() as s:
         key = (row(memory).namespace, memory)
         assert access.temperatures(s, [key], datetime.now(UTC)) == {key: "warm"}
         assert access.temperatures(s, [key], days(40)) == {key: "cold"}
+
+
+def uncounted(memory_id: str, n: int) -> None:
+    """Log accesses the way a read whose bump was skipped leaves them."""
+    namespace = row(memory_id).namespace
+    with session_scope() as s:
+        for _ in range(n):
+            s.add(MemoryAccess(namespace=namespace, memory_id=memory_id, counted=False))
+
+
+def log_total(memory_id: str) -> int:
+    with session_scope() as s:
+        hits = s.scalars(select(MemoryAccess.hits).where(MemoryAccess.memory_id == memory_id))
+        return sum(hits)
+
+
+def test_fold_takes_only_new_accesses_and_counts_each_once(embedder: Any) -> None:
+    a = store("The search cluster reindexes on Sundays").id
+    b = store("The mail relay rejects attachments over 20 MB").id
+    recall("when does the search cluster reindex")  # counted at once (one or both hits)
+    read = {m: row(m).access_count for m in (a, b)}
+    assert read[a] == 1
+    uncounted(a, 2)
+    uncounted(b, 3)
+    with session_scope() as s:
+        assert access.fold(s) == 2  # two counters moved
+    after = {m: row(m).access_count for m in (a, b)}
+    assert after == {a: read[a] + 2, b: read[b] + 3} == {m: log_total(m) for m in (a, b)}
+    with session_scope() as s:
+        assert access.fold(s) == 0  # a second run finds nothing new…
+        pending = s.scalars(select(MemoryAccess.id).where(MemoryAccess.counted.is_(False)))
+        assert list(pending) == []
+    assert {m: row(m).access_count for m in (a, b)} == after  # …and counts nothing twice
+
+    uncounted(a, 1)
+    with session_scope() as first:  # a fold in flight…
+        assert access.fold(first) == 1
+        with session_scope() as second:  # …and one beside it, which leaves the work to it
+            assert access.fold(second) == 0
+    assert row(a).access_count == log_total(a) == after[a] + 1
+    with session_scope() as s:
+        assert access.fold(s) == 0
 
 
 def test_near_duplicates_are_consolidated_once(embedder: Any) -> None:

@@ -1,0 +1,50 @@
+"""memory_get (S002): one memory by id, read the way recall reads its hits.
+
+The read is an access (access.record: a row in the access log and, unless another
+transaction holds the memory, its counter), so decay scores and hot / warm / cold see direct
+reads as well as recalls. An archived or rehydratable memory is rekindled by the read — its
+full text back from its history, else its summary marked lossy — as a recall that finds it
+does, except when the caller may not write its namespace (a read-only token reads what is
+stored) or another transaction holds its row (a read never waits; the next one rekindles).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from memsys.models import Chunk
+from memsys.schemas.lifecycle import MemoryGetIn, MemoryGetOut
+from memsys.services import access, lifecycle, memories
+from memsys.tenancy import may_write
+
+
+def get(session: Session, params: MemoryGetIn, now: datetime | None = None) -> MemoryGetOut:
+    now = now or datetime.now(UTC)
+    memory = memories.live_memory(session, params.memory_id)
+    key = (memory.namespace, memory.id)
+    rekindled = False
+    if memory.stage in lifecycle.AGED and may_write(memory.namespace):
+        row = session.execute(
+            select(*lifecycle.ROW)
+            .where(Chunk.namespace == memory.namespace, Chunk.id == memory.id)
+            .with_for_update(skip_locked=True)
+        ).first()
+        if row is not None and row.stage in lifecycle.AGED:
+            lifecycle.rekindle(session, row, now, "memory_get")
+            rekindled = True
+    access.record(session, [memory.id], at=now)
+    session.refresh(memory)  # the rekindled text and stage, the counted access
+    return MemoryGetOut(
+        **memories.item(memory).model_dump(),
+        stage=memory.stage,
+        pinned=memory.pinned,
+        golden=memory.golden,
+        lossy=memory.lossy,
+        rekindled=rekindled,
+        decay_score=memory.decay_score,
+        last_accessed_at=memory.last_accessed_at,
+        temperature=access.temperatures(session, [key], now).get(key, "cold"),
+    )
