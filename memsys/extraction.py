@@ -88,17 +88,25 @@ def extract(text: str) -> list[Mention]:
     return list(found.values())
 
 
+# What follows a title: a colon, comma, parenthesis, dash, semicolon, a line break or the end.
+# A capitalised word running on into the sentence ("Rapamycin delays…") is not one.
+_DELIMITED = re.compile(r"[ \t]*(?:[:,;(\n\u2013\u2014]|-\s|$)")
+
+
 def subject(text: str) -> str | None:
     """The key of the name a text opens with ("Young, New South Wales: Young is a town…",
-    "# Deploy notes", "Caroline: I went…"), or None. A chunk that opens with a name is about
-    it — an encyclopedia entry's title, a note's heading, a turn's speaker — which makes it
-    the place to look when another chunk mentions that name (graph retrieval's second hop)."""
+    "# Deploy notes", "Caroline: I went…"), or None. A chunk that opens with a name set off
+    as a title is about it — an encyclopedia entry's title, a note's heading, a turn's
+    speaker — which makes it the place to look when another chunk mentions that name (graph
+    retrieval's second hop)."""
     opening = _OPENING.match(text)
     if opening is None:
         return None
     match = _NAME.match(text, opening.end())
     if match is None:
         return None
+    if not _DELIMITED.match(text, match.end()):
+        return None  # "Rapamycin delays aging…", "Effect of …": a sentence's first word
     whole = match.group(0).split()
     words = _trim(whole)
     dropped = {w.lower() for w in whole[: len(whole) - len(words)]}

@@ -29,7 +29,7 @@ from memsys.vault.evals.base import probe_namespace, scratch
 METRIC = {"locomo": "R@10", "hotpotqa": "R@5", "hotpotqa_2wiki": "R@5", "scifact": "nDCG@10"}
 ROWS = (
     "baseline_dense", "baseline_bm25", "dense", "lexical", "graph", "neighbours", "rrf",
-    "fused_dense_lex", "fused_no_graph", "fused_no_near", "fused_graph_1", "fused_no_time",
+    "fused_dense_lex", "fused_no_graph", "fused_no_near", "fused_flat_graph", "fused_no_time",
     "fused_time_1", "fused",
 )  # fmt: skip
 BATCH = 500
@@ -76,7 +76,10 @@ def rankings(session: Session, ns: str, corpus: Corpus, query: str) -> dict[str,
     lex = [f[2] for f in found.features]
     ppr = [f[3] for f in found.features]
     near = [f[4] for f in found.features]
-    now = fusion.CURRENT
+    # The ablations re-fuse with the graph weight this query got (×graph_subject when it
+    # names a stored memory's subject); fused_flat_graph gives every query the base weight.
+    base = fusion.CURRENT
+    now = replace(base, graph=float(found.fusion["graph"]))
 
     def order(scores: list[float]) -> list[str]:
         return [ids[i] for i in sorted(range(len(ids)), key=lambda i: -scores[i])][:k]
@@ -90,7 +93,7 @@ def rankings(session: Session, ns: str, corpus: Corpus, query: str) -> dict[str,
         "fused_dense_lex": order(fusion.zfuse(sims, lex, replace(now, graph=0, neighbours=0))),
         "fused_no_graph": order(fusion.zfuse(sims, lex, replace(now, graph=0), None, near)),
         "fused_no_near": order(fusion.zfuse(sims, lex, replace(now, neighbours=0), ppr)),
-        "fused_graph_1": order(fusion.zfuse(sims, lex, replace(now, graph=1.0), ppr, near)),
+        "fused_flat_graph": order(fusion.zfuse(sims, lex, base, ppr, near)),
         "fused_no_time": order(fusion.zfuse(sims, lex, now, ppr, near)),
         "fused_time_1": order(
             fusion.add_channel(fusion.zfuse(sims, lex, now, ppr, near), found.temporal, 1.0)

@@ -82,6 +82,9 @@ def test_a_mention_in_passing_weighs_the_same_as_before_without_a_subject() -> N
         ("In 1986 the film was shot near Leland.", None),
         ("When Paris fell, the government moved south.", None),
         ("user prefers dark mode in the editor", None),
+        ("Kerry Saxby-Junna (born 1961) is a race walker.", "concept#kerry saxby-junna"),
+        ("Rapamycin delays aging in fruit flies.", None),  # a sentence's first word
+        ("Effect of Vitamin D on bone density", None),
     ],
 )
 def test_the_subject_is_the_name_a_text_opens_with(text: str, key: str | None) -> None:
