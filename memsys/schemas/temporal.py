@@ -9,7 +9,15 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
 
-from memsys.schemas.common import Input, NamespaceName, Output, QueryText, within
+from memsys.schemas.common import (
+    NOT_BLANK,
+    Input,
+    NamespaceName,
+    Output,
+    QueryText,
+    Timestamp,
+    within,
+)
 from memsys.schemas.graph import MAX_ITEMS, Name
 
 MAX_GRAPH_DEPTH = 3  # both directions at depth 3 already reaches most of a dense graph
@@ -40,7 +48,7 @@ def _episode(v: str) -> str:
 
 
 AsOf = Annotated[
-    datetime | None,
+    Timestamp | None,
     AfterValidator(check_as_of),
     Field(description="Read the graph as it was at this time (ISO 8601; default: now)"),
 ]
@@ -66,13 +74,14 @@ class AddEpisodeIn(Input):
     content: Annotated[
         str,
         AfterValidator(_episode),
+        NOT_BLANK,
         Field(description="The episode: text, or JSON (its string values are read)"),
     ]
     source_description: Annotated[
         str | None, Field(description="Where it came from, e.g. 'Code review session'")
     ] = None
     reference_time: Annotated[
-        datetime | None,
+        Timestamp | None,
         AfterValidator(check_as_of),
         Field(description="When it happened (ISO 8601; default: now): relations start then"),
     ] = None

@@ -1,0 +1,70 @@
+"""The REST contract, fuzzed: schemathesis generates requests from the OpenAPI document
+(valid ones and ones that break it) for every route and runs all its checks on the answers,
+in process against the app on the test database. A 5xx, a refused valid request, an accepted
+invalid one, an undocumented status, header or body shape each fail the test. Rules JSON
+Schema cannot state are named in tests/api/fuzz/hooks.py; the long run (>= 10,000 cases over
+a real server) is benchmarks/fuzz_api.py, documented in README.md "API fuzzing".
+
+Bounded for the suite: a few cases per route and mode, derandomized (the same cases on every
+run, so a failure here is reproducible), no shrinking."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis.errors import Unsatisfiable
+from schemathesis import GenerationMode
+from schemathesis.checks import CHECKS, load_all_checks
+from schemathesis.core.failures import FailureGroup
+
+import tests.api.fuzz.hooks  # noqa: F401  (registers filter_failure)
+from memsys.api.app import create_app
+from tests.factories import fuzz_root
+
+load_all_checks()
+ALL_CHECKS = CHECKS.get_all()
+CASES = 3  # per route and mode: ~45 routes x 2 modes x 3 ≈ 270 requests
+
+
+@pytest.fixture  # one app per mode: a crash in one cannot stop the other
+def contract(embedder: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    with fuzz_root(tmp_path_factory.mktemp("contract-root")):
+        app = create_app(extra_hosts=["testserver"], background=False)  # the ASGI client's host
+        yield schemathesis.openapi.from_asgi("/openapi.json", app)
+
+
+def broken(operation: Any, mode: GenerationMode) -> str | None:
+    """The first contract failure of `operation`'s cases in `mode`, or None."""
+
+    @settings(
+        max_examples=CASES,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(case=operation.as_strategy(generation_mode=mode))
+    def run(case: Any) -> None:
+        case.call_and_validate(checks=ALL_CHECKS)
+
+    try:
+        run()
+    except Unsatisfiable:  # nothing to break (no parameters, or only a free-form path id)
+        return None
+    except (Exception, FailureGroup) as exc:
+        lines = str(exc).splitlines()[:24]  # the check, the request and the answer
+        return f"{operation.label} ({mode}):\n" + "\n".join(lines)
+    return None
+
+
+@pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
+def test_every_route_keeps_its_contract(contract: Any, mode: GenerationMode) -> None:
+    operations = [result.ok() for result in contract.get_all_operations()]
+    assert len(operations) >= 40  # every route of the operation table and the extra routers
+    failures = [f for f in (broken(op, mode) for op in operations) if f]
+    assert not failures, "\n\n".join(failures)
