@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Iterator
+from typing import Any
 
 import anyio
 from fastapi import FastAPI, Request
@@ -110,11 +111,22 @@ def create_app(extra_hosts: list[str] | None = None, background: bool = True) ->
 def allowed_methods(app: FastAPI, request: Request) -> set[str]:
     """The methods some route of this path answers (the Allow header of a 405)."""
     methods: set[str] = set()
-    for route in app.router.routes:
+    for route in _leaves(app.router.routes):
         match, _ = route.matches(request.scope)
         if match != Match.NONE:
             methods |= getattr(route, "methods", None) or set()
     return methods
+
+
+def _leaves(routes: Iterable[Any]) -> Iterator[Any]:
+    """The routes themselves: FastAPI keeps an included router as one entry whose
+    `effective_candidates()` are its routes under the prefix."""
+    for route in routes:
+        candidates = getattr(route, "effective_candidates", None)
+        if candidates is None:
+            yield route
+        else:
+            yield from _leaves(candidates())
 
 
 def _describe_request_errors(exc: RequestValidationError) -> str:

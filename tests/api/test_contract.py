@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import schemathesis
+from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
@@ -27,7 +28,7 @@ from tests.factories import fuzz_root
 
 load_all_checks()
 ALL_CHECKS = CHECKS.get_all()
-CASES = 3  # per route and mode: ~45 routes x 2 modes x 3 ≈ 270 requests
+CASES = 3  # per route and mode: 73 routes x 2 modes x 3, about 420 requests
 
 
 @pytest.fixture  # one app per mode: a crash in one cannot stop the other
@@ -68,3 +69,53 @@ def test_every_route_keeps_its_contract(contract: Any, mode: GenerationMode) -> 
     assert len(operations) >= 40  # every route of the operation table and the extra routers
     failures = [f for f in (broken(op, mode) for op in operations) if f]
     assert not failures, "\n\n".join(failures)
+
+
+@pytest.fixture
+def client(embedder: Any) -> Iterator[TestClient]:
+    with TestClient(create_app(background=False), base_url="http://127.0.0.1:8700") as c:
+        yield c
+
+
+def test_the_document_states_the_rules(client: TestClient) -> None:
+    document = client.get("/openapi.json").json()
+    store = document["paths"]["/v1/memories"]["post"]
+    for code in ("400", "401", "404", "422"):  # every error is the envelope
+        body = store["responses"][code]["content"]["application/json"]["schema"]
+        assert body == {"$ref": "#/components/schemas/ErrorOut"}
+    assert "200" in store["responses"]  # identical content already stored
+    schemas = document["components"]["schemas"]
+    content = schemas["MemoryStoreIn"]["properties"]["content"]
+    assert content["minLength"] == 1 and "\\x00" in content["pattern"]  # no blank, no NUL
+    listing = {
+        p["name"]: p["schema"] for p in document["paths"]["/v1/memories"]["get"]["parameters"]
+    }
+    assert listing["offset"]["maximum"] == 1_000_000_000
+    assert "created_at" in listing["order_by"]["enum"]
+    export = document["paths"]["/v1/graph/export"]["get"]["responses"]["200"]["content"]
+    assert "application/x-ndjson" in export
+
+
+def test_json_bodies_have_the_types_the_document_states(client: TestClient) -> None:
+    refused = client.post("/v1/search", json={"query": "q", "n_results": "5"})
+    assert refused.status_code == 422 and "n_results" in refused.json()["error"]
+    refused = client.post("/v1/memories", json={"content": "x", "importance": True})
+    assert refused.status_code == 422 and "importance" in refused.json()["error"]
+    assert client.post("/v1/search", json={"query": "q", "n_results": 5.0}).status_code == 200
+
+
+def test_a_key_route_does_not_swallow_its_history(client: TestClient) -> None:
+    answer = client.put("/v1/preferences/editor/history", json={"value": "vim"})
+    assert answer.status_code == 405 and answer.headers["allow"] == "GET"
+    assert client.get("/v1/preferences/editor").status_code == 404  # nothing was written
+
+
+def test_import_and_migrate_refuse_clearly(client: TestClient) -> None:
+    answer = client.post(
+        "/v1/import", content=b"`\xff\xfe", headers={"content-type": "application/json"}
+    )
+    assert answer.status_code == 400 and answer.json()["error"] == "The body is not UTF-8 text"
+    answer = client.post("/v1/migrate", json={"revision": "abcdefabcdef", "dry_run": True})
+    assert answer.status_code == 404 and "No such revision" in answer.json()["error"]
+    answer = client.post("/v1/migrate", json={"revision": "head; drop", "dry_run": True})
+    assert answer.status_code == 422 and "Invalid revision" in answer.json()["error"]
