@@ -73,12 +73,16 @@ class Tally:
         self.examples: dict[tuple[str, str, str], str] = {}
         self.errors: Counter[str] = Counter()  # the client could not get an answer at all
 
-    def failure(self, label: str, failure: Any, case: Any, status: int) -> None:
+    def failure(self, label: str, failure: Any, case: Any, response: Any) -> None:
         key = (label, failure.code, failure.title)
         self.failures[key] += 1
         if key not in self.examples:
             message = " ".join(str(failure.message).split())[:300]
-            self.examples[key] = f"[{status}] {message}\n      {case.as_curl_command()[:600]}"
+            answer = response.text[:300]
+            self.examples[key] = (
+                f"[{response.status_code}] {message}\n      answer: {answer}"
+                f"\n      {case.as_curl_command()[:600]}"
+            )
 
 
 def fuzz(operation: Any, mode: Any, cases: int, headers: dict[str, str], tally: Tally) -> None:
@@ -109,9 +113,9 @@ def fuzz(operation: Any, mode: Any, cases: int, headers: dict[str, str], tally: 
             case.validate_response(response, checks=checks, headers=headers)
         except FailureGroup as group:
             for failure in group.exceptions:
-                tally.failure(operation.label, failure, case, response.status_code)
+                tally.failure(operation.label, failure, case, response)
         except Failure as failure:
-            tally.failure(operation.label, failure, case, response.status_code)
+            tally.failure(operation.label, failure, case, response)
 
     with contextlib.suppress(Unsatisfiable):  # nothing to break in this mode (no parameters)
         run()

@@ -14,6 +14,22 @@ from typing import Any
 from memsys.schemas.common import MAX_DEPTH, TEXT_PATTERN
 
 NARROWER = ("pattern", "enum", "const", "format")
+TYPED = ("type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const")
+TEXT_JSON_REF = "#/components/schemas/TextJson"
+# Any JSON value whose strings and object keys hold no NUL: metadata, a preference's value.
+TEXT_JSON: dict[str, Any] = {
+    "description": "Any JSON value; its text (strings and object keys) holds no NUL",
+    "anyOf": [
+        {"type": "string", "pattern": TEXT_PATTERN},
+        {"type": ["number", "boolean", "null"]},
+        {"type": "array", "items": {"$ref": TEXT_JSON_REF}},
+        {
+            "type": "object",
+            "additionalProperties": {"$ref": TEXT_JSON_REF},
+            "propertyNames": {"pattern": TEXT_PATTERN},
+        },
+    ],
+}
 SUBSCHEMAS = ("anyOf", "oneOf", "allOf", "prefixItems")
 NOTE = (
     "Text takes no NUL character (\\u0000) and no lone surrogate (\\ud800-\\udfff); "
@@ -23,12 +39,14 @@ NOTE = (
 
 def publish_text_rule(document: dict[str, Any]) -> dict[str, Any]:
     """`document` (an OpenAPI 3 dict) with the text rule on every input string; in place."""
-    components = document.get("components", {}).get("schemas", {})
+    components = document.setdefault("components", {}).setdefault("schemas", {})
+    components.setdefault("TextJson", TEXT_JSON)
     seen: set[str] = set()
 
-    def visit(schema: Any) -> None:
-        if not isinstance(schema, dict):
-            return
+    def visit(schema: Any, value: bool = True) -> None:
+        """`value`: `schema` describes a value (a field, an item), not a branch of a rule."""
+        if not isinstance(schema, dict) or ("required" in schema and "type" not in schema):
+            return  # not a value: "these fields are given" (memsys.schemas.common.given)
         ref = schema.get("$ref")
         if isinstance(ref, str) and ref.startswith("#/components/schemas/"):
             name = ref.rsplit("/", 1)[1]
@@ -40,16 +58,21 @@ def publish_text_rule(document: dict[str, Any]) -> dict[str, Any]:
             schema["pattern"] = TEXT_PATTERN
         if schema.get("type") == "object" and "propertyNames" not in schema:
             extra = schema.get("additionalProperties")
+            if extra is True or extra == {}:  # free-form values: JSON whose text has no NUL
+                schema["additionalProperties"] = {"$ref": TEXT_JSON_REF}
             if extra is not None and extra is not False:
                 schema["propertyNames"] = {"pattern": TEXT_PATTERN}
+        if value and not any(k in schema for k in TYPED):  # any JSON value (a preference's)
+            schema["allOf"] = [{"$ref": TEXT_JSON_REF}]
         for key in ("properties", "patternProperties", "$defs"):
             for sub in (schema.get(key) or {}).values():
                 visit(sub)
         for key in SUBSCHEMAS:
             for sub in schema.get(key) or ():
-                visit(sub)
-        for key in ("items", "additionalProperties", "not"):
+                visit(sub, value=False)
+        for key in ("items", "additionalProperties"):
             visit(schema.get(key))
+        visit(schema.get("not"), value=False)
 
     for methods in document.get("paths", {}).values():
         for operation in methods.values():

@@ -87,6 +87,9 @@ def test_the_document_states_the_rules(client: TestClient) -> None:
     schemas = document["components"]["schemas"]
     content = schemas["MemoryStoreIn"]["properties"]["content"]
     assert content["minLength"] == 1 and "\\x00" in content["pattern"]  # no blank, no NUL
+    metadata = schemas["MemoryStoreIn"]["properties"]["metadata"]["anyOf"][0]
+    assert metadata["additionalProperties"] == {"$ref": "#/components/schemas/TextJson"}
+    assert "\\x00" in schemas["TextJson"]["anyOf"][0]["pattern"]  # nested text too
     listing = {
         p["name"]: p["schema"] for p in document["paths"]["/v1/memories"]["get"]["parameters"]
     }
