@@ -51,7 +51,10 @@ class MemoryRelateOut(Output):
     created: bool = Field(description="False when this edge already existed (it is returned)")
 
 
-MAX_EDGE_ID = 2**63 - 1  # edge.id is a bigint: a larger number names no edge (and was a 500)
+# edge.id is a bigint, but a number beyond 2^53 is not exact in JSON (JavaScript, and JSON
+# Schema validators that read it as a double: 2^63 + 192 compares equal to 2^63 - 1); an id
+# sequence never gets there. Beyond the bigint it was a 500.
+MAX_EDGE_ID = 2**53 - 1
 
 
 class MemoryEdgeForgetIn(Input):
