@@ -37,6 +37,7 @@ CASES = [
     # the published contract: what the OpenAPI document states is what is refused
     ("memory_edge_forget", {"edge_id": 2**63}, "edge_id must be between 1 and"),
     ("memory_edge_forget", {"edge_id": 2**53}, "edge_id must be between 1 and"),
+    ("memory_diff", {"snapshot_a": "~nosuchuser/a.json"}, "~nosuchuser/a.json"),  # was 500
     ("preference_set", {"key": "a\tb", "value": 1}, "contains a control character"),
     ("preference_set", {"key": "k" * 65, "value": 1}, "too long: 65 characters (limit 64)"),
     ("preference_list", {"as_of": "yesterday"}, "Invalid as_of: 'yesterday'"),
