@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -87,3 +90,23 @@ def write_pdf(path: Path, pages: list[str]) -> Path:
     )
     path.write_bytes(bytes(out))
     return path
+
+
+@contextmanager
+def fuzz_root(root: Path) -> Iterator[Path]:
+    """`root` with one small file, as the only folder memsys may index (fuzzers never reach
+    the rest of the machine); settings are re-read on entry and exit."""
+    from memsys.config import get_settings
+
+    (root / "a.md").write_text("# A\n\nA small file the fuzzer may index.\n")
+    before = os.environ.get("MEMSYS_INDEX_ROOTS")
+    os.environ["MEMSYS_INDEX_ROOTS"] = str(root)
+    get_settings.cache_clear()
+    try:
+        yield root
+    finally:
+        if before is None:
+            os.environ.pop("MEMSYS_INDEX_ROOTS", None)
+        else:
+            os.environ["MEMSYS_INDEX_ROOTS"] = before
+        get_settings.cache_clear()

@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memsys.api.app import create_app
-from memsys.config import get_settings
 from memsys.mcp.server import call
 from memsys.operations import OPERATIONS, Operation
 from tests.conftest import table_counts
+from tests.factories import fuzz_root
 
 NASTY_TEXT = st.one_of(
     st.text(max_size=40),
@@ -46,17 +46,11 @@ def arguments(op: Operation) -> st.SearchStrategy[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def client(embedder: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    root = tmp_path_factory.mktemp("fuzz-root")
-    (root / "a.md").write_text("# A\n\nA small file the fuzzer may index.\n")
-    patch = pytest.MonkeyPatch()
-    patch.setenv("MEMSYS_INDEX_ROOTS", str(root))  # never the rest of the machine
-    get_settings.cache_clear()
-    try:
-        with TestClient(create_app(background=False), base_url="http://127.0.0.1:8700") as c:
-            yield c
-    finally:
-        patch.undo()
-        get_settings.cache_clear()
+    with (
+        fuzz_root(tmp_path_factory.mktemp("fuzz-root")),
+        TestClient(create_app(background=False), base_url="http://127.0.0.1:8700") as c,
+    ):
+        yield c
 
 
 def send(client: TestClient, op: Operation, args: dict[str, Any]) -> Any:

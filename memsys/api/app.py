@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Iterator
+from typing import Any
 
 import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from memsys import __version__, envelope
 from memsys.api import docs, graph_io, operations, system, vault
@@ -25,6 +27,8 @@ from memsys.config import allowed_hosts, allowed_origins, get_settings
 from memsys.embeddings import warm_up
 from memsys.errors import MemsysError
 from memsys.mcp.server import build_server, http_routes
+from memsys.schemas.common import ErrorOut
+from memsys.schemas.contract import publish_text_rule
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +66,11 @@ def create_app(extra_hosts: list[str] | None = None, background: bool = True) ->
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         # 404 unknown path, 405 wrong method, 400 a body that is not JSON or not UTF-8
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:  # every method of the path, not only the first route's
+            headers["Allow"] = ", ".join(sorted(allowed_methods(app, request)))
         return JSONResponse(
-            envelope.failure(str(exc.detail)), status_code=exc.status_code, headers=exc.headers
+            envelope.failure(str(exc.detail)), status_code=exc.status_code, headers=headers
         )
 
     @app.exception_handler(Exception)
@@ -78,8 +85,8 @@ def create_app(extra_hosts: list[str] | None = None, background: bool = True) ->
 
     app.include_router(system.router, prefix="/v1")
     app.include_router(operations.router(), prefix="/v1")
-    app.include_router(graph_io.router, prefix="/v1")
-    app.include_router(vault.router, prefix="/v1")
+    app.include_router(graph_io.router, prefix="/v1", responses=operations.common_errors(True))
+    app.include_router(vault.router, prefix="/v1", responses=operations.common_errors(True))
     app.router.routes.extend(routes)
     app.add_middleware(TokenAuthMiddleware, admin_token=get_settings().api_token)
     app.add_middleware(  # outermost: a foreign Host or Origin is refused before anything
@@ -87,7 +94,39 @@ def create_app(extra_hosts: list[str] | None = None, background: bool = True) ->
         hosts=allowed_hosts(extra_hosts),
         origins=allowed_origins(extra_hosts),
     )
+    generate = app.openapi
+
+    def openapi() -> dict[str, object]:
+        if app.openapi_schema is None:
+            document = generate()
+            schemas = document.setdefault("components", {}).setdefault("schemas", {})
+            schemas.setdefault("ErrorOut", ErrorOut.model_json_schema())  # errors' $ref
+            app.openapi_schema = publish_text_rule(document)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     return app
+
+
+def allowed_methods(app: FastAPI, request: Request) -> set[str]:
+    """The methods some route of this path answers (the Allow header of a 405)."""
+    methods: set[str] = set()
+    for route in _leaves(app.router.routes):
+        match, _ = route.matches(request.scope)
+        if match != Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    return methods
+
+
+def _leaves(routes: Iterable[Any]) -> Iterator[Any]:
+    """The routes themselves: FastAPI keeps an included router as one entry whose
+    `effective_candidates()` are its routes under the prefix."""
+    for route in routes:
+        candidates = getattr(route, "effective_candidates", None)
+        if candidates is None:
+            yield route
+        else:
+            yield from _leaves(candidates())
 
 
 def _describe_request_errors(exc: RequestValidationError) -> str:

@@ -14,15 +14,23 @@ from fastapi.responses import PlainTextResponse
 from memsys import runner
 from memsys.errors import InvalidInput
 from memsys.schemas import parse
+from memsys.schemas.common import NamespaceName
 from memsys.schemas.graph import ReadGraphIn
 from memsys.schemas.graph_jsonl import parse_jsonl, render_jsonl
 from memsys.services import graph_io, knowledge_read
 
 router = APIRouter(tags=["graph"])
 NDJSON = "application/x-ndjson"
+
+
+class JsonLines(PlainTextResponse):
+    media_type = NDJSON
+
+
 MAX_BODY = 64 * 1024 * 1024
 Namespace = Annotated[
-    str | None, Query(description="Namespace of the graph (default: MEMSYS_GRAPH_NAMESPACE)")
+    NamespaceName | None,
+    Query(description="Namespace of the graph (default: MEMSYS_GRAPH_NAMESPACE)"),
 ]
 
 
@@ -31,14 +39,14 @@ AsOf = Annotated[
 ]
 
 
-@router.get("/graph/export", response_class=PlainTextResponse)
-def export_graph(namespace: Namespace = None, as_of: AsOf = None) -> PlainTextResponse:
+@router.get("/graph/export", response_class=JsonLines)
+def export_graph(namespace: Namespace = None, as_of: AsOf = None) -> JsonLines:
     """The graph as the memory server's JSONL file (entities, then relations); with as_of,
     as it was then (deletes close rows, so a deleted entity is in an earlier export)."""
     given = {"namespace": namespace, "as_of": as_of}
     params = parse(ReadGraphIn, {k: v for k, v in given.items() if v is not None})
     graph = runner.run(knowledge_read.read_graph, params)
-    return PlainTextResponse(render_jsonl(graph), media_type=NDJSON)
+    return JsonLines(render_jsonl(graph))
 
 
 @router.post("/graph/import")

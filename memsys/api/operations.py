@@ -15,14 +15,32 @@ import re
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Path, Query, Response
-from pydantic import BaseModel, create_model
+from pydantic import (
+    BaseModel,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    create_model,
+)
 from pydantic.fields import FieldInfo
+from starlette.convertors import PathConvertor, register_url_convertor
 
 from memsys import schemas as s
 from memsys.operations import OPERATIONS, Operation, Rest
-from memsys.schemas.common import ErrorOut
+from memsys.schemas.common import Rule
 
 PATH_PARAM = re.compile(r"{(\w+)(?::\w+)?}")
+
+
+class KeyConvertor(PathConvertor):
+    """`{key:path}` of the operation table: a key may hold "/", but does not end in a
+    sub-resource of its own route, so /preferences/a/history is the history of "a" (a PUT
+    there is 405, not a write of the key "a/history")."""
+
+    regex = r".*(?<!/history)"
+
+
+register_url_convertor("key", KeyConvertor())
 
 
 @functools.cache
@@ -40,6 +58,41 @@ def _copy(info: FieldInfo) -> FieldInfo:
     copied = FieldInfo.merge_field_infos(info)
     copied.metadata = [m for m in info.metadata if not callable(getattr(m, "func", None))]
     return copied
+
+
+def published(info: FieldInfo | None) -> list[Any]:
+    """The rules a field publishes (memsys.schemas.common.Rule), as publish-only copies: a
+    path or query parameter shows them in OpenAPI; the operation checks the value itself."""
+    if info is None:
+        return []
+    return [Rule(**m.keywords) for m in info.metadata if isinstance(m, Rule)]
+
+
+def strict(model: type[BaseModel]) -> WrapValidator:
+    """A JSON body has the types OpenAPI states: `0` is not false, `"5"` is not 5, `true` is
+    not 1 (pydantic would convert them). JSON Schema's integer includes 5.0, so that one
+    passes. Query and path values are text and keep pydantic's conversions."""
+
+    def validate(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        result = handler(value)  # memsys's own checks and messages first
+        if isinstance(value, dict):
+            try:
+                model.model_validate(value, strict=True)
+            except ValidationError as exc:
+                wrong = [e for e in exc.errors() if not _integral(e)]
+                if wrong:
+                    raise ValidationError.from_exception_data(
+                        exc.title,
+                        [{"type": e["type"], "loc": e["loc"], "input": e["input"]} for e in wrong],
+                    ) from None
+        return result
+
+    return WrapValidator(validate)
+
+
+def _integral(error: Any) -> bool:
+    given = error.get("input")
+    return error["type"] == "int_type" and isinstance(given, float) and given.is_integer()
 
 
 def _parameter(name: str, annotation: Any) -> inspect.Parameter:
@@ -62,23 +115,29 @@ def endpoint(op: Operation, rest: Rest) -> Any:
     for name in in_path:
         info = model.model_fields[name] if model else None
         description = info.description if info else None
-        params.append(_parameter(name, Annotated[str, Path(description=description)]))
+        extra = info.json_schema_extra if info else None
+        marker = Path(description=description, json_schema_extra=extra)
+        kind = info.annotation if info else str
+        params.append(_parameter(name, Annotated[kind, *published(info), marker]))
     for name in in_query:
         assert model is not None
         info = model.model_fields[name]
+        marker = Query(description=info.description, json_schema_extra=info.json_schema_extra)
         params.append(
             inspect.Parameter(
                 name,
                 inspect.Parameter.KEYWORD_ONLY,
-                annotation=Annotated[info.annotation, Query(description=info.description)],
+                annotation=Annotated[info.annotation, *published(info), marker],
                 default=info.default,
             )
         )
     whole = model is not None and rest_of == tuple(model.model_fields)
     if model is not None and rest_of:
         carrier = model if whole else part_of(model, rest_of, "Query" if as_query else "Body")
-        marker = Query() if as_query else Body()
-        params.append(_parameter("_input", Annotated[carrier, marker]))
+        if as_query:
+            params.append(_parameter("_input", Annotated[carrier, Query()]))
+        else:
+            params.append(_parameter("_input", Annotated[carrier, Body(), strict(carrier)]))
 
     def run(response: Response, **given: Any) -> s.Output:
         carried = given.pop("_input", None)
@@ -99,7 +158,9 @@ def endpoint(op: Operation, rest: Rest) -> Any:
     return run
 
 
+ERROR_REF = "#/components/schemas/ErrorOut"
 ERRORS = {
+    400: "A body that is not UTF-8 (the error says so)",
     401: "Missing or wrong bearer token (when MEMSYS_API_TOKEN is set)",
     403: "A golden rule or a foreign browser Origin",
     404: "Unknown memory, preference, file or namespace",
@@ -110,11 +171,22 @@ ERRORS = {
 }
 
 
+def common_errors(body: bool) -> dict[int | str, dict[str, Any]]:
+    """The error codes any route may answer, each with the error envelope (400 only where a
+    body is read)."""
+    return {
+        code: {  # a $ref, not a model: JSON even on routes that answer JSON lines
+            "description": text,
+            "content": {"application/json": {"schema": {"$ref": ERROR_REF}}},
+        }
+        for code, text in ERRORS.items()
+        if body or code != 400
+    }
+
+
 def error_responses(op: Operation, rest: Rest) -> dict[int | str, dict[str, Any]]:
     """The codes a route answers besides success, each with the error envelope."""
-    codes: dict[int | str, dict[str, Any]] = {
-        code: {"model": ErrorOut, "description": text} for code, text in ERRORS.items()
-    }
+    codes = common_errors(body=rest.method in ("POST", "PUT"))
     if rest.status == 201:
         codes[200] = {"model": op.output, "description": "Identical content already stored"}
     return codes
@@ -134,7 +206,7 @@ def router() -> APIRouter:
     api = APIRouter()
     for op, rest in routes:
         api.add_api_route(
-            rest.path,
+            rest.path.replace(":path}", ":key}"),
             endpoint(op, rest),
             methods=[rest.method],
             response_model=op.output,

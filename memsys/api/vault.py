@@ -9,19 +9,22 @@ management endpoints); GET /v1/diff comes from the operation table like every ot
 
 from __future__ import annotations
 
+import codecs
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import Field
 
-from memsys import envelope
+from memsys import envelope, migrator
+from memsys.api.operations import strict
 from memsys.db import session_scope
-from memsys.errors import MemsysError
+from memsys.errors import InvalidInput, MemsysError, NotFound
 from memsys.schemas.common import Input, NamespaceFilter, Output
 from memsys.schemas.vault import ImportOut
 from memsys.services import namespaces
@@ -47,7 +50,9 @@ def _pieces(form: str, namespace: str | None) -> Iterator[bytes]:
         yield "".join(buffer).encode("utf-8")
 
 
-@router.get("/export")
+@router.get(
+    "/export", responses={200: {"content": {MEDIA["jsonl"]: {"schema": {"type": "string"}}}}}
+)
 def export(
     format: Annotated[
         Literal["json", "jsonl"], Query(description="json (one document) or jsonl (JSON lines)")
@@ -66,7 +71,22 @@ def export(
     )
 
 
-@router.post("/import", response_model=ImportOut, responses={422: {"description": "Problems"}})
+IMPORT_BODY = {
+    "required": True,
+    "description": "A memsys export: the JSON document, or JSON lines",
+    "content": {
+        "application/json": {"schema": {"type": "object"}},
+        MEDIA["jsonl"]: {"schema": {"type": "string"}},
+    },
+}
+
+
+@router.post(
+    "/import",
+    response_model=ImportOut,
+    responses={422: {"description": "Problems"}},
+    openapi_extra={"requestBody": IMPORT_BODY},
+)
 async def import_(
     request: Request,
     dry_run: Annotated[
@@ -81,9 +101,18 @@ async def import_(
     line) unless partial=true (MCP: memory_import, dry run by default)."""
     with tempfile.TemporaryDirectory(prefix="memsys-import-") as folder:
         spool = Path(folder) / "body.json"
+        text = codecs.getincrementaldecoder("utf-8")()
         with spool.open("wb") as out:
             async for chunk in request.stream():
+                try:
+                    text.decode(chunk)
+                except UnicodeDecodeError:
+                    raise HTTPException(400, "The body is not UTF-8 text") from None
                 out.write(chunk)
+        try:
+            text.decode(b"", final=True)
+        except UnicodeDecodeError:
+            raise HTTPException(400, "The body is not UTF-8 text") from None
         result = await run_in_threadpool(_import, spool, dry_run, partial)
     if result.problem_count and not partial:
         shown = "; ".join(f"line {p.line}: {p.message}" for p in result.problems[:5])
@@ -106,8 +135,17 @@ def _import(spool: Path, dry_run: bool, partial: bool) -> ImportOut:
     return result
 
 
+REVISION = r"^(head|[0-9a-f]{12})$"
+
+
 class MigrateIn(Input):
-    revision: Annotated[str, Field(description="Target revision (default: the newest)")] = "head"
+    revision: Annotated[
+        str,
+        Field(
+            description="Target revision: 'head' (the newest) or a revision id",
+            json_schema_extra={"pattern": REVISION},
+        ),
+    ] = "head"
     dry_run: Annotated[bool, Field(description="Return the SQL instead of running it")] = False
 
 
@@ -119,7 +157,12 @@ class MigrateOut(Output):
 
 
 @router.post("/migrate", response_model=MigrateOut)
-def migrate(params: MigrateIn) -> MigrateOut:
+def migrate(params: Annotated[MigrateIn, strict(MigrateIn)]) -> MigrateOut:
     """Upgrade the database schema through Alembic; dry_run returns the SQL (Alembic's
-    offline mode) and changes nothing."""
+    offline mode) and changes nothing. An unknown revision is 404."""
+    if not re.match(REVISION, params.revision):
+        raise InvalidInput(f"Invalid revision {params.revision!r}: 'head' or a revision id")
+    versions = migrator.migrations_dir() / "versions"
+    if params.revision != "head" and not any(versions.glob(f"*_{params.revision}_*.py")):
+        raise NotFound(f"No such revision: {params.revision}")
     return MigrateOut.model_validate(service.migrate(params.revision, params.dry_run))

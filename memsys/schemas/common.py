@@ -11,18 +11,24 @@ builds its options from these models.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable
+from datetime import UTC, date, datetime, timedelta
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
     ValidationError,
     ValidationInfo,
     model_validator,
 )
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from memsys.config import get_settings
 from memsys.errors import InvalidInput
@@ -33,6 +39,15 @@ MAX_RESULTS = 50
 MAX_TOKENS_LIMIT = 200_000
 
 M = TypeVar("M", bound=BaseModel)
+
+# The text rules as JSON Schema patterns (ECMA 262 syntax, which Python's re reads alike), so
+# that the published contract says what memsys refuses. TEXT_PATTERN goes on every input
+# string without a narrower rule (memsys.schemas.contract); a lone surrogate, also refused,
+# cannot be written in a pattern (it is not a character) and is stated in the descriptions.
+TEXT_PATTERN = r"^[^\x00]*$"
+# What str.strip() removes (str.isspace), spelled out so that every regex engine agrees.
+SPACE = r"\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+NON_BLANK_PATTERN = rf"^[^\x00]*[^\x00{SPACE}][^\x00]*$"
 
 
 MAX_DEPTH = 20  # nesting of lists and objects in any input (metadata, preference values)
@@ -108,6 +123,43 @@ def describe_validation_error(exc: ValidationError) -> str:
 # ---------------------------------------------------------------- checks
 
 
+class Rule:
+    """A check memsys runs itself (with its own message), published in the JSON schema as
+    the keywords that say the same, so the OpenAPI and MCP schemas state what is refused.
+    Without `check` it only publishes (for a rule another validator enforces)."""
+
+    def __init__(self, check: Callable[..., Any] | None = None, **keywords: Any) -> None:
+        self.check, self.keywords = check, keywords
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        if self.check is None:
+            return handler(source)
+        return AfterValidator(self.check).__get_pydantic_core_schema__(source, handler)
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        published = handler(schema)
+        published.update(self.keywords)
+        return published
+
+
+def given(*groups: tuple[str, ...]) -> dict[str, Any]:
+    """JSON Schema for "at least one of these groups of fields is given, not null" (a rule a
+    model's validator or service checks), for a model's `json_schema_extra`."""
+    return {
+        "anyOf": [
+            {"required": list(group), "properties": {f: {"not": {"type": "null"}} for f in group}}
+            for group in groups
+        ]
+    }
+
+
+NOT_BLANK = Rule(minLength=1, pattern=NON_BLANK_PATTERN)  # "… cannot be empty" (after strip)
+
+
 def check_namespace(value: str) -> str:
     value = value.strip()
     if not NAMESPACE_PATTERN.match(value):
@@ -152,7 +204,7 @@ def check_budget(value: int, info: ValidationInfo) -> float:
     return value
 
 
-def within(low: float, high: float) -> AfterValidator:
+def within(low: float, high: float) -> Rule:
     """A number from `low` to `high`, or "<field> must be between low and high, got v"."""
 
     def check(value: float, info: ValidationInfo) -> float:
@@ -160,7 +212,7 @@ def within(low: float, high: float) -> AfterValidator:
             raise ValueError(f"{info.field_name} must be between {low} and {high}, got {value}")
         return value
 
-    return AfterValidator(check)
+    return Rule(check, minimum=low, maximum=high)
 
 
 MAX_OFFSET = 1_000_000_000  # PostgreSQL's OFFSET is a bigint: keep far below it
@@ -172,7 +224,7 @@ def check_offset(value: int) -> int:
     return value
 
 
-def path_checker(what: str) -> AfterValidator:
+def path_checker(what: str) -> Rule:
     """A file or directory path: an empty one would silently mean the server's working dir."""
 
     def check(value: str) -> str:
@@ -180,7 +232,25 @@ def path_checker(what: str) -> AfterValidator:
             raise ValueError(f"{what} path cannot be empty")
         return value
 
-    return AfterValidator(check)
+    return Rule(check, minLength=1, pattern=NON_BLANK_PATTERN)
+
+
+def _iso(kind: type[date], what: str, form: str) -> Callable[[Any, ValidationInfo], Any]:
+    """A day or a time is ISO 8601 text (or the Python object from Python callers): pydantic
+    would also read a number, or text such as "0" or "0.5", as seconds since 1970, which no
+    caller means."""
+
+    def parse(value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, kind):
+            return value
+        if isinstance(value, str):
+            try:
+                return kind.fromisoformat(value.strip())
+            except ValueError:
+                pass
+        raise ValueError(f"Invalid {info.field_name or what}: {value!r}. Use {form}")
+
+    return parse
 
 
 # ---------------------------------------------------------------- constrained types
@@ -201,11 +271,6 @@ def check_as_of(value: datetime | None) -> datetime | None:
     return value
 
 
-AsOf = Annotated[
-    datetime | None,
-    AfterValidator(check_as_of),
-    Field(description="Read the graph as it was at this time (ISO 8601; default: now)"),
-]
 NamespaceName = Annotated[
     str,
     AfterValidator(check_namespace),
@@ -215,7 +280,7 @@ NamespaceFilter = Annotated[
     NamespaceName | None,
     Field(description="Only this namespace (e.g. 'global', 'project:myapp')"),
 ]
-QueryText = Annotated[str, AfterValidator(check_query)]
+QueryText = Annotated[str, AfterValidator(check_query), NOT_BLANK]
 OptionalQuery = Annotated[QueryText | None, Field(description="Optional search query")]
 NResults = Annotated[
     int,
@@ -225,7 +290,7 @@ NResults = Annotated[
         json_schema_extra={"minimum": 1, "maximum": MAX_RESULTS},
     ),
 ]
-UnitInterval = Annotated[float, AfterValidator(check_unit)]
+UnitInterval = Annotated[float, Rule(check_unit, minimum=0.0, maximum=1.0)]
 MinRelevance = Annotated[
     UnitInterval | None,
     Field(
@@ -234,15 +299,26 @@ MinRelevance = Annotated[
         json_schema_extra={"minimum": 0.0, "maximum": 1.0},
     ),
 ]
-TokenBudget = Annotated[int, AfterValidator(check_budget)]
-Offset = Annotated[int, AfterValidator(check_offset)]
+TokenBudget = Annotated[
+    int, AfterValidator(check_budget), Rule(minimum=1, maximum=MAX_TOKENS_LIMIT)
+]
+Offset = Annotated[int, AfterValidator(check_offset), Rule(minimum=0, maximum=MAX_OFFSET)]
+Timestamp = Annotated[  # ISO 8601 text only
+    datetime, BeforeValidator(_iso(datetime, "time", "ISO 8601, e.g. '2026-01-31T12:00:00Z'"))
+]
+Day = Annotated[date, BeforeValidator(_iso(date, "day", "YYYY-MM-DD, e.g. '2026-01-31'"))]
+AsOf = Annotated[
+    Timestamp | None,
+    AfterValidator(check_as_of),
+    Field(description="Read the graph as it was at this time (ISO 8601; default: now)"),
+]
 MemoryType = Annotated[
     str,
     AfterValidator(check_memory_type),
     Field(description="Type of memory", json_schema_extra={"enum": list(MEMORY_TYPES)}),
 ]
 MemoryTypeFilter = Annotated[
-    Annotated[str, AfterValidator(check_memory_type)] | None,
+    Annotated[str, Rule(check_memory_type, enum=list(MEMORY_TYPES))] | None,
     Field(description="Only this memory type"),
 ]
 Lifecycle = Literal["personal", "project", "session"]

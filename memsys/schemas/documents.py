@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field
+from pydantic import ConfigDict, Field
 
-from memsys.schemas.common import Input, NamespaceName, Output, path_checker
+from memsys.schemas.common import Input, NamespaceName, Output, Rule, path_checker
 
 DocumentNamespace = Annotated[
     NamespaceName, Field(description="Namespace for organizing documents")
@@ -72,7 +72,9 @@ class IndexDirectoryOut(Output):
 
 class DeleteChunksIn(Input):
     ids: Annotated[
-        list[str], AfterValidator(_ids), Field(description="List of chunk IDs to delete")
+        list[str],
+        Rule(_ids, minItems=1, maxItems=MAX_DELETE_IDS),
+        Field(description="List of chunk IDs to delete"),
     ]
 
 
@@ -100,8 +102,18 @@ class DeleteFileOut(Output):
     source_file: str
 
 
+def _confirm_required(schema: dict[str, Any]) -> None:
+    """Published as required and true: the default (false) is always refused."""
+    schema["required"] = ["confirm"]
+    schema["properties"]["confirm"].pop("default", None)
+
+
 class ClearIndexIn(Input):
-    confirm: Annotated[bool, Field(description="Safety gate - must be true to proceed")] = False
+    model_config = ConfigDict(json_schema_extra=_confirm_required)
+
+    confirm: Annotated[
+        bool, Rule(enum=[True]), Field(description="Safety gate - must be true to proceed")
+    ] = False
     namespace: Annotated[NamespaceName | None, Field(description="Only this namespace")] = None
 
 

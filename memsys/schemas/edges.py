@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, ConfigDict, Field
 
 from memsys import relations
-from memsys.schemas.common import AsOf, Input, Output, within
+from memsys.schemas.common import AsOf, Input, Output, Rule, given, within
 
 # memory_relate takes any public relation of the one registry (memsys.relations): S001's four
 # first, then S000's vocabulary, S003's and S002's types; any case, stored lower snake_case.
@@ -78,8 +78,21 @@ class MemoryRelateOut(Output):
     created: bool = Field(description="False when this edge already existed (it is returned)")
 
 
+# edge.id is a bigint, but a number beyond 2^53 is not exact in JSON (JavaScript, and JSON
+# Schema validators that read it as a double: 2^63 + 192 compares equal to 2^63 - 1); an id
+# sequence never gets there. Beyond the bigint it was a 500.
+MAX_EDGE_ID = 2**53 - 1
+
+
 class MemoryEdgeForgetIn(Input):
-    edge_id: Annotated[int | None, Field(description="Specific edge ID to delete")] = None
+    model_config = ConfigDict(
+        json_schema_extra=given(("edge_id",), ("memory_id",), ("source_id", "target_id"))
+    )
+
+    edge_id: Annotated[
+        Annotated[int, within(1, MAX_EDGE_ID)] | None,
+        Field(description="Specific edge ID to delete"),
+    ] = None
     memory_id: Annotated[
         str | None, Field(description="Memory ID to delete all connected edges")
     ] = None
@@ -112,7 +125,9 @@ class MemoryInspectIn(Input):
     ] = None
     include_scores: Annotated[bool, Field(description="Compute relevance scores for paths")] = True
     decay_factor: Annotated[
-        float, AfterValidator(_decay), Field(description="Factor by which relevance decays per hop")
+        float,
+        Rule(_decay, exclusiveMinimum=0.0, maximum=1.0),
+        Field(description="Factor by which relevance decays per hop"),
     ] = 0.7
     output_format: Annotated[
         Literal["json", "mermaid"], Field(description="json, or a mermaid flowchart as text")

@@ -8,7 +8,15 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from memsys.schemas.common import AsOf, Input, Output, UnitInterval, check_as_of
+from memsys.schemas.common import (
+    NOT_BLANK,
+    AsOf,
+    Input,
+    Output,
+    Timestamp,
+    UnitInterval,
+    check_as_of,
+)
 from memsys.schemas.graph import Name
 from memsys.schemas.temporal import Namespace
 
@@ -31,7 +39,7 @@ Attribute = Annotated[Name, Field(description="What about it, e.g. 'timeout' or 
 class FactSetIn(Input):
     entity: Entity
     attribute: Attribute
-    content: Annotated[str, AfterValidator(_content), Field(description="The statement")]
+    content: Annotated[str, AfterValidator(_content), NOT_BLANK, Field(description="The statement")]
     entity_type: Annotated[
         Name, Field(description="Type of the entity when it is created here")
     ] = "concept"
@@ -46,7 +54,7 @@ class FactSetIn(Input):
         Field(description="Which part of the version a change bumps"),
     ] = "minor"
     valid_from: Annotated[
-        datetime | None,
+        Timestamp | None,
         AfterValidator(check_as_of),
         Field(description="When it became true (ISO 8601; default: now)"),
     ] = None

@@ -9,7 +9,15 @@ from typing import Annotated
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from memsys import keys, relations
-from memsys.schemas.common import AsOf, Input, NamespaceName, Output, QueryText
+from memsys.schemas.common import (
+    NOT_BLANK,
+    AsOf,
+    Input,
+    NamespaceName,
+    Output,
+    QueryText,
+    Rule,
+)
 from memsys.schemas.observations import canonical_text, looks_like_envelope, parse_envelope
 
 MAX_ITEMS = 1000
@@ -40,8 +48,9 @@ def _items(v: list[object]) -> list[object]:
     return v
 
 
-Name = Annotated[str, AfterValidator(_name)]
-Observation = Annotated[str, AfterValidator(_observation)]
+ITEMS = Rule(_items, maxItems=MAX_ITEMS)
+Name = Annotated[str, AfterValidator(_name), NOT_BLANK]
+Observation = Annotated[str, AfterValidator(_observation), NOT_BLANK]
 GraphNamespace = Annotated[
     NamespaceName | None,
     Field(description="Namespace of the graph (default: MEMSYS_GRAPH_NAMESPACE, 'global')"),
@@ -98,44 +107,34 @@ class DeletionIn(Input):
 
 
 class CreateEntitiesIn(Input):
-    entities: Annotated[
-        list[EntityIn], AfterValidator(_items), Field(description="Entities to create")
-    ]
+    entities: Annotated[list[EntityIn], ITEMS, Field(description="Entities to create")]
     namespace: GraphNamespace = None
 
 
 class CreateRelationsIn(Input):
-    relations: Annotated[
-        list[RelationIn], AfterValidator(_items), Field(description="Relations to create")
-    ]
+    relations: Annotated[list[RelationIn], ITEMS, Field(description="Relations to create")]
     namespace: GraphNamespace = None
 
 
 class AddObservationsIn(Input):
     observations: Annotated[
-        list[ObservationsIn], AfterValidator(_items), Field(description="Per entity, what to add")
+        list[ObservationsIn], ITEMS, Field(description="Per entity, what to add")
     ]
     namespace: GraphNamespace = None
 
 
 class DeleteEntitiesIn(Input):
-    entityNames: Annotated[
-        list[Name], AfterValidator(_items), Field(description="Entities to delete")
-    ]
+    entityNames: Annotated[list[Name], ITEMS, Field(description="Entities to delete")]
     namespace: GraphNamespace = None
 
 
 class DeleteObservationsIn(Input):
-    deletions: Annotated[
-        list[DeletionIn], AfterValidator(_items), Field(description="Per entity, what to remove")
-    ]
+    deletions: Annotated[list[DeletionIn], ITEMS, Field(description="Per entity, what to remove")]
     namespace: GraphNamespace = None
 
 
 class DeleteRelationsIn(Input):
-    relations: Annotated[
-        list[RelationIn], AfterValidator(_items), Field(description="Relations to delete")
-    ]
+    relations: Annotated[list[RelationIn], ITEMS, Field(description="Relations to delete")]
     namespace: GraphNamespace = None
 
 
@@ -152,7 +151,7 @@ class SearchNodesIn(Input):
 
 
 class OpenNodesIn(Input):
-    names: Annotated[list[Name], AfterValidator(_items), Field(description="Entity names")]
+    names: Annotated[list[Name], ITEMS, Field(description="Entity names")]
     namespace: GraphNamespace = None
     as_of: AsOf = None
 

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from memsys.schemas.common import Input, Output, within
+from memsys.schemas.common import NOT_BLANK, Input, Output, within
 
 
 def _context(v: str) -> str:
@@ -26,6 +26,7 @@ class MemoryApplyIn(Input):
     context: Annotated[
         str,
         AfterValidator(_context),
+        NOT_BLANK,
         Field(description="Description of how/where the memory is being applied"),
     ]
     session_id: SessionId = None

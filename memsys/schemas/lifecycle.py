@@ -3,12 +3,12 @@ REFLECTION.md, episodes), S001 memory_analyze_health."""
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import Field
 
-from memsys.schemas.common import Input, NamespaceFilter, Output, UnitInterval, within
+from memsys.schemas.common import Day, Input, NamespaceFilter, Output, UnitInterval, within
 from memsys.schemas.memories import MemoryItem
 
 Tier = Literal["ultra", "short", "medium", "long"]
@@ -65,7 +65,7 @@ class BriefIn(Input):
     ]
     namespace: NamespaceFilter = None
     day: Annotated[
-        date | None, Field(description="The day of the episode log (YYYY-MM-DD; default today)")
+        Day | None, Field(description="The day of the episode log (YYYY-MM-DD; default today)")
     ] = None
 
 

@@ -6,11 +6,12 @@ import json
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, field_validator
+from pydantic import AfterValidator, ConfigDict, Field, field_validator
 
 from memsys import ids
 from memsys.config import get_settings
 from memsys.schemas.common import (
+    NOT_BLANK,
     Input,
     Lifecycle,
     MemoryType,
@@ -23,9 +24,12 @@ from memsys.schemas.common import (
     OptionalQuery,
     Output,
     QueryText,
+    Rule,
+    Timestamp,
     TokenBudget,
     UnitInterval,
     check_query,
+    given,
     within,
 )
 
@@ -71,7 +75,9 @@ def _utc(v: datetime) -> datetime:
 
 
 class MemoryStoreIn(Input):
-    content: Annotated[str, AfterValidator(_content), Field(description="The memory content text")]
+    content: Annotated[
+        str, AfterValidator(_content), NOT_BLANK, Field(description="The memory content text")
+    ]
     memory_type: MemoryType = "session"
     namespace: Annotated[
         NamespaceName,
@@ -90,7 +96,7 @@ class MemoryStoreIn(Input):
         Field(description="personal | project | session (default by memory type)"),
     ] = None
     reference_time: Annotated[
-        Annotated[datetime, AfterValidator(_utc)] | None,
+        Annotated[Timestamp, AfterValidator(_utc)] | None,
         Field(
             description="ISO 8601 time when the remembered thing happened (default: now); "
             'queries naming a date or range ("last May") match against it'
@@ -112,7 +118,7 @@ def _batch(v: list[MemoryStoreIn]) -> list[MemoryStoreIn]:
 class MemoryStoreBatchIn(Input):
     memories: Annotated[
         list[MemoryStoreIn],
-        AfterValidator(_batch),
+        Rule(_batch, minItems=1, maxItems=MAX_BATCH),
         Field(description=f"Up to {MAX_BATCH} memories, each as memory_store takes it"),
     ]
 
@@ -179,12 +185,16 @@ def _input_value(v: str) -> str:
 
 
 class MemoryForgetIn(Input):
-    memory_id: Annotated[str | None, Field(description="Specific memory ID to delete")] = None
+    model_config = ConfigDict(json_schema_extra=given(("memory_id",), ("query",), ("input_value",)))
+
+    memory_id: Annotated[
+        Annotated[str, NOT_BLANK] | None, Field(description="Specific memory ID to delete")
+    ] = None
     query: Annotated[
         QueryText | None, Field(description="Search query to find memories to delete")
     ] = None
     input_value: Annotated[
-        Annotated[str, AfterValidator(_input_value)] | None,
+        Annotated[str, AfterValidator(_input_value), NOT_BLANK] | None,
         Field(description="Smart parameter - auto-detects if ID or query"),
     ] = None
     namespace: Annotated[
@@ -250,7 +260,9 @@ class MemoryListIn(MemoryCountIn):
         Field(description="Maximum number of results (default: 100, max: 1000)"),
     ] = 100
     offset: Annotated[Offset, Field(description="Number of results to skip for pagination")] = 0
-    order_by: Annotated[str, Field(description="Field to sort by")] = "created_at"
+    order_by: Annotated[
+        str, Rule(enum=list(LIST_ORDER_FIELDS)), Field(description="Field to sort by")
+    ] = "created_at"
     descending: Annotated[bool, Field(description="Sort in descending order")] = True
 
     @field_validator("order_by")

@@ -3,18 +3,40 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
 
 from memsys.config import get_settings
-from memsys.schemas.common import Input, Lifecycle, LifecycleFilter, NamespaceName, Output
+from memsys.schemas.common import (
+    SPACE,
+    Input,
+    Lifecycle,
+    LifecycleFilter,
+    NamespaceName,
+    Output,
+    Rule,
+    Timestamp,
+)
 
-MAX_KEY_CHARS = 256
+# The preference table takes 256 characters, but each change is logged with the key as the
+# event's subject_id, which is 64 wide: a longer key failed after the write (a 500).
+MAX_KEY_CHARS = 64
+# A key is a name: a control character in one (a tab, \x1f) would be stripped or invisible, and
+# two different requests would name the same preference.
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+KEY_RULE = Rule(
+    minLength=1,
+    maxLength=MAX_KEY_CHARS,
+    pattern=rf"^[^\x00-\x1f\x7f-\x9f]*[^\x00-\x1f\x7f-\x9f{SPACE}][^\x00-\x1f\x7f-\x9f]*$",
+)
 
 
 def _key(v: str) -> str:
+    if CONTROL.search(v):
+        raise ValueError(f"Preference key {v!r} contains a control character; use visible text")
     v = v.strip()
     if not v:
         raise ValueError("Preference key cannot be empty")
@@ -33,9 +55,9 @@ def _value(v: Any) -> Any:
     return v
 
 
-Key = Annotated[str, AfterValidator(_key), Field(description="Preference key")]
+Key = Annotated[str, AfterValidator(_key), KEY_RULE, Field(description="Preference key")]
 PreferenceNamespace = Annotated[NamespaceName, Field(description="Namespace")]
-AsOf = Annotated[datetime | None, Field(description="ISO 8601 time: the value as it was then")]
+AsOf = Annotated[Timestamp | None, Field(description="ISO 8601 time: the value as it was then")]
 
 
 class PreferenceKeyIn(Input):
@@ -45,7 +67,12 @@ class PreferenceKeyIn(Input):
 
 class PreferenceSetIn(PreferenceKeyIn):
     key: Annotated[Key, Field(description="Preference key, e.g. 'coding_style'")]
-    value: Annotated[Any, AfterValidator(_value), Field(description="Any JSON value")]
+    value: Annotated[
+        Any,
+        AfterValidator(_value),
+        Rule(**{"not": {"type": "null"}}),
+        Field(description="Any JSON value but null"),
+    ]
     lifecycle: Annotated[Lifecycle, Field(description="personal | project | session")] = "personal"
 
 
@@ -56,7 +83,7 @@ class PreferenceGetIn(PreferenceKeyIn):
 class PreferenceListIn(Input):
     namespace: PreferenceNamespace = "global"
     lifecycle: LifecycleFilter = None
-    as_of: Annotated[datetime | None, Field(description="ISO 8601 time")] = None
+    as_of: Annotated[Timestamp | None, Field(description="ISO 8601 time")] = None
 
 
 class PreferenceOut(Output):

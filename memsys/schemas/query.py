@@ -14,6 +14,7 @@ from memsys.schemas.common import (
     NamespaceFilter,
     Output,
     QueryText,
+    Timestamp,
     TokenBudget,
     within,
 )
@@ -81,7 +82,7 @@ class QueryIn(Input):
         ),
     ] = DEFAULT_BUDGET
     as_of: Annotated[
-        Annotated[datetime, AfterValidator(check_past)] | None,
+        Annotated[Timestamp, AfterValidator(check_past)] | None,
         Field(
             description="ISO 8601 time: answer from the memory as it was then (dates in the "
             "query are resolved against it)"

@@ -9,7 +9,17 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
 
-from memsys.schemas.common import AsOf, Input, NamespaceName, Output, QueryText, check_as_of, within
+from memsys.schemas.common import (
+    NOT_BLANK,
+    AsOf,
+    Input,
+    NamespaceName,
+    Output,
+    QueryText,
+    Timestamp,
+    check_as_of,
+    within,
+)
 from memsys.schemas.graph import MAX_ITEMS, Name
 
 MAX_GRAPH_DEPTH = 3  # both directions at depth 3 already reaches most of a dense graph
@@ -49,13 +59,14 @@ class AddEpisodeIn(Input):
     content: Annotated[
         str,
         AfterValidator(_episode),
+        NOT_BLANK,
         Field(description="The episode: text, or JSON (its string values are read)"),
     ]
     source_description: Annotated[
         str | None, Field(description="Where it came from, e.g. 'Code review session'")
     ] = None
     reference_time: Annotated[
-        datetime | None,
+        Timestamp | None,
         AfterValidator(check_as_of),
         Field(description="When it happened (ISO 8601; default: now): relations start then"),
     ] = None

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from memsys.schemas.common import Input, NamespaceFilter, Output
+from memsys.schemas.common import NOT_BLANK, Input, NamespaceFilter, Output
 
 SnapshotForm = Literal["json", "jsonl", "vault"]
 MAX_LISTED = 1000  # problems and differences listed in one answer; the counts are complete
@@ -15,6 +15,7 @@ MAX_LISTED = 1000  # problems and differences listed in one answer; the counts a
 class ExportIn(Input):
     path: Annotated[
         str,
+        NOT_BLANK,
         Field(
             description="Where to write, on the memsys host: a .json or .jsonl file, or a "
             "folder for the markdown vault (empty, or an earlier vault export)"
@@ -43,6 +44,7 @@ class ExportOut(Output):
 class ImportIn(Input):
     path: Annotated[
         str,
+        NOT_BLANK,
         Field(description="A memsys export on the memsys host: .json, .jsonl, or a vault folder"),
     ]
     dry_run: Annotated[
@@ -86,10 +88,14 @@ class ImportOut(Output):
 
 class DiffIn(Input):
     snapshot_a: Annotated[
-        str, Field(description="A snapshot on the memsys host (.json, .jsonl, vault folder)")
+        str,
+        NOT_BLANK,
+        Field(description="A snapshot on the memsys host (.json, .jsonl, vault folder)"),
     ]
     snapshot_b: Annotated[
-        str, Field(description="Another snapshot, or 'live' for the database as it is now")
+        str,
+        NOT_BLANK,
+        Field(description="Another snapshot, or 'live' for the database as it is now"),
     ] = "live"
     namespace: NamespaceFilter = None
 

@@ -7,6 +7,7 @@ caller.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -35,7 +36,8 @@ def resolved(path: str) -> Path:
     """An absolute path under the allowed roots, or InvalidInput."""
     if not path.strip():
         raise InvalidInput("path cannot be empty")
-    where = Path(path).expanduser().resolve()
+    # os.path's expanduser leaves "~nosuchuser" as it is (pathlib's raised: a 500)
+    where = Path(os.path.expanduser(path)).resolve()
     check_root(where, path)
     return where
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
@@ -33,6 +34,14 @@ CASES = [
     ("memory_recall", {"query": "q", "n_results": 10**40}, "n_results must be between"),
     ("memory_list", {"offset": 10**30}, "offset must be 0 or more"),
     ("preference_set", {"key": "k", "value": ["\udfff"]}, "not valid Unicode"),
+    # the published contract: what the OpenAPI document states is what is refused
+    ("memory_edge_forget", {"edge_id": 2**63}, "edge_id must be between 1 and"),
+    ("memory_edge_forget", {"edge_id": 2**53}, "edge_id must be between 1 and"),
+    ("memory_diff", {"snapshot_a": "~nosuchuser/a.json"}, "~nosuchuser/a.json"),  # was 500
+    ("preference_set", {"key": "a\tb", "value": 1}, "contains a control character"),
+    ("preference_set", {"key": "k" * 65, "value": 1}, "too long: 65 characters (limit 64)"),
+    ("preference_list", {"as_of": "yesterday"}, "Invalid as_of: 'yesterday'"),
+    ("memory_store", {"content": "x", "reference_time": 0}, "Invalid reference_time: 0"),
 ]
 
 
@@ -50,7 +59,7 @@ def test_refused_over_mcp_and_rest(
     answer = call(BY_NAME[name], args)
     assert answer["success"] is False and message in answer["error"], answer
     rest = BY_NAME[name].rest[0]
-    path = "/v1" + rest.path.replace("{key:path}", str(args.get("key", "")))
+    path = "/v1" + rest.path.replace("{key:path}", quote(str(args.get("key", ""))))
     body = {k: v for k, v in args.items() if k != "key"}
     if rest.method == "GET":
         response = client.get(path, params=body)
