@@ -15,17 +15,28 @@ from sqlalchemy.orm import Session
 FANOUT = 25  # edges followed per node and hop, strongest first
 MAX_EDGES = 2000
 
+# The walk carries each edge's columns along (the lateral scan has read its row already), so
+# only the entities reached are looked up at the end; rows come back as plain tuples.
 _WALK = text(
     """
-    WITH RECURSIVE walk(node, depth, path, edge_id) AS (
-        SELECT s.id, 0, ARRAY[s.id], NULL::bigint
+    WITH RECURSIVE walk(node, depth, path, edge_id, source_id, target_id, relation, weight,
+                        context, created_at, valid_from, valid_to, expired_at) AS (
+        SELECT s.id, 0, ARRAY[s.id], NULL::bigint, NULL::text, NULL::text, NULL::text,
+               NULL::float8, NULL::text, NULL::timestamptz, NULL::timestamptz,
+               NULL::timestamptz, NULL::timestamptz
         FROM unnest(CAST(:seeds AS text[])) AS s(id)
       UNION ALL
-        SELECT nxt.node, w.depth + 1, w.path || nxt.node, nxt.id
+        SELECT nxt.node, w.depth + 1, w.path || nxt.node, nxt.id, nxt.source_id, nxt.target_id,
+               nxt.relation, nxt.weight, nxt.context, nxt.created_at, nxt.valid_from,
+               nxt.valid_to, nxt.expired_at
         FROM walk w
         CROSS JOIN LATERAL (
             SELECT e.id,
-                   CASE WHEN e.source_id = w.node THEN e.target_id ELSE e.source_id END AS node
+                   CAST(CASE WHEN e.source_id = w.node THEN e.target_id ELSE e.source_id END
+                        AS text) AS node,
+                   CAST(e.source_id AS text) AS source_id, CAST(e.target_id AS text) AS target_id,
+                   CAST(e.relation AS text) AS relation, CAST(e.weight AS float8) AS weight,
+                   e.context, e.created_at, e.valid_from, e.valid_to, e.expired_at
             FROM edge e
             WHERE e.namespace = :ns
               AND (e.source_id = w.node OR (:both AND e.target_id = w.node))
@@ -39,20 +50,20 @@ _WALK = text(
         WHERE w.depth < :depth AND NOT nxt.node = ANY(w.path)
     )
     , reached AS (
-        SELECT edge_id, node, min(depth) AS depth
+        SELECT edge_id, node, min(depth) AS depth, source_id, target_id, relation, weight,
+               context, created_at, valid_from, valid_to, expired_at
         FROM walk
-        GROUP BY edge_id, node
+        GROUP BY edge_id, node, source_id, target_id, relation, weight, context, created_at,
+                 valid_from, valid_to, expired_at
         ORDER BY min(depth), edge_id NULLS FIRST
         LIMIT :max_rows
     )
     SELECT r.depth, n.namespace, n.id, n.name, n.entity_type, n.summary, n.created_at,
            n.valid_from, n.valid_to,
-           e.id AS edge_id, e.source_id, e.target_id, e.relation, e.weight, e.context,
-           e.created_at AS edge_created_at, e.valid_from AS edge_valid_from,
-           e.valid_to AS edge_valid_to, e.expired_at
+           r.edge_id, r.source_id, r.target_id, r.relation, r.weight, r.context,
+           r.created_at, r.valid_from, r.valid_to, r.expired_at
     FROM reached r
     JOIN entity n ON n.namespace = :ns AND n.id = r.node
-    LEFT JOIN edge e ON e.namespace = :ns AND e.id = r.edge_id
     ORDER BY r.depth, r.edge_id NULLS FIRST
     """
 )
@@ -108,32 +119,33 @@ def walk(
 ) -> Walk:
     """Entities within `depth` hops of the seeds through edges valid at `as_of`: one
     statement returns the nodes and edges reached, nearest first."""
-    rows = session.execute(
-        _WALK,
-        {
-            "ns": ns,
-            "seeds": seeds,
-            "depth": depth,
-            "as_of": as_of,
-            "relations": relations,
-            "both": both,
-            "fanout": FANOUT,
-            "max_rows": max_edges + len(seeds),
-        },
-    ).all()
+    rows = (
+        session.execute(
+            _WALK,
+            {
+                "ns": ns,
+                "seeds": seeds,
+                "depth": depth,
+                "as_of": as_of,
+                "relations": relations,
+                "both": both,
+                "fanout": FANOUT,
+                "max_rows": max_edges + len(seeds),
+            },
+        )
+        .tuples()
+        .all()
+    )
     found = Walk(depth={}, edges=[], entities={})
     seen: set[int] = set()
-    for r in rows:
-        found.depth[r.id] = min(found.depth.get(r.id, r.depth), r.depth)
-        found.entities.setdefault(
-            r.id,
-            Node(r.namespace, r.id, r.name, r.entity_type, r.summary, r.created_at,
-                 r.valid_from, r.valid_to),
-        )  # fmt: skip
-        if r.edge_id is not None and r.edge_id not in seen:
-            seen.add(r.edge_id)
-            found.edges.append(
-                Link(ns, r.edge_id, r.source_id, r.target_id, r.relation, r.weight, r.context,
-                     r.edge_created_at, r.edge_valid_from, r.edge_valid_to, r.expired_at)
-            )  # fmt: skip
+    for row in rows:  # positional: (depth, 8 entity columns, 10 edge columns)
+        hops, key, edge_id = row[0], row[2], row[9]
+        if key not in found.entities:
+            found.entities[key] = Node(*row[1:9])
+            found.depth[key] = hops
+        elif hops < found.depth[key]:
+            found.depth[key] = hops
+        if edge_id is not None and edge_id not in seen:
+            seen.add(edge_id)
+            found.edges.append(Link(ns, *row[9:]))
     return found
