@@ -137,6 +137,7 @@ class MemoryInspectIn(Input):
 
 class GraphNode(Output):
     id: str
+    kind: str = "memory"  # memory, chunk (of a document), entity, fact or episode
     content: str
     depth: int
     relevance: float | None = None

@@ -4,7 +4,7 @@ memory_inspect_graph). An edge lives in its memories' namespace; forgetting clos
 are touched here: the `mentions` and `observation_of` edges memsys writes itself are left
 alone. memory_relate also joins a memory, document chunk, entity, fact or episode to any other
 of them in one namespace (`source_kind`, `target_kind`), with an optional `context`; forget
-closes those too; inspect walks the memory-to-memory edges.
+closes those too, and inspect walks them all (each node says its kind).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, or_, select, update
+from sqlalchemy import ColumnElement, and_, case, func, literal, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -38,19 +38,16 @@ from memsys.services import events, memories
 MAX_PATHS = 200
 
 
-def _memory_edges(at: datetime | None = None) -> list[ColumnElement[bool]]:
-    """S001's live edges between memories; with `at`, those valid at that time instead."""
+def _public_edges(at: datetime | None = None) -> list[ColumnElement[bool]]:
+    """Live edges of a public relation between any two nodes (memory_relate writes them all;
+    memsys's own mention and observation links are not public); with `at`, those valid at
+    that time instead."""
     valid = (
         [Edge.valid_to.is_(None)]
         if at is None
         else [Edge.valid_from <= at, or_(Edge.valid_to.is_(None), Edge.valid_to > at)]
     )
-    return [
-        *valid,
-        Edge.source_kind == "chunk",
-        Edge.target_kind == "chunk",
-        Edge.relation.in_(MEMORY_RELATIONS),
-    ]
+    return [*valid, Edge.relation.in_(MEMORY_RELATIONS)]
 
 
 _LIVE: dict[str, Any] = {"chunk": Chunk, "entity": Entity, "fact": Fact}
@@ -172,8 +169,9 @@ def edge_forget(session: Session, params: MemoryEdgeForgetIn) -> MemoryEdgeForge
 
 
 def inspect(session: Session, params: MemoryInspectIn) -> MemoryInspectOut:
-    """The memories within max_depth hops of one, the edges between them, every simple path
-    from it (relevance decays by decay_factor per hop), as JSON or a mermaid flowchart."""
+    """The nodes (memories, chunks, entities, facts, episodes) within max_depth hops of a
+    memory, the edges between them, every simple path from it (relevance decays by
+    decay_factor per hop), as JSON or a mermaid flowchart."""
     origin = memories.live_memory(session, params.memory_id)
     ns = origin.namespace
     at = params.as_of
@@ -193,20 +191,12 @@ def inspect(session: Session, params: MemoryInspectIn) -> MemoryInspectOut:
         if not frontier:
             break
         reached = hop
-    contents = dict(
-        session.execute(
-            select(Chunk.id, Chunk.content).where(
-                Chunk.namespace == ns,
-                Chunk.id.in_(depth),
-                Chunk.valid_to.is_(None)
-                if at is None
-                else or_(Chunk.valid_to.is_(None), Chunk.valid_to > at),
-            )
-        )
-        .tuples()
-        .all()
-    )
-    kept = {node for node in depth if node in contents}  # a closed memory ends a path
+    kinds = {origin.id: "chunk"}
+    for e in edges.values():
+        kinds.setdefault(e.source_id, e.source_kind)
+        kinds.setdefault(e.target_id, e.target_kind)
+    labels = _labels(session, ns, kinds, at)
+    kept = {node for node in depth if node in labels}  # a closed node ends a path
     shown_edges = [e for e in edges.values() if e.source_id in kept and e.target_id in kept]
     score = params.include_scores
 
@@ -214,7 +204,13 @@ def inspect(session: Session, params: MemoryInspectIn) -> MemoryInspectOut:
         return round(params.decay_factor**hops, 6) if score else None
 
     nodes = [
-        GraphNode(id=n, content=contents[n], depth=depth[n], relevance=relevance(depth[n]))
+        GraphNode(
+            id=n,
+            kind=labels[n][0],
+            content=labels[n][1],
+            depth=depth[n],
+            relevance=relevance(depth[n]),
+        )
         for n in sorted(kept, key=lambda n: (depth[n], n))
     ]
     paths = [
@@ -244,13 +240,53 @@ def inspect(session: Session, params: MemoryInspectIn) -> MemoryInspectOut:
     return out
 
 
+def _labels(
+    session: Session, ns: str, kinds: dict[str, str], at: datetime | None
+) -> dict[str, tuple[str, str]]:
+    """id → (kind, text) of the nodes live at `at` (now by default): a memory's or a document
+    chunk's content, an entity's name, a fact's content, an episode's content."""
+    wanted: dict[str, list[str]] = defaultdict(list)
+    for node, kind in kinds.items():
+        wanted[kind].append(node)
+    out: dict[str, tuple[str, str]] = {}
+    for kind, node_ids in wanted.items():
+        if kind == "episode":
+            stmt = select(Episode.id, literal("episode"), Episode.content).where(
+                Episode.namespace == ns, Episode.id.in_(node_ids)
+            )
+            if at is not None:
+                stmt = stmt.where(Episode.created_at <= at)
+        elif kind in _LIVE:
+            model = _LIVE[kind]
+            shown = {
+                "chunk": case((Chunk.doc_type == "memory", "memory"), else_="chunk"),
+                "entity": literal("entity"),
+                "fact": literal("fact"),
+            }[kind]
+            text = Entity.name if kind == "entity" else model.content
+            alive = (
+                model.valid_to.is_(None)
+                if at is None
+                else and_(
+                    model.valid_from <= at, or_(model.valid_to.is_(None), model.valid_to > at)
+                )
+            )
+            stmt = select(model.id, shown, text).where(
+                model.namespace == ns, model.id.in_(node_ids), alive
+            )
+        else:
+            continue
+        out.update({row[0]: (row[1], row[2]) for row in session.execute(stmt)})
+    return out
+
+
 def _edges_from(
     session: Session, ns: str, frontier: set[str], params: MemoryInspectIn
 ) -> list[Edge]:
     out, into = Edge.source_id.in_(frontier), Edge.target_id.in_(frontier)
     sides = {"outgoing": out, "incoming": into, "both": or_(out, into)}
     stmt = select(Edge).where(
-        Edge.namespace == ns, sides[params.direction], *_memory_edges(params.as_of)
+        Edge.namespace == ns, sides[params.direction], *_public_edges(params.as_of)
     )
     if params.edge_types:
         stmt = stmt.where(Edge.relation.in_(params.edge_types))

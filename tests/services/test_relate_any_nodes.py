@@ -26,13 +26,19 @@ def entity_id(name: str) -> str:
     return str(found[0]["uuid"])
 
 
-def test_edges_between_kinds_with_context(embedder: Any, tmp_path: Path) -> None:
+def redis_nodes() -> tuple[str, str, dict[str, Any], str]:
+    """A decision memory, the Redis entity, a fact about it and an episode naming it."""
     memory = store("We chose Redis for the session cache", memory_type="decision").id
     op("create_entities", entities=[{"name": "Redis", "entityType": "database",
                                      "observations": ["An in-memory store"]}])  # fmt: skip
     redis = entity_id("Redis")
     fact = op("fact_set", entity="Redis", attribute="version", content="Redis 7.2")["fact"]
     episode = op("add_episode", content="The SessionStore depends on Redis.")["episode_id"]
+    return memory, redis, fact, episode
+
+
+def test_edges_between_kinds_with_context(embedder: Any, tmp_path: Path) -> None:
+    memory, redis, fact, episode = redis_nodes()
     doc = tmp_path / "cache.md"
     doc.write_text("# Cache\n\nSessions live in Redis with a one hour TTL.\n")
     index(doc, namespace="global")
@@ -96,3 +102,30 @@ def test_bad_nodes_are_refused_and_write_nothing(embedder: Any) -> None:
     assert "context is at most 2000 characters" in fails(
         "memory_relate", source_id=memory, target_id=other, relation="relates_to",
         context="x" * 2001)  # fmt: skip
+
+
+def test_inspect_walks_edges_to_every_kind_of_node(embedder: Any) -> None:
+    memory, redis, fact, episode = redis_nodes()
+    op("memory_relate", source_id=memory, target_id=redis, target_kind="entity",
+       relation="depends_on")  # fmt: skip
+    op("memory_relate", source_kind="entity", source_id=redis, target_kind="fact",
+       target_id=fact["fact_id"], relation="relates_to")  # fmt: skip
+    op("memory_relate", source_kind="episode", source_id=episode, target_id=memory,
+       relation="relates_to")  # fmt: skip
+
+    seen = op("memory_inspect_graph", memory_id=memory, max_depth=2, output_format="mermaid")
+    nodes = {n["id"]: (n["kind"], n["content"], n["depth"]) for n in seen["nodes"]}
+    assert nodes == {
+        memory: ("memory", "We chose Redis for the session cache", 0),
+        redis: ("entity", "Redis", 1),
+        episode: ("episode", "The SessionStore depends on Redis.", 1),
+        fact["fact_id"]: ("fact", "Redis 7.2", 2),
+        entity_id("SessionStore"): ("entity", "SessionStore", 2),  # the episode's relation
+    }
+    assert [memory, redis, fact["fact_id"]] in [p["path"] for p in seen["paths"]]
+    assert '["Redis 7.2"]' in seen["mermaid"]
+    assert seen["stats"]["total_edges"] == 4  # memsys's own mention links are not walked
+
+    op("memory_edge_forget", memory_id=redis)  # the entity's edges closed: it drops out
+    after = op("memory_inspect_graph", memory_id=memory, max_depth=2)
+    assert {n["id"] for n in after["nodes"]} == {memory, episode}
