@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import anyio
 import httpx
@@ -180,6 +180,15 @@ class Answer:
     ok: bool
 
 
+def _query(params: dict[str, Any]) -> str:
+    """A query string as httpx would build it (None empty, booleans lowercase, a list
+    repeated), but with lone surrogates percent-encoded instead of raising."""
+    pairs = [(k, i) for k, v in params.items() for i in (v if isinstance(v, list) else [v])]
+    shown = [(k, "" if v is None else str(v).lower() if isinstance(v, bool) else str(v))
+             for k, v in pairs]  # fmt: skip
+    return "?" + urlencode(shown, encoding="utf-8", errors="surrogatepass") if shown else ""
+
+
 def rest_call(http: httpx.Client, op: Operation, args: dict[str, Any]) -> Answer:
     """The call over the first REST route of `op` that can carry these arguments."""
     for rest in op.rest:
@@ -189,13 +198,22 @@ def rest_call(http: httpx.Client, op: Operation, args: dict[str, Any]) -> Answer
             continue
         if rest.fields is not None and not set(rest_of) <= set(rest.fields):
             continue
-        path = "/v1" + PATH_PARAM.sub(lambda m: quote(str(args[m[1]]), safe=""), rest.path)
+        path = "/v1" + PATH_PARAM.sub(
+            lambda m: quote(str(args[m[1]]), safe="", errors="surrogatepass"), rest.path
+        )
         query = {k: v for k, v in rest_of.items() if k in rest.query}
+        # A lone surrogate cannot be UTF-8: JSON carries it escaped (`\\ud800`), a query
+        # string percent-encodes its surrogatepass bytes — what a client can actually send.
         if rest.method in ("GET", "DELETE"):
-            response = http.request(rest.method, path, params=rest_of)
+            response = http.request(rest.method, path + _query(rest_of))
         else:
             body = {k: v for k, v in rest_of.items() if k not in rest.query}
-            response = http.request(rest.method, path, params=query, json=body)
+            response = http.request(
+                rest.method,
+                path + _query(query),
+                content=json.dumps(body),
+                headers={"Content-Type": "application/json"},
+            )
         return Answer(response.status_code, response.text, response.status_code < 400)
     raise AssertionError(f"no REST route of {op.name} takes {sorted(args)}")
 

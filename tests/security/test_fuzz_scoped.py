@@ -6,6 +6,7 @@ the MCP call path under the token's scope."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,9 @@ from memsys.operations import BY_NAME
 from tests.conftest import table_counts
 from tests.security.helpers import ACME, BETA, SECRET, rest_call, rows_of, seed, token
 from tests.security.test_tenancy import attacks
+
+FILE_TEXT = f"{SECRET} the zebra document says kiwi"
+ROW_NAMESPACE = re.compile(r"""["']namespace["']:\s*["']([^"']*)["']""")
 
 
 def values(t: Any) -> st.SearchStrategy[Any]:
@@ -39,6 +43,7 @@ def test_fuzzed_calls_from_a_scoped_token(embedder: Any, tmp_path: Path) -> None
     token_id, secret = token("read-write", "project:acme*")
     scope = tenancy.Scope(read=("project:acme*",), write=("project:acme*",), token_id=token_id)
     cases = attacks(t)
+    own = f"*@{token_id}"  # the token's own cross-namespace traces
     beta = rows_of(BETA)
     with TestClient(create_app(background=False), base_url="http://127.0.0.1:8700") as client:
         client.headers["Authorization"] = f"Bearer {secret}"
@@ -84,7 +89,16 @@ def test_fuzzed_calls_from_a_scoped_token(embedder: Any, tmp_path: Path) -> None
                         env = call(op, args)
                     failed, shown, status = not env["success"], repr(env), 200
                 assert status < 500 and "Internal error" not in shown, (front, name, args, shown)
-                assert SECRET not in shown, (front, name, args)
+                # The beta file's text is on disk too: a token may index it into its own
+                # namespace (files are bounded by MEMSYS_INDEX_ROOTS, not by tenancy). Rows
+                # shown must be the token's; BETA's rows carry SECRET anywhere else.
+                foreign = [
+                    ns
+                    for ns in ROW_NAMESPACE.findall(shown)
+                    if not ns.startswith(ACME) and ns != own
+                ]
+                assert not foreign, (front, name, args, shown)
+                assert SECRET not in shown.replace(FILE_TEXT, ""), (front, name, args)
                 if failed:
                     assert table_counts() == before, (front, name, args, shown)
                 assert rows_of(BETA) == beta, (front, name, args)
