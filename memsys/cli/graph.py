@@ -42,7 +42,8 @@ def inspected(r: MemoryInspectOut) -> None:
         return
     for node in r.nodes:
         score = "" if node.relevance is None else f"  relevance {node.relevance:.3f}"
-        typer.echo(f"{'  ' * node.depth}{node.id}{score}  {short(node.content, 80)}")
+        kind = "" if node.kind == "memory" else f"  [{node.kind}]"
+        typer.echo(f"{'  ' * node.depth}{node.id}{score}{kind}  {short(node.content, 80)}")
     for edge in r.edges:
         typer.echo(f"edge {edge.id}: {edge.source} -{edge.relation}-> {edge.target}")
 

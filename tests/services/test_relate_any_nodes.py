@@ -11,6 +11,7 @@ from sqlalchemy import select
 
 from memsys.db import session_scope
 from memsys.models import Chunk, Edge
+from tests.cli.helpers import run
 from tests.factories import index, store
 from tests.services.test_edges import fails, op
 
@@ -125,6 +126,8 @@ def test_inspect_walks_edges_to_every_kind_of_node(embedder: Any) -> None:
     assert [memory, redis, fact["fact_id"]] in [p["path"] for p in seen["paths"]]
     assert '["Redis 7.2"]' in seen["mermaid"]
     assert seen["stats"]["total_edges"] == 4  # memsys's own mention links are not walked
+    shown = run("inspect", memory, "--max-depth", "2").stdout  # the CLI names each kind
+    assert f"{redis}  relevance 0.700  [entity]  Redis" in shown  # decay .7 a hop
 
     op("memory_edge_forget", memory_id=redis)  # the entity's edges closed: it drops out
     after = op("memory_inspect_graph", memory_id=memory, max_depth=2)
