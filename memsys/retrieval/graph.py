@@ -15,11 +15,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 from scipy import sparse
-from sqlalchemy import text
+from sqlalchemy import TextClause, text
 from sqlalchemy.orm import Session
 
 from memsys import extraction
@@ -75,19 +76,26 @@ WHERE e.relation = 'mentions' AND {e_valid} AND {where}
 """
 
 
-def _valid(alias: str, as_of: datetime | None) -> str:
-    """Rows live now, or valid at `as_of` (a replay sees the graph the query saw then)."""
-    if as_of is None:
+def _valid(alias: str, live: bool) -> str:
+    """Rows live now, or valid at `:as_of` (a replay sees the graph the query saw then)."""
+    if live:
         return f"{alias}.valid_to IS NULL"
     return (
         f"{alias}.valid_from <= :as_of AND ({alias}.valid_to IS NULL OR {alias}.valid_to > :as_of)"
     )
 
 
-def _sql(statement: str, as_of: datetime | None, **more: str) -> Any:
-    valid = {alias: _valid(alias, as_of) for alias in ("n", "e", "s")}
+def _sql(statement: str, as_of: datetime | None, where: str = "") -> TextClause:
+    """The statement for live rows or for rows valid at a time (`:as_of`), built once each:
+    every recall runs these."""
+    return _built(statement, as_of is None, where)
+
+
+@lru_cache(maxsize=64)
+def _built(statement: str, live: bool, where: str) -> TextClause:
+    valid = {alias: _valid(alias, live) for alias in ("n", "e", "s")}
     return text(
-        statement.format(n_valid=valid["n"], e_valid=valid["e"], s_valid=valid["s"], **more)
+        statement.format(n_valid=valid["n"], e_valid=valid["e"], s_valid=valid["s"], where=where)
     )
 
 
