@@ -29,7 +29,8 @@ from memsys.vault.evals.base import probe_namespace, scratch
 METRIC = {"locomo": "R@10", "hotpotqa": "R@5", "hotpotqa_2wiki": "R@5", "scifact": "nDCG@10"}
 ROWS = (
     "baseline_dense", "baseline_bm25", "dense", "lexical", "graph", "neighbours", "rrf",
-    "fused_dense_lex", "fused_no_graph", "fused_no_near", "fused_flat_graph", "fused_no_time",
+    "fused_dense_lex", "fused_no_graph", "fused_no_near", "fused_flat_graph", "fused_ungated",
+    "fused_no_time",
     "fused_time_1", "fused",
 )  # fmt: skip
 BATCH = 500
@@ -76,10 +77,14 @@ def rankings(session: Session, ns: str, corpus: Corpus, query: str) -> dict[str,
     lex = [f[2] for f in found.features]
     ppr = [f[3] for f in found.features]
     near = [f[4] for f in found.features]
-    # The ablations re-fuse with the graph weight this query got (×graph_subject when it
-    # names a stored memory's subject); fused_flat_graph gives every query the base weight.
+    # The ablations re-fuse with the graph and neighbourhood weights this query got (graph
+    # ×graph_subject when it names a stored memory's subject, neighbours × the gate of write
+    # order); fused_flat_graph gives every query the base graph weight, fused_ungated the
+    # base neighbourhood weight.
     base = fusion.CURRENT
-    now = replace(base, graph=float(found.fusion["graph"]))
+    now = replace(
+        base, graph=float(found.fusion["graph"]), neighbours=float(found.fusion["neighbours"])
+    )
 
     def order(scores: list[float]) -> list[str]:
         return [ids[i] for i in sorted(range(len(ids)), key=lambda i: -scores[i])][:k]
@@ -93,7 +98,16 @@ def rankings(session: Session, ns: str, corpus: Corpus, query: str) -> dict[str,
         "fused_dense_lex": order(fusion.zfuse(sims, lex, replace(now, graph=0, neighbours=0))),
         "fused_no_graph": order(fusion.zfuse(sims, lex, replace(now, graph=0), None, near)),
         "fused_no_near": order(fusion.zfuse(sims, lex, replace(now, neighbours=0), ppr)),
-        "fused_flat_graph": order(fusion.zfuse(sims, lex, base, ppr, near)),
+        "fused_flat_graph": order(
+            fusion.zfuse(sims, lex, replace(now, graph=base.graph), ppr, near)
+        ),
+        "fused_ungated": order(
+            fusion.add_channel(
+                fusion.zfuse(sims, lex, replace(now, neighbours=base.neighbours), ppr, near),
+                found.temporal,
+                base.temporal,
+            )
+        ),
         "fused_no_time": order(fusion.zfuse(sims, lex, now, ppr, near)),
         "fused_time_1": order(
             fusion.add_channel(fusion.zfuse(sims, lex, now, ppr, near), found.temporal, 1.0)

@@ -18,9 +18,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 
-# zfuse-3: zfuse-2t with the walk seeded by the best 3 hits (not 5), restart .3 (not .5), and
-# the graph weighted ×10 for a query naming the subject of a stored memory.
-FUSION_VERSION = "zfuse-3"
+# zfuse-4: zfuse-3 with the neighbourhood channel weighted by how alike rows written together
+# are in this store (neighbours.py, the gate). zfuse-3: zfuse-2t with the walk seeded by the
+# best 3 hits (not 5), restart .3 (not .5), and the graph weighted ×10 for a query naming the
+# subject of a stored memory.
+FUSION_VERSION = "zfuse-4"
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,10 @@ class Weights:
     # Exponent of the seed–neighbour cosine in the share; 0 = off (measured: 1 did not keep
     # random neighbours out on SciFact at weight 1, benchmarks/README.md).
     neighbour_coherence: float = 0.0
+    # The channel's weight is multiplied by its gate: 0 where rows written one after another
+    # are no more alike than rows written apart (write order is noise there), 1 where they are
+    # clearly more alike (a conversation, a document).
+    neighbour_gated: bool = True
     # Temporal channel (temporal.py): candidates that happened inside a date range the query
     # names ("last May"); a query without one is untouched. 1 beat .5 and 0 on LoCoMo's tune
     # half (benchmarks/README.md, "Temporal channel").
@@ -62,14 +68,17 @@ class Weights:
 
 
 CURRENT = Weights()
-# Earlier versions a trace may name (replay uses them): zfuse-2t walked from the best 5 hits
+# Earlier versions a trace may name (replay uses them): zfuse-3 did not gate the
+# neighbourhood; zfuse-2t walked from the best 5 hits
 # at restart .5 with one graph weight for every named query; zfuse-2 is zfuse-2t without the
 # temporal channel.
+_ZFUSE_3 = replace(CURRENT, version="zfuse-3", neighbour_gated=False)
 _ZFUSE_2T = replace(
-    CURRENT, version="zfuse-2t", graph_seeds=5, graph_restart=0.5, graph_subject=1.0
+    _ZFUSE_3, version="zfuse-2t", graph_seeds=5, graph_restart=0.5, graph_subject=1.0
 )
 KNOWN = {
     CURRENT.version: CURRENT,
+    "zfuse-3": _ZFUSE_3,
     "zfuse-2t": _ZFUSE_2T,
     "zfuse-2": replace(_ZFUSE_2T, version="zfuse-2", temporal=0.0),
 }

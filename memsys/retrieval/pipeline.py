@@ -201,12 +201,12 @@ def retrieve(
     clock.lap("temporal_ms")
 
     near_scores: dict[Key, float] = {}
-    near_hits: list[tuple[Key, float]] = []
+    near = neighbours.Near()
     if weights.neighbours > 0 and keys:
         # Seeds: the best hits of every other channel, each with its fused strength.
         first = fuse_scores(keys, rows, bm25, weights, method, graph_scores, None, time_scores)
         best = sorted(range(len(keys)), key=lambda i: -first[i])[: weights.neighbour_seeds]
-        near_hits = neighbours.search(
+        near = neighbours.search(
             session,
             [(keys[i], first[i]) for i in best],
             given,
@@ -216,8 +216,11 @@ def retrieve(
             decay=weights.neighbour_decay,
             coherence=weights.neighbour_coherence,
         )
-        near_scores = dict(near_hits)
-        new = [k for k, _ in near_hits if k not in rows]
+        # Write order is evidence only where rows written together are alike (the gate).
+        if weights.neighbour_gated:
+            weights = replace(weights, neighbours=weights.neighbours * near.gate)
+        near_scores = dict(near.hits)
+        new = [k for k, _ in near.hits if k not in rows]
         keys += _complete(session, vector, terms, new, bm25, rows)
     clock.lap("neighbours_ms")
 
@@ -265,7 +268,7 @@ def retrieve(
                 "hits": [{"id": k[1], "bm25": round(s, 6)} for k, s in lexical_hits],
             },
             "graph": [{"id": k[1], "ppr": round(s, 8)} for k, s in graph_hits],
-            "neighbours": [{"id": k[1], "share": round(s, 6)} for k, s in near_hits],
+            "neighbours": [{"id": k[1], "share": round(s, 6)} for k, s in near.hits],
             "temporal": {
                 "ranges": [span.as_dict() for span in spans],
                 "hits": [k[1] for k in time_scores],
@@ -276,6 +279,8 @@ def retrieve(
             **weights.as_dict(),
             "query_entities": len(names.keys),
             "query_subjects": names.subjects,
+            "neighbour_gate": round(near.gate, 4),
+            "neighbour_lift": None if near.lift is None else round(near.lift, 4),
         },
         features=[
             (k[1], sims[i], lex[i], graph_scores.get(k, 0.0), near_scores.get(k, 0.0))

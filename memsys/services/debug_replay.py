@@ -31,8 +31,9 @@ from memsys.schemas.debug_replay import ReplayIn, ReplayOut
 from memsys.services import debug, tracing
 from memsys.services.debug_attribution import record_of
 
-# Weights the pipeline may scale per query (graph × graph_unnamed when no entity is named).
-_PER_QUERY = {"graph"}
+# Weights the pipeline may scale per query (graph × graph_unnamed when no entity is named,
+# neighbours × the gate of write order).
+_PER_QUERY = {"graph", "neighbours"}
 
 
 def weights_of(row: QueryTrace) -> fusion.Weights:

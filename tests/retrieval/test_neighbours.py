@@ -9,12 +9,13 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from sqlalchemy import select
 
 from memsys import runner
 from memsys.db import session_scope
 from memsys.models import Chunk
-from memsys.retrieval import fusion, pipeline
+from memsys.retrieval import fusion, neighbours, pipeline
 from memsys.schemas import MemoryForgetIn, MemoryStoreBatchIn, MemoryStoreIn
 from memsys.services import memories
 from tests.factories import index, store
@@ -187,3 +188,74 @@ def test_adjacent_chunks_of_a_document_are_neighbours(embedder, tmp_path: Path) 
             for j in seeds
             if place[j][0] == source
         )
+
+
+# Five subjects, four lines each: written subject by subject (a conversation moves on from one
+# thing to the next) or dealt out one line of each in turn (unrelated notes jotted down).
+SUBJECTS = [
+    [
+        "We picked Lisbon for the offsite next spring.",
+        "The offsite hotel in Lisbon is near the sea.",
+        "Flights to Lisbon for the offsite are booked.",
+        "The offsite agenda has a day for the old town.",
+    ],
+    [
+        "My dog learned to open the fridge.",
+        "The dog now steals cheese from the fridge.",
+        "We put a child lock on the fridge for the dog.",
+        "The vet says the dog is eating too much cheese.",
+    ],
+    [
+        "I repainted the kitchen a pale green.",
+        "The green kitchen walls needed two coats of paint.",
+        "Next I will paint the kitchen cupboards white.",
+        "The paint smell in the kitchen lasted a week.",
+    ],
+    [
+        "My brother trains for the October marathon.",
+        "He runs thirty kilometres every Sunday for the marathon.",
+        "The marathon route goes along the river.",
+        "He bought new running shoes for the marathon.",
+    ],
+    [
+        "Our garden tomatoes finally turned red.",
+        "The tomato plants in the garden need more water.",
+        "We made sauce from the garden tomatoes.",
+        "Next year the garden gets more tomato plants.",
+    ],
+]
+
+
+def _recall(ns: str, weights: fusion.Weights = fusion.CURRENT) -> pipeline.Retrieval:
+    with session_scope() as s:
+        return pipeline.retrieve(
+            s, "where is the team offsite", filters={"namespace": ns}, limit=8, weights=weights
+        )
+
+
+def test_write_order_counts_only_where_rows_written_together_are_alike(embedder) -> None:
+    for line in [line for subject in SUBJECTS for line in subject]:
+        store(line, namespace="chat:subjects")
+    for line in [subject[i] for i in range(4) for subject in SUBJECTS]:
+        store(line, namespace="notes:dealt")
+    told = _recall("chat:subjects")
+    # Rows written together are clearly more alike than rows written apart: full weight.
+    assert told.fusion["neighbour_lift"] > neighbours.GATE_HIGH
+    assert told.fusion["neighbour_gate"] == 1.0
+    assert told.fusion["neighbours"] == fusion.CURRENT.neighbours
+    jotted = _recall("notes:dealt")
+    # No more alike than any two rows: the order is noise and the channel is silent, so the
+    # result is what the other channels give without it.
+    assert jotted.fusion["neighbour_lift"] < neighbours.GATE_LOW
+    assert jotted.fusion["neighbour_gate"] == 0.0 and jotted.fusion["neighbours"] == 0.0
+    assert jotted.channels["neighbours"]  # the channel still ran (the trace shows its rows)
+    without = _recall("notes:dealt", replace(fusion.CURRENT, neighbours=0.0))
+    assert _ids(jotted) == _ids(without)
+
+
+def test_the_gate_ramps_between_its_bounds() -> None:
+    low, high = neighbours.GATE_LOW, neighbours.GATE_HIGH
+    assert neighbours.gate(None) == 1.0  # one seed: nothing to compare with, as before
+    assert neighbours.gate(low - 0.05) == 0.0 and neighbours.gate(low) == 0.0
+    assert neighbours.gate((low + high) / 2) == pytest.approx(0.5)
+    assert neighbours.gate(high) == 1.0 and neighbours.gate(high + 0.3) == 1.0
