@@ -9,7 +9,13 @@ are added rarest first while their summed document frequency stays within
 `POSTINGS_BUDGET` — and at most `CANDIDATE_CAP` of them are scored. Every query term still
 counts in each candidate's score, so on a corpus where all terms fit the budget the ranking is
 exactly BM25; on a large one a chunk that holds only very common query terms can be missed,
-which costs little (such chunks score low) and keeps a query at 100k chunks in milliseconds.
+which costs little (such chunks score low). Scoring costs ~11 µs per candidate (its term
+vector is unnested), so the budget is what a query costs at 100k (benchmarks/README.md).
+
+The candidate set is deterministic, so a replay sees the same one: the budget equals the cap,
+so the cap binds only when the rarest term alone is in more chunks than that, and then the
+candidates are the first `CANDIDATE_CAP` by id — never whichever rows a plan happened to read
+first (a replay's as-of filter gets another plan; at 100k, 37 of 100 replays differed).
 """
 
 from __future__ import annotations
@@ -26,8 +32,8 @@ from memsys.retrieval import filters as sql_filters
 
 K1 = 1.2
 B = 0.75
-POSTINGS_BUDGET = 20_000
-CANDIDATE_CAP = 4_000
+POSTINGS_BUDGET = 1_000
+CANDIDATE_CAP = POSTINGS_BUDGET
 
 _TERMS = text(
     """
@@ -66,6 +72,7 @@ _SEARCH = (
 WITH cand AS (
     SELECT c.namespace, c.id, c.tsv, c.doc_len FROM chunk c
     WHERE c.tsv @@ CAST(:tsquery AS tsquery) AND {where}
+    ORDER BY c.id
     LIMIT :cap
 )
 """

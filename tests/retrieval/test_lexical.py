@@ -4,6 +4,7 @@ every write (insert, forget, purge) in the same transaction."""
 from __future__ import annotations
 
 import math
+from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import text
@@ -92,3 +93,19 @@ def test_lexical_channel_finds_rare_terms_beyond_the_dense_pool(embedder) -> Non
         found = pipeline.retrieve(s, "zx81-eu", filters={"namespace": NS}, limit=3)
     assert "zx81-eu" in found.hits[0].content
     assert found.hits[0].fts_rank == 1
+
+
+def test_candidates_beyond_the_cap_are_the_same_live_and_as_of(
+    embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When one term alone is in more chunks than the cap, the chunks scored are the first by
+    id, whatever plan reads them: a replay (as of a time) scores the same candidates."""
+    ids = [store(f"Release note {i}: the rollout went fine", namespace=NS).id for i in range(12)]
+    monkeypatch.setattr(lexical, "CANDIDATE_CAP", 5)
+    with session_scope() as s:
+        terms = lexical.analyse(s, "rollout", NS)
+        scope = {"namespace": NS}
+        live = lexical.search(s, terms, scope, None, 20)
+        then = lexical.search(s, terms, scope, datetime.now(UTC), 20)
+    assert {k[1] for k, _ in live} == set(sorted(ids)[:5])
+    assert live == then
