@@ -34,6 +34,8 @@ K1 = 1.2
 B = 0.75
 POSTINGS_BUDGET = 1_000
 CANDIDATE_CAP = POSTINGS_BUDGET
+# What traces written before these were recorded used (a replay of one scores as it did).
+_EARLIER = {"budget": 20_000, "cap": 4_000}
 
 _TERMS = text(
     """
@@ -104,6 +106,8 @@ class QueryTerms:
     idf: list[float]
     doc_count: int
     avgdl: float
+    budget: int = POSTINGS_BUDGET
+    cap: int = CANDIDATE_CAP
 
     @property
     def searchable(self) -> bool:
@@ -114,6 +118,8 @@ class QueryTerms:
             "terms": dict(zip(self.lexemes, self.df, strict=True)),
             "doc_count": self.doc_count,
             "avgdl": self.avgdl,  # exact: a replay scores with the statistics recorded here
+            "budget": self.budget,
+            "cap": self.cap,
         }
 
     @classmethod
@@ -128,6 +134,8 @@ class QueryTerms:
             idf=[idf(d, n) for d in dfs],
             doc_count=n,
             avgdl=float(trace["avgdl"]),
+            budget=int(trace.get("budget", _EARLIER["budget"])),
+            cap=int(trace.get("cap", _EARLIER["cap"])),
         )
 
 
@@ -149,6 +157,8 @@ def analyse(session: Session, query: str, namespace: str | None) -> QueryTerms:
         idf=[idf(d, n) for d in dfs],
         doc_count=n,
         avgdl=(total / n) if n else 1.0,
+        budget=POSTINGS_BUDGET,
+        cap=CANDIDATE_CAP,
     )
 
 
@@ -164,7 +174,7 @@ def candidate_terms(terms: QueryTerms) -> list[str]:
     chosen: list[str] = []
     postings = 0
     for df, lexeme in present:
-        if chosen and postings + df > POSTINGS_BUDGET:
+        if chosen and postings + df > terms.budget:
             break
         chosen.append(lexeme)
         postings += df
@@ -196,7 +206,7 @@ def search(
         **sql_filters.binds(filters, as_of),
         **score_params(terms),
         "tsquery": _tsquery(candidate_terms(terms)),
-        "cap": CANDIDATE_CAP,
+        "cap": terms.cap,
         "pool": pool,
     }
     rows = session.execute(statement, params).all()

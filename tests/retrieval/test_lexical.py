@@ -109,3 +109,15 @@ def test_candidates_beyond_the_cap_are_the_same_live_and_as_of(
         then = lexical.search(s, terms, scope, datetime.now(UTC), 20)
     assert {k[1] for k, _ in live} == set(sorted(ids)[:5])
     assert live == then
+
+
+def test_a_trace_keeps_the_budget_its_query_was_scored_with() -> None:
+    terms = lexical.QueryTerms(["rollout"], [7], [1.0], 10, 4.0, budget=3, cap=3)
+    again = lexical.QueryTerms.recorded(terms.trace())
+    assert (again.budget, again.cap) == (3, 3)
+    # A trace written before the budget was recorded replays with the one it ran with.
+    older = {k: v for k, v in terms.trace().items() if k not in ("budget", "cap")}
+    assert (lexical.QueryTerms.recorded(older).budget, lexical.QueryTerms.recorded(older).cap) == (
+        20_000,
+        4_000,
+    )
