@@ -136,40 +136,23 @@ def run_size(n: int, data: Path, work: Path) -> dict[str, Any]:
 
 
 def bulk_size(n: int, data: Path, work: Path) -> dict[str, Any]:
-    """Export, lint and diff at n memories loaded without embeddings (those steps never
-    embed), so that 100k is measured without hours of model time."""
-    from sqlalchemy import insert, text
+    """Export, lint and diff at n memories bulk-loaded (COPY, the HNSW index rebuilt once)
+    with the bench_memory pool's texts and their cached embeddings: those steps never embed,
+    so 100k is measured without the model's hours (bench_memory.py embeds the pool once)."""
+    import bench_memory
+    from sqlalchemy import text
 
-    from memsys.db import get_engine, session_scope
-    from memsys.models import Chunk, Namespace
-    from memsys.tokens import count_tokens
+    from memsys.db import get_engine
     from memsys.vault import diff, files, lint, live, service
 
-    base = texts(data, min(n, 12_000))
+    pool, _ = bench_memory.build_pool(data)
+    vectors, embedding = bench_memory.embed_pool(pool[:n], common.RESULTS, [n])
     out: dict[str, Any] = {"memories": n, "embedded": False, "loadavg_start": common.loadavg()}
+    out["pool_embedding"] = embedding
     with get_engine().begin() as conn:
         conn.execute(text("TRUNCATE chunk, edge, entity, event, namespace CASCADE"))
-    with session_scope() as s:
-        s.execute(insert(Namespace).values(name="bench"))
-        for start in range(0, n, 5000):
-            rows = []
-            for i in range(start, min(n, start + 5000)):
-                body = base[i % len(base)] + ("" if i < len(base) else f" (note {i})")
-                rows.append(
-                    {
-                        "namespace": "bench",
-                        "id": f"mem_{i:016x}",
-                        "doc_type": "memory",
-                        "content": body,
-                        "content_hash": hashlib.sha256(body.encode()).hexdigest(),
-                        "token_count": count_tokens(body),
-                        "memory_type": TYPES[i % len(TYPES)],
-                        "tags": [f"t{i % 17}"],
-                        "lifecycle": "project",
-                    }
-                )
-            s.execute(insert(Chunk), rows)
-    common.progress(f"{n}: loaded without embeddings; exporting")
+    out["bulk_load_s"] = bench_memory.bulk_load(pool[:n], vectors)
+    common.progress(f"{n}: bulk-loaded; exporting")
 
     timed = _timer(out)
 
@@ -282,7 +265,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="10000")
     parser.add_argument("--data-dir", type=Path, default=common.DEFAULT_DATA)
-    parser.add_argument("--bulk-sizes", default="", help="e.g. 100000: no embeddings")
+    parser.add_argument(
+        "--bulk-sizes",
+        default="",
+        help="e.g. 100000: the bench_memory pool bulk-loaded with its cached embeddings",
+    )
     parser.add_argument("--lint-files", default="", help="e.g. 100000: lint only, no database")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
