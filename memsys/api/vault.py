@@ -102,14 +102,11 @@ async def import_(
     with tempfile.TemporaryDirectory(prefix="memsys-import-") as folder:
         spool = Path(folder) / "body.json"
         text = codecs.getincrementaldecoder("utf-8")()
-        with spool.open("wb") as out:
-            async for chunk in request.stream():
-                try:
-                    text.decode(chunk)
-                except UnicodeDecodeError:
-                    raise HTTPException(400, "The body is not UTF-8 text") from None
-                out.write(chunk)
         try:
+            with spool.open("wb") as out:
+                async for chunk in request.stream():
+                    text.decode(chunk)
+                    out.write(chunk)
             text.decode(b"", final=True)
         except UnicodeDecodeError:
             raise HTTPException(400, "The body is not UTF-8 text") from None

@@ -7,7 +7,10 @@ value is ever spliced into SQL text.
 from __future__ import annotations
 
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
+
+from sqlalchemy import TextClause, text
 
 FILTER_SQL = {
     "namespace": "c.namespace = :f_namespace",
@@ -42,3 +45,14 @@ def binds(filters: dict[str, Any], as_of: datetime | None) -> dict[str, Any]:
     if as_of is not None:
         params["as_of"] = as_of
     return params
+
+
+def statement(template: str, filters: dict[str, Any], as_of: datetime | None) -> TextClause:
+    """`template` with its `{where}` filled for these filters, built once per combination of
+    filters and validity: the channels run on every recall."""
+    return _statement(template, where(filters, as_of))
+
+
+@lru_cache(maxsize=256)
+def _statement(template: str, where_sql: str) -> TextClause:
+    return text(template.format(where=where_sql))

@@ -106,8 +106,8 @@ class QueryTerms:
     idf: list[float]
     doc_count: int
     avgdl: float
-    budget: int = POSTINGS_BUDGET
-    cap: int = CANDIDATE_CAP
+    budget: int  # the postings budget and candidate cap it is scored with
+    cap: int
 
     @property
     def searchable(self) -> bool:
@@ -201,7 +201,7 @@ def search(
     """The `pool` best chunks by BM25: ((namespace, id), score), best first."""
     if not terms.searchable:
         return []
-    statement = text(_SEARCH.format(where=sql_filters.where(filters, as_of)))
+    statement = sql_filters.statement(_SEARCH, filters, as_of)
     params = {
         **sql_filters.binds(filters, as_of),
         **score_params(terms),

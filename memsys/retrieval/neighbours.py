@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from memsys.retrieval import filters as sql_filters
@@ -125,7 +124,7 @@ def search(
     strength = {key: s for key, s in seeds if s > 0}
     if not strength or width < 1:
         return Near()
-    statement = text(_NEIGHBOURS.format(where=sql_filters.where(filters, as_of)))
+    statement = sql_filters.statement(_NEIGHBOURS, filters, as_of)
     params = {
         **sql_filters.binds(filters, as_of),
         "namespaces": [k[0] for k in strength],

@@ -13,7 +13,7 @@ from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, case, func, literal, or_, select, update
+from sqlalchemy import ColumnElement, case, func, literal, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -34,6 +34,7 @@ from memsys.schemas.edges import (
     MemoryRelateOut,
 )
 from memsys.services import events, memories
+from memsys.services.observation_links import valid_at
 
 MAX_PATHS = 200
 
@@ -42,12 +43,7 @@ def _public_edges(at: datetime | None = None) -> list[ColumnElement[bool]]:
     """Live edges of a public relation between any two nodes (memory_relate writes them all;
     memsys's own mention and observation links are not public); with `at`, those valid at
     that time instead."""
-    valid = (
-        [Edge.valid_to.is_(None)]
-        if at is None
-        else [Edge.valid_from <= at, or_(Edge.valid_to.is_(None), Edge.valid_to > at)]
-    )
-    return [*valid, Edge.relation.in_(MEMORY_RELATIONS)]
+    return [*valid_at(Edge, at), Edge.relation.in_(MEMORY_RELATIONS)]
 
 
 _LIVE: dict[str, Any] = {"chunk": Chunk, "entity": Entity, "fact": Fact}
@@ -264,15 +260,8 @@ def _labels(
                 "fact": literal("fact"),
             }[kind]
             text = Entity.name if kind == "entity" else model.content
-            alive = (
-                model.valid_to.is_(None)
-                if at is None
-                else and_(
-                    model.valid_from <= at, or_(model.valid_to.is_(None), model.valid_to > at)
-                )
-            )
             stmt = select(model.id, shown, text).where(
-                model.namespace == ns, model.id.in_(node_ids), alive
+                model.namespace == ns, model.id.in_(node_ids), *valid_at(model, at)
             )
         else:
             continue

@@ -140,10 +140,8 @@ def walk(
     seen: set[int] = set()
     for row in rows:  # positional: (depth, 8 entity columns, 10 edge columns)
         hops, key, edge_id = row[0], row[2], row[9]
-        if key not in found.entities:
+        if key not in found.entities:  # rows come nearest first: the first depth is the least
             found.entities[key] = Node(*row[1:9])
-            found.depth[key] = hops
-        elif hops < found.depth[key]:
             found.depth[key] = hops
         if edge_id is not None and edge_id not in seen:
             seen.add(edge_id)
