@@ -81,53 +81,15 @@ def disk_kb(path: Path) -> int:
 def run_size(n: int, data: Path, work: Path) -> dict[str, Any]:
     from sqlalchemy import text
 
-    from memsys.db import get_engine, session_scope
-    from memsys.embeddings import get_embedder
+    from memsys.db import session_scope
     from memsys.vault import diff, files, lint, live, service
 
     bodies = texts(data, n)
     source = work / f"source-{n}.jsonl"
     snapshot(source, bodies)
     out: dict[str, Any] = {"memories": n, "loadavg_start": common.loadavg()}
-    # Spread over the whole mix (short turns first, long passages after): the first texts
-    # alone would overstate the model's speed on what the import embeds.
-    sample = bodies[:: max(1, n // MODEL_SAMPLE)][:MODEL_SAMPLE]
-    embedder = get_embedder()
-    embedder.embed(bodies[-32:])  # load and warm the model outside the measurement
-    start = time.perf_counter()
-    embedder.embed(sample)
-    out["model_sentences_per_s"] = round(len(sample) / (time.perf_counter() - start), 1)
-    common.progress(f"{n}: model {out['model_sentences_per_s']}/s; importing")
-
     timed = _timer(out)
-
-    with get_engine().begin() as conn:
-        conn.execute(text("TRUNCATE chunk, edge, entity, event, namespace CASCADE"))
-    inside = {"embedding_s": 0.0}
-    model_embed = embedder.embed
-
-    def embed(texts: list[str]) -> Any:  # the import's own embedding time, measured
-        began = time.perf_counter()
-        try:
-            return model_embed(texts)
-        finally:
-            inside["embedding_s"] += time.perf_counter() - began
-
-    embedder.embed = embed  # type: ignore[method-assign]
-    try:
-        report = timed(
-            "import",
-            lambda: _in_session(
-                lambda s: service.import_from(s, source, dry_run=False, partial=False)
-            ),
-        )
-    finally:
-        embedder.embed = model_embed  # type: ignore[method-assign]
-    assert report.memories.new == n, report
-    out["import_per_s"] = round(n / out["import_s"], 1)
-    out["import_embedding_s"] = round(inside["embedding_s"], 1)
-    out["import_other_s"] = round(out["import_s"] - inside["embedding_s"], 1)
-    common.progress(f"{n}: imported at {out['import_per_s']}/s; re-import")
+    import_measured(out, timed, bodies, source)
     again = timed(
         "reimport_unchanged",
         lambda: _in_session(lambda s: service.import_from(s, source, dry_run=False, partial=False)),
@@ -152,6 +114,79 @@ def run_size(n: int, data: Path, work: Path) -> dict[str, Any]:
         out["database_mb"] = round(
             s.execute(text("SELECT pg_total_relation_size('chunk') / 1048576.0")).scalar_one(), 1
         )
+    out["loadavg_end"] = common.loadavg()
+    return out
+
+
+def import_measured(out: dict[str, Any], timed: Any, bodies: list[str], source: Path) -> None:
+    """Time the model alone on a sample of `bodies`, then the import of `source` (those
+    bodies) into an empty database, with the import's own embedding time measured inside."""
+    from sqlalchemy import text
+
+    from memsys.db import get_engine
+    from memsys.embeddings import get_embedder
+    from memsys.vault import service
+
+    n = len(bodies)
+    # Spread over the whole mix (short turns first, long passages after): the first texts
+    # alone would overstate the model's speed on what the import embeds.
+    sample = bodies[:: max(1, n // MODEL_SAMPLE)][:MODEL_SAMPLE]
+    embedder = get_embedder()
+    embedder.embed(bodies[-32:])  # load and warm the model outside the measurement
+    start = time.perf_counter()
+    embedder.embed(sample)
+    out["model_sentences_per_s"] = round(len(sample) / (time.perf_counter() - start), 1)
+    common.progress(f"{n}: model {out['model_sentences_per_s']}/s; importing")
+    with get_engine().begin() as conn:
+        conn.execute(text("TRUNCATE chunk, edge, entity, event, namespace CASCADE"))
+    inside = {"embedding_s": 0.0}
+    model_embed = embedder.embed
+
+    def embed(texts: list[str]) -> Any:  # the import's own embedding time, measured
+        began = time.perf_counter()
+        try:
+            return model_embed(texts)
+        finally:
+            inside["embedding_s"] += time.perf_counter() - began
+
+    embedder.embed = embed  # type: ignore[method-assign]
+    common.reset_peak_rss()
+    rss_before = common.rss_mb()
+    try:
+        report = timed(
+            "import",
+            lambda: _in_session(
+                lambda s: service.import_from(s, source, dry_run=False, partial=False)
+            ),
+        )
+    finally:
+        embedder.embed = model_embed  # type: ignore[method-assign]
+    assert report.memories.new == n, report
+    out["import_per_s"] = round(n / out["import_s"], 1)
+    out["import_vs_model"] = round(out["import_per_s"] / out["model_sentences_per_s"], 2)
+    out["import_embedding_s"] = round(inside["embedding_s"], 1)
+    # Batches are embedded on a thread while the batch before is written: the wall time
+    # beyond the model's own is what the writes did not hide.
+    out["import_beyond_embedding_s"] = round(out["import_s"] - inside["embedding_s"], 1)
+    out["rss_mb_before_import"] = rss_before
+    out["import_peak_rss_mb"] = common.peak_rss_mb()
+    out["import_rss_growth_mb"] = round(out["import_peak_rss_mb"] - rss_before, 1)
+    common.progress(f"{n}: imported at {out['import_per_s']}/s")
+
+
+def import_size(n: int, data: Path, work: Path) -> dict[str, Any]:
+    """Import n memories with embedding from a JSON-lines snapshot of the bench_memory
+    pool's texts (the vault's own mix has ~13k distinct texts): throughput against the
+    model's, and the process's peak memory (the import streams; it never holds the file)."""
+    import bench_memory
+
+    pool, _ = bench_memory.build_pool(data)
+    bodies = pool[:n]
+    source = work / f"pool-{n}.jsonl"
+    snapshot(source, bodies)
+    out: dict[str, Any] = {"memories": n, "loadavg_start": common.loadavg()}
+    out["snapshot_mb"] = round(source.stat().st_size / 1048576, 1)
+    import_measured(out, _timer(out), bodies, source)
     out["loadavg_end"] = common.loadavg()
     return out
 
@@ -291,6 +326,11 @@ def main() -> None:
         default="",
         help="e.g. 100000: the bench_memory pool bulk-loaded with its cached embeddings",
     )
+    parser.add_argument(
+        "--import-sizes",
+        default="",
+        help="e.g. 100000: import (with embedding) of the bench_memory pool's texts",
+    )
     parser.add_argument("--lint-files", default="", help="e.g. 100000: lint only, no database")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
@@ -303,6 +343,10 @@ def main() -> None:
         for n in (int(s) for s in args.sizes.split(",") if s):
             results["sizes"].append(run_size(n, args.data_dir, work))
             common.write_json("vault.json", results)
+        for n in (int(s) for s in args.import_sizes.split(",") if s):
+            results.setdefault("imports", []).append(import_size(n, args.data_dir, work))
+            common.write_json("vault.json", results)
+            print(json.dumps(results["imports"][-1], indent=1))
         for n in (int(s) for s in args.lint_files.split(",") if s):
             results["lint"] = lint_files(n, args.data_dir, work)
             print(json.dumps(results["lint"], indent=1))

@@ -98,6 +98,26 @@ def loadavg() -> list[float]:
 # --- timing ------------------------------------------------------------------------------
 
 
+def _status_mb(field: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
+
+
+def rss_mb() -> float:
+    """This process's resident memory now, and its peak since reset_peak_rss() (Linux)."""
+    return _status_mb("VmRSS")
+
+
+def peak_rss_mb() -> float:
+    return _status_mb("VmHWM")
+
+
+def reset_peak_rss() -> None:
+    Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
+
+
 def ms_since(start: float) -> float:
     return (time.perf_counter() - start) * 1000
 

@@ -1,7 +1,8 @@
 """Pass 2 of an import: compare a batch of records with the database and write the difference.
 
 A new memory is inserted with its own id and times (so export → import → export gives the
-same bytes) and embedded with the batch, at the model's batch speed. A memory whose id
+same bytes) and embedded with its batch, at the model's batch speed, on a thread that embeds
+the next batch while this one is written. A memory whose id
 exists with different fields becomes a new version, never an overwrite: the old row is
 copied under a new id and closed (`valid_to`), the live row takes the new fields, and a
 `supersedes` edge joins the two — the way memsys keeps history for every row users change.
@@ -12,9 +13,12 @@ the preference service, which versions them itself.
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from sqlalchemy import func, insert, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
@@ -87,13 +91,37 @@ def _columns(rec: Record) -> dict[str, Any]:
     }
 
 
+@dataclass
+class _Batch:
+    """A checked batch waiting to be written: its embedding runs while the one before is."""
+
+    new: list[Record]
+    changed: list[tuple[Record, dict[str, Any]]]  # the record and the live row's fields
+    claims: dict[tuple[str, str], str]  # (namespace, content hash) → the id taking it
+    vectors: Future[np.ndarray] | None
+
+
 class Plan:
-    """Applies (or, in a dry run, only counts) an import, batch by batch, in one session."""
+    """Applies (or, in a dry run, only counts) an import, batch by batch, in one session.
+
+    Embedding is pipelined: batch k+1 is checked and handed to one embedding thread before
+    batch k is written, so the model works while PostgreSQL inserts (and indexes) the rows
+    before — the import runs near the model's speed instead of at embedding + writes. Use as
+    a context manager and call `finish()` before anything that needs every memory written.
+    """
 
     def __init__(self, session: Session, dry_run: bool, report: Report) -> None:
         self.session, self.dry_run, self.report = session, dry_run, report
         self.same_as: dict[str, str] = {}  # a file's id → the id its content is stored under
         self.namespaces: set[str] = set()
+        self._embedding = ThreadPoolExecutor(1, thread_name_prefix="memsys-import-embed")
+        self._waiting: _Batch | None = None
+
+    def __enter__(self) -> Plan:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._embedding.shutdown(wait=True, cancel_futures=True)
 
     def _namespace(self, name: str) -> None:
         if name not in self.namespaces and not self.dry_run:
@@ -102,7 +130,7 @@ class Plan:
 
     def memories(self, batch: list[Record]) -> None:
         rows = {
-            c.id: c
+            c.id: _fields(c)
             for c in self.session.scalars(
                 select(Chunk).where(
                     Chunk.doc_type == "memory",
@@ -111,34 +139,57 @@ class Plan:
                 )
             )
         }
+        self.session.expunge_all()  # keep the identity map from growing with the import
         new, changed = [], []
         for rec in batch:
-            row = rows.get(rec["id"])
-            if row is None:
+            fields = rows.get(rec["id"])
+            if fields is None:
                 new.append(rec)
-            elif any(_fields(row)[k] != rec[k] for k in VERSIONED):
-                changed.append((rec, row))
+            elif any(fields[k] != rec[k] for k in VERSIONED):
+                changed.append((rec, fields))
             else:
                 self.report.memories.unchanged += 1
-        new = self._without_duplicates(new)
-        changed = self._not_taken(changed)
+        claims: dict[tuple[str, str], str] = {}
+        new = self._without_duplicates(new, claims)
+        changed = self._not_taken(changed, claims)
         self.report.memories.new += len(new)
         self.report.memories.changed += len(changed)
         if self.dry_run:
-            self.session.expunge_all()
             return
         to_embed = [r["content"] for r in new] + [
-            r["content"] for r, row in changed if row.content != r["content"]
+            r["content"] for r, old in changed if old["content"] != r["content"]
         ]
-        vectors = iter(get_embedder().embed(to_embed) if to_embed else [])
-        self._insert(new, vectors)
-        for rec, row in changed:
-            self._version(rec, row, next(vectors) if row.content != rec["content"] else None)
-        self.session.flush()
-        self.session.expunge_all()  # keep the identity map from growing with the import
+        vectors = self._embedding.submit(get_embedder().embed, to_embed) if to_embed else None
+        self._write_waiting()
+        self._waiting = _Batch(new, changed, claims, vectors)
 
-    def _without_duplicates(self, new: list[Record]) -> list[Record]:
-        """New records whose content is stored under another live id are duplicates."""
+    def finish(self) -> None:
+        """Write the last batch: after this every memory of the snapshot is in the session."""
+        self._write_waiting()
+
+    def _write_waiting(self) -> None:
+        batch, self._waiting = self._waiting, None
+        if batch is None:
+            return
+        vectors = iter(batch.vectors.result() if batch.vectors is not None else [])
+        self._insert(batch.new, vectors)
+        for rec, old in batch.changed:
+            changed_content = old["content"] != rec["content"]
+            self._version(rec, old, next(vectors) if changed_content else None)
+        self.session.flush()
+        self.session.expunge_all()
+
+    def _taken(self, namespace: str, content_hash: str) -> str | None:
+        """The id of a checked batch not yet written that holds this content, if any."""
+        if self._waiting is None:
+            return None
+        return self._waiting.claims.get((namespace, content_hash))
+
+    def _without_duplicates(
+        self, new: list[Record], claims: dict[tuple[str, str], str]
+    ) -> list[Record]:
+        """New records whose content is stored under another live id (or taken by a record
+        checked before and not yet written) are duplicates; the rest claim their content."""
         by_ns: dict[str, list[Record]] = {}
         for rec in new:
             by_ns.setdefault(rec["namespace"], []).append(rec)
@@ -148,29 +199,35 @@ class Plan:
             holders: dict[str, str] = dict(
                 self.session.execute(_HOLDER, {"namespace": ns, "hashes": hashes}).tuples().all()
             )
-            first_in_batch: dict[str, str] = {}
             for rec in recs:
-                holder = holders.get(rec["content_hash"]) or first_in_batch.get(rec["content_hash"])
+                key = (ns, rec["content_hash"])
+                holder = holders.get(key[1]) or self._taken(*key) or claims.get(key)
                 if holder is not None:
                     self.same_as[rec["id"]] = holder
                     self.report.memories.duplicate += 1
                 else:
-                    first_in_batch[rec["content_hash"]] = rec["id"]
+                    claims[key] = rec["id"]
                     kept.append(rec)
         return kept
 
-    def _not_taken(self, changed: list[tuple[Record, Chunk]]) -> list[tuple[Record, Chunk]]:
-        """Edits whose new content another live memory of the namespace already holds are
-        duplicates: the unique live content hash would refuse them."""
+    def _not_taken(
+        self, changed: list[tuple[Record, dict[str, Any]]], claims: dict[tuple[str, str], str]
+    ) -> list[tuple[Record, dict[str, Any]]]:
+        """Edits whose new content another live memory of the namespace already holds (or a
+        record checked before claims) are duplicates: the unique live content hash would
+        refuse them."""
         kept = []
-        for rec, row in changed:
-            if row.content != rec["content"]:
-                params = {"namespace": rec["namespace"], "hashes": [rec["content_hash"]]}
-                holder = self.session.execute(_HOLDER, params).first()
-                if holder is not None and holder.id != rec["id"]:
+        for rec, old in changed:
+            if old["content"] != rec["content"]:
+                key = (rec["namespace"], rec["content_hash"])
+                params = {"namespace": key[0], "hashes": [key[1]]}
+                row = self.session.execute(_HOLDER, params).first()
+                holder = (row.id if row else None) or self._taken(*key) or claims.get(key)
+                if holder is not None and holder != rec["id"]:
                     self.report.memories.duplicate += 1
                     continue
-            kept.append((rec, row))
+                claims[key] = rec["id"]
+            kept.append((rec, old))
         return kept
 
     def _insert(self, new: list[Record], vectors: Any) -> None:
@@ -200,7 +257,7 @@ class Plan:
             [(r["namespace"], "create", r["id"], {"content_hash": r["content_hash"]}) for r in new]
         )
 
-    def _version(self, rec: Record, row: Chunk, vector: Any) -> None:
+    def _version(self, rec: Record, old: dict[str, Any], vector: Any) -> None:
         """The old fields stay as a closed copy; the live row (same id) takes the new ones."""
         copy = ids.new_id(ids.MEMORY)
         ns = rec["namespace"]
@@ -226,7 +283,7 @@ class Plan:
                 context="an imported edit; the target holds the fields before it",
             )
         )
-        fields = sorted(k for k in VERSIONED if _fields(row)[k] != rec[k])
+        fields = sorted(k for k in VERSIONED if old[k] != rec[k])
         self._events([(ns, "edit", rec["id"], {"previous": copy, "fields": fields})])
         self.report.versions.append({"id": rec["id"], "previous": copy})
 

@@ -220,22 +220,23 @@ def run(
     seen, report.problems = validate(session, snapshot)
     if report.problems and not partial:
         return report
-    plan = apply.Plan(session, dry_run, report)
-    batch: list[Record] = []
-    for rec in _checked(snapshot, _Seen(), []):
-        if rec["kind"] == "memory" and rec["id"] not in seen.bad:
-            batch.append(rec)
-            if len(batch) >= BATCH:
-                plan.memories(batch)
-                batch = []
-        elif rec["kind"] == "preference":
-            plan.preference(rec)
-    if batch:
-        plan.memories(batch)
-    kept: list[Record] = [
-        rec for key, (rec, _) in sorted(seen.edges.items()) if key not in seen.bad
-    ]
-    for start in range(0, len(kept), BATCH):
-        plan.edges(kept[start : start + BATCH])
+    with apply.Plan(session, dry_run, report) as plan:
+        batch: list[Record] = []
+        for rec in _checked(snapshot, _Seen(), []):
+            if rec["kind"] == "memory" and rec["id"] not in seen.bad:
+                batch.append(rec)
+                if len(batch) >= BATCH:
+                    plan.memories(batch)
+                    batch = []
+            elif rec["kind"] == "preference":
+                plan.preference(rec)
+        if batch:
+            plan.memories(batch)
+        plan.finish()  # every memory written before the edges that name them
+        kept: list[Record] = [
+            rec for key, (rec, _) in sorted(seen.edges.items()) if key not in seen.bad
+        ]
+        for start in range(0, len(kept), BATCH):
+            plan.edges(kept[start : start + BATCH])
     report.applied = not dry_run
     return report

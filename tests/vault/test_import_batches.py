@@ -1,0 +1,128 @@
+"""An import spanning many batches: each batch is embedded while the one before is written,
+so a vector must still land on its own memory, and a duplicate must still be found when its
+first copy sits in a batch not yet written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from sqlalchemy import select, text
+
+from memsys.db import session_scope
+from memsys.models import Chunk
+from memsys.vault import importer
+from tests.vault.helpers import import_
+
+TOPICS = [
+    "Redis connection timeouts were fixed with socket_keepalive",
+    "The deploy pipeline runs database migrations before the web tier",
+    "Alice prefers dark mode in every editor she uses",
+    "Postgres autovacuum was tuned for the events table",
+    "The team chose WebSockets over long polling for live scores",
+    "Kubernetes pods restarted because the memory limit was too low",
+    "Bob is allergic to peanuts and avoids Thai restaurants",
+    "The billing service retries Stripe webhooks three times",
+    "We pinned numpy below 2.0 until the wheels for ARM landed",
+    "Grafana alerts fire when p95 latency exceeds 300 ms",
+    "The mobile app caches images for seven days",
+    "Nightly backups go to a bucket in another region",
+    "Search results are ranked with BM25 and embeddings",
+]
+
+
+def memory(i: int, content: str) -> dict[str, Any]:
+    return {
+        "kind": "memory",
+        "id": f"mem_{i:016x}",
+        "namespace": "global",
+        "type": "fact",
+        "content": content,
+        "importance": 0.5,
+        "confidence": 0.5,
+        "created": "2026-01-01T00:00:00+00:00",
+        "updated": "2026-01-01T00:00:00+00:00",
+    }
+
+
+def write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
+    header = {"kind": "header", "format": "memsys-export", "schema_version": "1.0"}
+    lines = [json.dumps(r) for r in [header, *records]]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def stored_vectors() -> dict[str, tuple[str, np.ndarray]]:
+    with session_scope() as s:
+        rows = s.execute(
+            select(Chunk.id, Chunk.content, Chunk.embedding).where(
+                Chunk.doc_type == "memory", Chunk.valid_to.is_(None)
+            )
+        ).all()
+    return {r.id: (r.content, np.asarray(r.embedding, dtype=np.float32)) for r in rows}
+
+
+def assert_each_vector_is_its_own(embedder: Any) -> None:
+    stored = stored_vectors()
+    ids = sorted(stored)
+    expected = embedder.embed([stored[i][0] for i in ids])
+    for row_id, want in zip(ids, expected, strict=True):
+        assert float(np.dot(stored[row_id][1], want)) > 0.999, stored[row_id][0]
+
+
+@pytest.fixture
+def small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(importer, "BATCH", 3)  # 13 memories: five batches, four overlaps
+
+
+def test_vectors_land_on_their_own_memories(
+    tmp_path: Path, embedder: Any, small_batches: None
+) -> None:
+    records = [memory(i, body) for i, body in enumerate(TOPICS)]
+    write_jsonl(tmp_path / "snap.jsonl", records)
+    report = import_(tmp_path / "snap.jsonl")
+    assert report.memories.new == len(TOPICS)
+    assert_each_vector_is_its_own(embedder)
+    # Edits spread over several batches: each new text gets its own new vector.
+    edited = [
+        memory(i, body + " (checked again in 2026)") if i % 4 == 1 else memory(i, body)
+        for i, body in enumerate(TOPICS)
+    ]
+    write_jsonl(tmp_path / "edited.jsonl", edited)
+    again = import_(tmp_path / "edited.jsonl")
+    assert again.memories.changed == 3 and again.memories.unchanged == len(TOPICS) - 3
+    assert_each_vector_is_its_own(embedder)
+
+
+def test_a_duplicate_of_a_batch_not_yet_written_is_found(
+    tmp_path: Path, embedder: Any, small_batches: None
+) -> None:
+    # Record 3 (second batch) repeats record 1 (first batch): when batch two is checked,
+    # batch one is still being embedded, not written.
+    records = [memory(i, body) for i, body in enumerate(TOPICS[:6])]
+    records.insert(3, memory(99, TOPICS[1]))
+    records.append(
+        {
+            "kind": "edge",
+            "namespace": "global",
+            "type": "relates_to",
+            "from_id": f"mem_{99:016x}",
+            "to_id": f"mem_{0:016x}",
+            "created": "2026-01-01T00:00:00+00:00",
+        }
+    )
+    write_jsonl(tmp_path / "snap.jsonl", records)
+    report = import_(tmp_path / "snap.jsonl")
+    assert (report.memories.new, report.memories.duplicate) == (6, 1)
+    assert report.edges.new == 1
+    with session_scope() as s:
+        related = "SELECT source_id, target_id FROM edge WHERE relation = 'relates_to'"
+        edge = s.execute(text(related)).one()
+        copies = s.execute(
+            text("SELECT count(*) FROM chunk WHERE content = :c"), {"c": TOPICS[1]}
+        ).scalar_one()
+    assert tuple(edge) == (f"mem_{1:016x}", f"mem_{0:016x}")  # follows the stored copy
+    assert copies == 1
+    assert_each_vector_is_its_own(embedder)
