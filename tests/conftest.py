@@ -13,6 +13,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -73,6 +74,17 @@ def embedder():
     model = get_embedder()
     model.embed_one("warm up")
     return model
+
+
+@pytest.fixture
+def client(embedder: object) -> Iterator[Any]:
+    """The REST app in process, at the address memsys serves on (its Host check passes)."""
+    from fastapi.testclient import TestClient
+
+    from memsys.api.app import create_app
+
+    with TestClient(create_app(background=False), base_url="http://127.0.0.1:8700") as c:
+        yield c
 
 
 def tables() -> list[str]:

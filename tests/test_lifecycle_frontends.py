@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 from fastapi.testclient import TestClient
 
 from memsys import tenancy
-from memsys.api.app import create_app
 from memsys.db import session_scope
 from memsys.mcp.server import CORE_RESOURCE, build_server, call
 from memsys.operations import BY_NAME
@@ -23,12 +20,6 @@ from tests.conftest import table_counts
 from tests.factories import store
 
 BASE = "http://127.0.0.1:8700"
-
-
-@pytest.fixture
-def client(embedder: Any) -> Iterator[TestClient]:
-    with TestClient(create_app(background=False), base_url=BASE) as c:
-        yield c
 
 
 def op(name: str, **args: Any) -> Any:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -33,12 +32,6 @@ def tools() -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def openapi() -> dict[str, Any]:
     return create_app(background=False).openapi()
-
-
-@pytest.fixture
-def client(embedder: Any) -> Iterator[TestClient]:
-    with TestClient(create_app(background=False), base_url=BASE) as c:
-        yield c
 
 
 def cli_command(name: str) -> Any:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import anyio
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import PlainTextResponse
 
 from memsys import runner
@@ -60,7 +60,7 @@ async def import_graph(request: Request, namespace: Namespace = None) -> dict[st
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
-        raise InvalidInput("The body is not UTF-8 text") from None
+        raise HTTPException(400, "The body is not UTF-8 text") from None  # as /v1/import
 
     def run() -> dict[str, int]:
         params = parse_jsonl(text, namespace)

@@ -3,14 +3,12 @@ with a clear message, and nothing is written."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
 
-from memsys.api.app import create_app
 from memsys.mcp.server import call
 from memsys.operations import BY_NAME
 from tests.cli.helpers import fails
@@ -43,12 +41,6 @@ CASES = [
     ("preference_list", {"as_of": "yesterday"}, "Invalid as_of: 'yesterday'"),
     ("memory_store", {"content": "x", "reference_time": 0}, "Invalid reference_time: 0"),
 ]
-
-
-@pytest.fixture
-def client(embedder: Any) -> Iterator[TestClient]:
-    with TestClient(create_app(background=False), base_url="http://127.0.0.1:8700") as c:
-        yield c
 
 
 @pytest.mark.parametrize(("name", "args", "message"), CASES, ids=[c[0] for c in CASES])

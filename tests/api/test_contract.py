@@ -71,12 +71,6 @@ def test_every_route_keeps_its_contract(contract: Any, mode: GenerationMode) -> 
     assert not failures, "\n\n".join(failures)
 
 
-@pytest.fixture
-def client(embedder: Any) -> Iterator[TestClient]:
-    with TestClient(create_app(background=False), base_url="http://127.0.0.1:8700") as c:
-        yield c
-
-
 def test_the_document_states_the_rules(client: TestClient) -> None:
     document = client.get("/openapi.json").json()
     store = document["paths"]["/v1/memories"]["post"]
@@ -117,6 +111,8 @@ def test_import_and_migrate_refuse_clearly(client: TestClient) -> None:
     answer = client.post(
         "/v1/import", content=b"`\xff\xfe", headers={"content-type": "application/json"}
     )
+    assert answer.status_code == 400 and answer.json()["error"] == "The body is not UTF-8 text"
+    answer = client.post("/v1/graph/import", content=b'{"type": "entity"\xff}\n')
     assert answer.status_code == 400 and answer.json()["error"] == "The body is not UTF-8 text"
     answer = client.post("/v1/migrate", json={"revision": "abcdefabcdef", "dry_run": True})
     assert answer.status_code == 404 and "No such revision" in answer.json()["error"]

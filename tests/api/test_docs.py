@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import re
 import socket
-from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
-
-from memsys.api.app import create_app
 
 
 @pytest.fixture
@@ -27,9 +24,9 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def client(embedder, offline: None) -> Iterator[TestClient]:
-    with TestClient(create_app(background=False), base_url="http://127.0.0.1:8700") as c:
-        yield c
+def client(offline: None, client: TestClient) -> TestClient:
+    """The shared REST client, with the network blocked first."""
+    return client
 
 
 def test_docs_page_and_its_assets_load_offline(client: TestClient) -> None:

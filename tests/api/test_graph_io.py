@@ -7,7 +7,6 @@ import json
 
 from fastapi.testclient import TestClient
 
-from tests.api.test_rest import client  # noqa: F401 (fixture)
 from tests.conftest import table_counts
 
 FILE = (
@@ -19,7 +18,7 @@ FILE = (
 )
 
 
-def test_import_then_export_round_trips_the_file(client: TestClient) -> None:  # noqa: F811
+def test_import_then_export_round_trips_the_file(client: TestClient) -> None:
     done = client.post("/v1/graph/import", content=FILE.encode())
     assert done.status_code == 200, done.text
     assert done.json() == {"entities_created": 2, "relations_created": 1}
@@ -34,7 +33,7 @@ def test_import_then_export_round_trips_the_file(client: TestClient) -> None:  #
     assert client.get("/v1/graph/export", params={"namespace": "project:x"}).text == out.text
 
 
-def test_a_bad_line_refuses_the_whole_file(client: TestClient) -> None:  # noqa: F811
+def test_a_bad_line_refuses_the_whole_file(client: TestClient) -> None:
     before = table_counts()
     bad = FILE + '{"type":"relation","from":"Alice","to":"Nobody","relationType":"knows"}\n'
     refused = client.post("/v1/graph/import", content=bad.encode())

@@ -4,7 +4,6 @@ and nothing is written by a refused request."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,12 +16,6 @@ from memsys.operations import BY_NAME
 from tests.conftest import table_counts
 
 BASE = "http://127.0.0.1:8700"
-
-
-@pytest.fixture
-def client(embedder: Any) -> Iterator[TestClient]:
-    with TestClient(create_app(background=False), base_url=BASE) as c:
-        yield c
 
 
 def test_a_foreign_host_or_origin_is_refused_before_anything_runs(client: TestClient) -> None:

@@ -7,7 +7,6 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -29,12 +28,6 @@ BASE = "http://127.0.0.1:8700"
 # 422 whether a path exists or not: tests/services/test_documents.py).
 MISSING = f"{tempfile.gettempdir()}/memsys-no-such-folder"
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
-
-
-@pytest.fixture
-def client(embedder) -> Iterator[TestClient]:
-    with TestClient(create_app(background=False), base_url=BASE) as c:
-        yield c
 
 
 def test_health_checks_the_database(client: TestClient) -> None:

@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
-import pytest
 from fastapi.testclient import TestClient
 
-from memsys.api.app import create_app
 from memsys.retrieval.fusion import FUSION_VERSION
 from tests.cli.helpers import fails, run, run_json
-
-
-@pytest.fixture
-def client(embedder: Any) -> Iterator[TestClient]:
-    with TestClient(create_app(background=False), base_url="http://127.0.0.1:8700") as c:
-        yield c
 
 
 def test_a_recall_is_traced_listed_and_judged(client: TestClient) -> None:

@@ -4,7 +4,7 @@ MCP, REST and the CLI alike. A protected older memory and a dry check stay open.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,7 +12,6 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from memsys.api.app import create_app
 from memsys.db import session_scope
 from memsys.models import Chunk, Event
 from tests.cli.helpers import run_json
@@ -21,12 +20,6 @@ from tests.services.test_edges import op
 
 OLD = "The request timeout is 30 seconds"
 NEW = "The request timeout is 60 seconds"
-
-
-@pytest.fixture
-def client(embedder: Any) -> Iterator[TestClient]:
-    with TestClient(create_app(background=False), base_url="http://127.0.0.1:8700") as c:
-        yield c
 
 
 def via_mcp(_: TestClient, memory_id: str) -> Any:

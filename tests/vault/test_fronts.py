@@ -3,24 +3,15 @@ dry run unless told otherwise)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from fastapi.testclient import TestClient
 
-from memsys.api.app import create_app
 from memsys.mcp.server import call
 from memsys.operations import BY_NAME
 from tests.conftest import table_counts
 from tests.vault.helpers import empty_database, export, seed
-
-
-@pytest.fixture
-def client(embedder: Any) -> Iterator[TestClient]:
-    with TestClient(create_app(background=False), base_url="http://127.0.0.1:8700") as c:
-        yield c
 
 
 def test_rest_export_streams_what_the_file_export_writes(
