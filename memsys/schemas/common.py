@@ -10,6 +10,7 @@ builds its options from these models.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
@@ -55,9 +56,12 @@ MAX_DEPTH = 20  # nesting of lists and objects in any input (metadata, preferenc
 
 def check_values(value: Any, where: str = "input", depth: int = 0) -> None:
     """Text PostgreSQL cannot store, or structures no one means, refused before any work:
-    a NUL character, a lone surrogate (not Unicode), nesting deeper than MAX_DEPTH."""
+    a NUL character, a lone surrogate (not Unicode), nesting deeper than MAX_DEPTH, NaN or
+    Infinity (Python's JSON reads them; JSON and PostgreSQL have no such numbers)."""
     if depth > MAX_DEPTH:
         raise ValueError(f"{where} is nested more than {MAX_DEPTH} levels deep")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{where} is {value}: NaN and Infinity are not JSON numbers")
     if isinstance(value, str):
         if "\x00" in value:
             raise ValueError(f"{where} contains a NUL character (\\u0000), which cannot be stored")

@@ -28,6 +28,9 @@ CASES = [
     ("memory_store", {"content": "x", "metadata": {"a\x00": 1}}, "NUL character"),
     ("memory_store", {"content": "x", "metadata": nested(50)}, "nested more than 20"),
     ("memory_store", {"content": "x", "importance": 1e308}, "importance must be between"),
+    # Python's JSON reads NaN and Infinity; PostgreSQL refused them mid-write (was a 500)
+    ("memory_store", {"content": "x", "metadata": {"x": float("nan")}}, "not JSON numbers"),
+    ("preference_set", {"key": "k", "value": [float("inf")]}, "not JSON numbers"),
     ("memory_recall", {"query": "q\x00"}, "NUL character"),
     ("memory_recall", {"query": "q", "n_results": 10**40}, "n_results must be between"),
     ("memory_list", {"offset": 10**30}, "offset must be 0 or more"),

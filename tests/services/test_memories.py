@@ -283,3 +283,12 @@ def test_namespaces_are_listed_with_counts(embedder) -> None:
     listing = runner.execute_bare(namespaces.list_with_counts)
     counts = {n.namespace: n.memory_count for n in listing.namespaces}
     assert counts == {"global": 1, "project:a": 2}
+
+
+def test_metadata_keeps_numbers_json_allows(embedder) -> None:
+    # JSONB parameters are written with orjson, which refuses integers beyond 64 bits:
+    # those go through the standard library instead, and come back as they were sent.
+    meta = {"build": 2**70, "ratio": 0.1, "nested": {"ids": [1, -(2**64)]}, "flag": None}
+    out = store("metadata with very large numbers", metadata=meta)
+    with session_scope() as s:
+        assert s.scalar(select(Chunk.meta).where(Chunk.id == out.id)) == meta
