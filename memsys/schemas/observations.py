@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from memsys.schemas.common import check_values
+
 MAX_HEAD = 2000  # characters of stdout/stderr/excerpt kept in an observation
 ENVELOPE_TYPES = (
     "command.exec",
@@ -113,6 +115,7 @@ def parse_envelope(data: Any, where: str = "observation") -> Any:
             data = json.loads(data)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{where} is not valid JSON ({exc.msg} at {exc.pos})") from None
+        check_values(data, where)  # text read here skips the Input check (NaN, NUL, depth)
     if not isinstance(data, dict):
         raise ValueError(f"{where} must be a JSON object with a type")
     kind = data.get("type")

@@ -97,8 +97,10 @@ class _Batch:
 
     new: list[Record]
     changed: list[tuple[Record, dict[str, Any]]]  # the record and the live row's fields
-    claims: dict[tuple[str, str], str]  # (namespace, content hash) → the id taking it
     vectors: Future[np.ndarray] | None
+
+
+ContentKey = tuple[str, str]  # (namespace, content hash)
 
 
 class Plan:
@@ -116,6 +118,10 @@ class Plan:
         self.namespaces: set[str] = set()
         self._embedding = ThreadPoolExecutor(1, thread_name_prefix="memsys-import-embed")
         self._waiting: _Batch | None = None
+        # What the batches checked but not yet written will change (in a dry run: every
+        # batch before): content they take, and content their edits move away from a row.
+        self._claimed: dict[ContentKey, str] = {}
+        self._released: dict[ContentKey, str] = {}
 
     def __enter__(self) -> Plan:
         return self
@@ -130,7 +136,7 @@ class Plan:
 
     def memories(self, batch: list[Record]) -> None:
         rows = {
-            c.id: _fields(c)
+            c.id: {**_fields(c), "content_hash": c.content_hash}
             for c in self.session.scalars(
                 select(Chunk).where(
                     Chunk.doc_type == "memory",
@@ -149,19 +155,27 @@ class Plan:
                 changed.append((rec, fields))
             else:
                 self.report.memories.unchanged += 1
-        claims: dict[tuple[str, str], str] = {}
+        claims: dict[ContentKey, str] = {}
         new = self._without_duplicates(new, claims)
         changed = self._not_taken(changed, claims)
         self.report.memories.new += len(new)
         self.report.memories.changed += len(changed)
-        if self.dry_run:
+        released = {
+            (rec["namespace"], old["content_hash"]): rec["id"]
+            for rec, old in changed
+            if old["content"] != rec["content"]
+        }
+        if self.dry_run:  # nothing is written: every batch before stays pending
+            self._claimed.update(claims)
+            self._released.update(released)
             return
         to_embed = [r["content"] for r in new] + [
             r["content"] for r, old in changed if old["content"] != r["content"]
         ]
         vectors = self._embedding.submit(get_embedder().embed, to_embed) if to_embed else None
         self._write_waiting()
-        self._waiting = _Batch(new, changed, claims, vectors)
+        self._waiting = _Batch(new, changed, vectors)
+        self._claimed, self._released = claims, released
 
     def finish(self) -> None:
         """Write the last batch: after this every memory of the snapshot is in the session."""
@@ -179,15 +193,14 @@ class Plan:
         self.session.flush()
         self.session.expunge_all()
 
-    def _taken(self, namespace: str, content_hash: str) -> str | None:
-        """The id of a checked batch not yet written that holds this content, if any."""
-        if self._waiting is None:
-            return None
-        return self._waiting.claims.get((namespace, content_hash))
+    def _holder(self, key: ContentKey, stored: str | None) -> str | None:
+        """Who holds this content once the batches checked before are written: the row the
+        database has now (unless one of their edits moves it away), or a record of theirs."""
+        if stored is not None and self._released.get(key) == stored:
+            stored = None
+        return stored or self._claimed.get(key)
 
-    def _without_duplicates(
-        self, new: list[Record], claims: dict[tuple[str, str], str]
-    ) -> list[Record]:
+    def _without_duplicates(self, new: list[Record], claims: dict[ContentKey, str]) -> list[Record]:
         """New records whose content is stored under another live id (or taken by a record
         checked before and not yet written) are duplicates; the rest claim their content."""
         by_ns: dict[str, list[Record]] = {}
@@ -201,7 +214,7 @@ class Plan:
             )
             for rec in recs:
                 key = (ns, rec["content_hash"])
-                holder = holders.get(key[1]) or self._taken(*key) or claims.get(key)
+                holder = self._holder(key, holders.get(key[1])) or claims.get(key)
                 if holder is not None:
                     self.same_as[rec["id"]] = holder
                     self.report.memories.duplicate += 1
@@ -211,7 +224,7 @@ class Plan:
         return kept
 
     def _not_taken(
-        self, changed: list[tuple[Record, dict[str, Any]]], claims: dict[tuple[str, str], str]
+        self, changed: list[tuple[Record, dict[str, Any]]], claims: dict[ContentKey, str]
     ) -> list[tuple[Record, dict[str, Any]]]:
         """Edits whose new content another live memory of the namespace already holds (or a
         record checked before claims) are duplicates: the unique live content hash would
@@ -222,7 +235,7 @@ class Plan:
                 key = (rec["namespace"], rec["content_hash"])
                 params = {"namespace": key[0], "hashes": [key[1]]}
                 row = self.session.execute(_HOLDER, params).first()
-                holder = (row.id if row else None) or self._taken(*key) or claims.get(key)
+                holder = self._holder(key, row.id if row else None) or claims.get(key)
                 if holder is not None and holder != rec["id"]:
                     self.report.memories.duplicate += 1
                     continue

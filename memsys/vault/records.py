@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from memsys.schemas.common import check_values
 from memsys.vocabulary import LIFECYCLES, MEMORY_TYPES
 
 SCHEMA_VERSION = "1.0"
@@ -182,6 +183,8 @@ def check_memory(rec: Record) -> list[tuple[str, str]]:
     rec["metadata"] = rec.get("metadata") or {}
     if not isinstance(rec["metadata"], dict):
         found.append(("metadata", "metadata: expected a mapping"))
+    elif (problem := json_problem(rec["metadata"], "metadata")) is not None:
+        found.append(("metadata", problem))
     field("created", lambda p: _time(rec, "created", p))
     rec.setdefault("updated", rec.get("created"))
     field("updated", lambda p: _time(rec, "updated", p))
@@ -226,10 +229,38 @@ def check_preference(rec: Record) -> list[tuple[str, str]]:
         found.append(("key", "key: missing, empty or longer than 256 characters"))
     if "value" not in rec:
         found.append(("value", "value: missing"))
+    elif (problem := json_problem(rec["value"], "value")) is not None:
+        found.append(("value", problem))
     rec.setdefault("lifecycle", "personal")
     if rec["lifecycle"] not in LIFECYCLES:
         found.append(("lifecycle", f"lifecycle: {rec['lifecycle']!r} is not one of {LIFECYCLES}"))
     return found
+
+
+def json_problem(value: Any, where: str) -> str | None:
+    """Why a metadata or preference value cannot be stored as it was read, or None: what
+    every input refuses (check_values: NUL, lone surrogates, deep nesting, NaN), and types
+    JSON has not — YAML reads an unquoted 2024-05-01 as a date, which would be stored as
+    text and then differ from the file on every later import."""
+    try:
+        check_values(value, where)
+        _json_types(value, where)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def _json_types(value: Any, where: str) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValueError(f"{where}: the key {key!r} is not text (quote it)")
+            _json_types(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for item in value:
+            _json_types(item, where)
+    elif value is not None and not isinstance(value, str | int | float | bool):
+        raise ValueError(f"{where} is a {type(value).__name__}, not a JSON value (quote it)")
 
 
 CHECKS = {"memory": check_memory, "edge": check_edge, "preference": check_preference}

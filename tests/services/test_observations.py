@@ -113,6 +113,17 @@ def test_bad_envelopes_keys_and_relations_are_refused_and_write_nothing(embedder
     assert "does not match the key" in fails(
         "create_entities", entities=[{"name": "dep#lodash", "entityType": "person"}]
     )
+    # JSON text inside an input gets the same checks as the input itself
+    assert "NaN and Infinity are not JSON numbers" in fails(
+        "create_entities",
+        entities=[
+            {
+                "name": "Alice",
+                "entityType": "person",
+                "observations": ['{"type": "run.summary", "summary": "tests", "exitCode": NaN}'],
+            }
+        ],
+    )
     assert "observation.kind: Field required" in fails(
         "create_entities",
         entities=[

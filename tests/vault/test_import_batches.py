@@ -126,3 +126,41 @@ def test_a_duplicate_of_a_batch_not_yet_written_is_found(
     assert tuple(edge) == (f"mem_{1:016x}", f"mem_{0:016x}")  # follows the stored copy
     assert copies == 1
     assert_each_vector_is_its_own(embedder)
+
+
+def test_content_an_edit_moves_away_is_free_for_the_next_batch(
+    tmp_path: Path, embedder: Any, small_batches: None
+) -> None:
+    first = [memory(i, body) for i, body in enumerate(TOPICS[:3])]
+    write_jsonl(tmp_path / "first.jsonl", first)
+    assert import_(tmp_path / "first.jsonl").memories.new == 3
+    # Batch one edits memory 0 away from its text; batch two brings that text as a new
+    # memory: once batch one is written, nothing holds it any more.
+    second = [memory(0, TOPICS[0] + " (superseded)"), *first[1:], memory(50, TOPICS[0])]
+    write_jsonl(tmp_path / "second.jsonl", second)
+    report = import_(tmp_path / "second.jsonl")
+    assert (report.memories.changed, report.memories.new, report.memories.duplicate) == (1, 1, 0)
+    stored = {row_id: content for row_id, (content, _) in stored_vectors().items()}
+    assert stored[f"mem_{50:016x}"] == TOPICS[0]
+    assert stored[f"mem_{0:016x}"] == TOPICS[0] + " (superseded)"
+    assert_each_vector_is_its_own(embedder)
+
+
+def test_a_dry_run_counts_what_the_import_does(
+    tmp_path: Path, embedder: Any, small_batches: None
+) -> None:
+    records = [memory(i, body) for i, body in enumerate(TOPICS[:7])]
+    records.insert(5, memory(99, TOPICS[0]))  # a duplicate two batches after its first copy
+    write_jsonl(tmp_path / "snap.jsonl", records)
+    dry = import_(tmp_path / "snap.jsonl", dry_run=True)
+    real = import_(tmp_path / "snap.jsonl")
+    assert (
+        vars(dry.memories)
+        == vars(real.memories)
+        == {
+            "new": 7,
+            "changed": 0,
+            "unchanged": 0,
+            "duplicate": 1,
+        }
+    )

@@ -75,6 +75,33 @@ def test_every_problem_is_reported_with_file_and_line(tmp_path: Path, embedder: 
     assert table_counts() == before  # nothing imported
 
 
+def test_values_json_cannot_hold_are_problems(tmp_path: Path, embedder: object) -> None:
+    # YAML reads an unquoted date as a date and Python's JSON reads NaN: neither would come
+    # back from the database as the file has it, so each is a problem with its line.
+    dated = GOOD.replace("tags: [redis]", "tags: [redis]\nmetadata: {reviewed: 2024-05-01}")
+    write(tmp_path / "v", "graph/solutions/keepalive-aaaaaa.md", dated.split("relations:")[0])
+    (tmp_path / "v" / "graph/solutions/keepalive-aaaaaa.md").write_text(
+        dated.split("relations:")[0] + "---\nBody.\n"
+    )
+    before = table_counts()
+    report = import_(tmp_path / "v")
+    (problem,) = report.problems
+    assert (problem.source, problem.line) == ("graph/solutions/keepalive-aaaaaa.md", 6)
+    assert "metadata.reviewed is a date, not a JSON value (quote it)" in problem.message
+    lines = [
+        '{"kind": "header", "format": "memsys-export", "schema_version": "1.0"}',
+        '{"kind": "memory", "id": "mem_00000000000000b1", "type": "fact", "content": "x",'
+        ' "importance": 0.5, "confidence": 0.5, "metadata": {"score": NaN},'
+        ' "created": "2026-01-01T00:00:00+00:00"}',
+        '{"kind": "preference", "key": "limit", "value": [Infinity]}',
+    ]
+    (tmp_path / "nan.jsonl").write_text("\n".join(lines) + "\n")
+    report = import_(tmp_path / "nan.jsonl")
+    found = {(p.line, p.message.split(":")[0]) for p in report.problems}
+    assert found == {(2, "metadata.score is nan"), (3, "value is inf")}, report.problems
+    assert table_counts() == before
+
+
 def test_dangling_edge_is_a_problem(tmp_path: Path, embedder: object) -> None:
     write(tmp_path / "v", "graph/solutions/keepalive-aaaaaa.md", GOOD)
     report = import_(tmp_path / "v")
