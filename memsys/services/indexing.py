@@ -178,8 +178,8 @@ def index_file(
     chunk_ids = [ids.new_id(ids.CHUNK) for _ in pieces]
     if pieces:
         tokens = count_tokens_batch(texts)
-        session.execute(
-            insert(Chunk),
+        session.execute(  # RETURNING: one multi-row INSERT (the statistics trigger once)
+            insert(Chunk).returning(Chunk.id),
             [
                 {
                     "namespace": params.namespace,

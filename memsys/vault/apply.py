@@ -260,7 +260,10 @@ class Plan:
                     **_columns(rec),
                 }
             )
-        self.session.execute(pg_insert(Chunk), values)
+        # RETURNING makes it one multi-row INSERT per batch (insertmanyvalues), not one per
+        # row: the term-statistics triggers are per statement, and a long import's thousands
+        # of updates of the same lexemes in one transaction slowed every later insert.
+        self.session.execute(pg_insert(Chunk).returning(Chunk.id), values)
         by_ns: dict[str, list[tuple[str, str]]] = {}
         for rec in new:
             by_ns.setdefault(rec["namespace"], []).append((rec["id"], rec["content"]))

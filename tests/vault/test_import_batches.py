@@ -10,9 +10,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import event, select, text
+from sqlalchemy.engine.interfaces import ExecuteStyle
 
-from memsys.db import session_scope
+from memsys.db import get_engine, session_scope
 from memsys.models import Chunk
 from memsys.vault import importer
 from tests.vault.helpers import import_
@@ -164,3 +165,25 @@ def test_a_dry_run_counts_what_the_import_does(
             "duplicate": 1,
         }
     )
+
+
+def test_each_batch_is_one_insert_for_the_statistics_triggers(
+    tmp_path: Path, embedder: Any, small_batches: None
+) -> None:
+    # The term statistics are kept by per-statement triggers: written row by row (one
+    # statement each), a long import updated the same lexemes thousands of times in one
+    # transaction and every later insert slowed down (100k memories: hours, not minutes).
+    write_jsonl(tmp_path / "snap.jsonl", [memory(i, b) for i, b in enumerate(TOPICS)])
+    statements: list[int] = []
+
+    def count(conn: Any, cursor: Any, sql: str, params: Any, context: Any, many: bool) -> None:
+        if sql.lstrip().startswith("INSERT INTO chunk"):  # executemany: a statement a row
+            row_by_row = context.execute_style is ExecuteStyle.EXECUTEMANY
+            statements.append(len(params) if row_by_row else 1)
+
+    event.listen(get_engine(), "before_cursor_execute", count)
+    try:
+        assert import_(tmp_path / "snap.jsonl").memories.new == len(TOPICS)
+    finally:
+        event.remove(get_engine(), "before_cursor_execute", count)
+    assert statements == [1] * 5  # 13 memories in batches of 3: five statements
