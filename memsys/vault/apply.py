@@ -103,6 +103,11 @@ class _Batch:
 ContentKey = tuple[str, str]  # (namespace, content hash)
 
 
+def _rewrites(rec: Record, old: dict[str, Any]) -> bool:
+    """An edit that changes the text: it takes a new content hash and needs a new vector."""
+    return bool(old["content"] != rec["content"])
+
+
 class Plan:
     """Applies (or, in a dry run, only counts) an import, batch by batch, in one session.
 
@@ -156,21 +161,22 @@ class Plan:
             else:
                 self.report.memories.unchanged += 1
         claims: dict[ContentKey, str] = {}
-        new = self._without_duplicates(new, claims)
-        changed = self._not_taken(changed, claims)
+        stored = self._stored(new + [rec for rec, old in changed if _rewrites(rec, old)])
+        new = self._without_duplicates(new, stored, claims)
+        changed = self._not_taken(changed, stored, claims)
         self.report.memories.new += len(new)
         self.report.memories.changed += len(changed)
         released = {
             (rec["namespace"], old["content_hash"]): rec["id"]
             for rec, old in changed
-            if old["content"] != rec["content"]
+            if _rewrites(rec, old)
         }
         if self.dry_run:  # nothing is written: every batch before stays pending
             self._claimed.update(claims)
             self._released.update(released)
             return
         to_embed = [r["content"] for r in new] + [
-            r["content"] for r, old in changed if old["content"] != r["content"]
+            r["content"] for r, old in changed if _rewrites(r, old)
         ]
         vectors = self._embedding.submit(get_embedder().embed, to_embed) if to_embed else None
         self._write_waiting()
@@ -188,8 +194,7 @@ class Plan:
         vectors = iter(batch.vectors.result() if batch.vectors is not None else [])
         self._insert(batch.new, vectors)
         for rec, old in batch.changed:
-            changed_content = old["content"] != rec["content"]
-            self._version(rec, old, next(vectors) if changed_content else None)
+            self._version(rec, old, next(vectors) if _rewrites(rec, old) else None)
         self.session.flush()
         self.session.expunge_all()
 
@@ -200,42 +205,48 @@ class Plan:
             stored = None
         return stored or self._claimed.get(key)
 
-    def _without_duplicates(self, new: list[Record], claims: dict[ContentKey, str]) -> list[Record]:
+    def _stored(self, records: list[Record]) -> dict[ContentKey, str]:
+        """The live memory that holds each record's content now: one query per namespace."""
+        by_ns: dict[str, set[str]] = {}
+        for rec in records:
+            by_ns.setdefault(rec["namespace"], set()).add(rec["content_hash"])
+        found: dict[ContentKey, str] = {}
+        for ns, hashes in by_ns.items():
+            rows = self.session.execute(_HOLDER, {"namespace": ns, "hashes": sorted(hashes)})
+            found.update({(ns, digest): holder for digest, holder in rows.tuples()})
+        return found
+
+    def _without_duplicates(
+        self, new: list[Record], stored: dict[ContentKey, str], claims: dict[ContentKey, str]
+    ) -> list[Record]:
         """New records whose content is stored under another live id (or taken by a record
         checked before and not yet written) are duplicates; the rest claim their content."""
-        by_ns: dict[str, list[Record]] = {}
-        for rec in new:
-            by_ns.setdefault(rec["namespace"], []).append(rec)
         kept: list[Record] = []
-        for ns, recs in by_ns.items():
-            hashes = [r["content_hash"] for r in recs]
-            holders: dict[str, str] = dict(
-                self.session.execute(_HOLDER, {"namespace": ns, "hashes": hashes}).tuples().all()
-            )
-            for rec in recs:
-                key = (ns, rec["content_hash"])
-                holder = self._holder(key, holders.get(key[1])) or claims.get(key)
-                if holder is not None:
-                    self.same_as[rec["id"]] = holder
-                    self.report.memories.duplicate += 1
-                else:
-                    claims[key] = rec["id"]
-                    kept.append(rec)
+        for rec in new:
+            key = (rec["namespace"], rec["content_hash"])
+            holder = self._holder(key, stored.get(key)) or claims.get(key)
+            if holder is not None:
+                self.same_as[rec["id"]] = holder
+                self.report.memories.duplicate += 1
+            else:
+                claims[key] = rec["id"]
+                kept.append(rec)
         return kept
 
     def _not_taken(
-        self, changed: list[tuple[Record, dict[str, Any]]], claims: dict[ContentKey, str]
+        self,
+        changed: list[tuple[Record, dict[str, Any]]],
+        stored: dict[ContentKey, str],
+        claims: dict[ContentKey, str],
     ) -> list[tuple[Record, dict[str, Any]]]:
         """Edits whose new content another live memory of the namespace already holds (or a
         record checked before claims) are duplicates: the unique live content hash would
         refuse them."""
         kept = []
         for rec, old in changed:
-            if old["content"] != rec["content"]:
+            if _rewrites(rec, old):
                 key = (rec["namespace"], rec["content_hash"])
-                params = {"namespace": key[0], "hashes": [key[1]]}
-                row = self.session.execute(_HOLDER, params).first()
-                holder = self._holder(key, row.id if row else None) or claims.get(key)
+                holder = self._holder(key, stored.get(key)) or claims.get(key)
                 if holder is not None and holder != rec["id"]:
                     self.report.memories.duplicate += 1
                     continue

@@ -114,26 +114,15 @@ def test_bad_envelopes_keys_and_relations_are_refused_and_write_nothing(embedder
         "create_entities", entities=[{"name": "dep#lodash", "entityType": "person"}]
     )
     # JSON text inside an input gets the same checks as the input itself
-    assert "NaN and Infinity are not JSON numbers" in fails(
-        "create_entities",
-        entities=[
-            {
-                "name": "Alice",
-                "entityType": "person",
-                "observations": ['{"type": "run.summary", "summary": "tests", "exitCode": NaN}'],
-            }
-        ],
-    )
-    assert "observation.kind: Field required" in fails(
-        "create_entities",
-        entities=[
-            {
-                "name": "Alice",
-                "entityType": "person",
-                "observations": ['{"type": "error.capture", "message": "x"}'],
-            }
-        ],
-    )
+    for observation, message in [
+        (
+            '{"type": "run.summary", "summary": "tests", "exitCode": NaN}',
+            "NaN and Infinity are not JSON numbers",
+        ),
+        ('{"type": "error.capture", "message": "x"}', "observation.kind: Field required"),
+    ]:
+        alice = {"name": "Alice", "entityType": "person", "observations": [observation]}
+        assert message in fails("create_entities", entities=[alice])
     op(
         "create_entities",
         entities=[
