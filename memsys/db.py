@@ -16,6 +16,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
@@ -25,7 +26,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from memsys import tenancy
+from memsys import deferred, tenancy
 from memsys.config import Settings, get_settings
 from memsys.errors import DatabaseUnavailable, Protected
 from memsys.runtime_info import pid_alive
@@ -187,6 +188,7 @@ def get_engine() -> Engine:
 def set_engine(engine: Engine | None) -> None:
     """Point every session at `engine`; None closes the current one's connections."""
     global _engine, _sessionmaker
+    deferred.settle()  # what calls left to write goes where they ran
     with _lock:
         if _engine is not None and _engine is not engine:
             _engine.dispose()
@@ -205,7 +207,9 @@ def stop_embedded() -> None:
 
 @contextmanager
 def session_scope() -> Iterator[Session]:
-    """One transaction: commit when the block succeeds, roll back when it raises."""
+    """One transaction: commit when the block succeeds, roll back when it raises. It sees
+    the deferred writes (traces, access counts) of every call this process has answered."""
+    deferred.settle()
     get_engine()
     assert _sessionmaker is not None
     session = _sessionmaker()
@@ -233,6 +237,21 @@ def session_scope() -> Iterator[Session]:
 # SQLSTATE classes of a refused or lost connection: 08 connection exception,
 # 57P admin shutdown / crash shutdown / cannot connect now.
 _ADVISORY_LOCK = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
+
+
+def transaction_time(session: Session) -> datetime:
+    """now() of the session's transaction, read once per transaction: the time a deferred
+    write records (what an inline write's now() would have been)."""
+    session.connection()  # begins the transaction if it has not begun
+    key = id(session.get_transaction())
+    cached = session.info.get("memsys_now")
+    if cached is None or cached[0] != key:
+        cached = (key, session.scalar(_NOW))
+        session.info["memsys_now"] = cached
+    return cast(datetime, cached[1])
+
+
+_NOW = text("SELECT now()")
 
 
 def take_turns(session: Session, *parts: str) -> None:

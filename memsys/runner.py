@@ -2,11 +2,13 @@
 transaction, hand back the output schema. Errors propagate as MemsysError."""
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
+from memsys import deferred
 from memsys.db import session_scope
 from memsys.schemas import parse
 from memsys.services import tracing
@@ -33,13 +35,27 @@ def before_transaction(
     return mark
 
 
+def retrieval_only(service: Callable[..., Out]) -> Callable[..., Out]:
+    """Mark a retrieval that reads neither traces nor access counts (ranking uses confidence
+    and stage): it does not wait for the trace and access writes earlier calls left behind
+    (memsys.deferred). Anything that reads or removes those rows must not be marked."""
+    setattr(service, "retrieval_only", True)  # noqa: B010 (an attribute of a function)
+    return service
+
+
 def run(service: Callable[[Session, In], Out], params: In) -> Out:
     """Run a service on input that is already validated, in one transaction."""
     prepare = getattr(service, "prepare", None)
     prepared = prepare(params) if prepare is not None else None
     collecting = tracing.collecting()
     try:
-        with session_scope() as session:
+        # A retrieval's trace and access counts are written after it commits (memsys.deferred).
+        waits = not getattr(service, "retrieval_only", False)
+        with (
+            nullcontext() if waits else deferred.not_waiting(),
+            deferred.collecting(),
+            session_scope() as session,
+        ):
             if prepared is None:
                 return service(session, params)
             return service(session, params, prepared=prepared)  # type: ignore[call-arg]

@@ -19,7 +19,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from memsys import __version__, envelope
+from memsys import __version__, deferred, envelope
 from memsys.api import docs, graph_io, operations, system, vault
 from memsys.api.deps import OriginGuardMiddleware, TokenAuthMiddleware
 from memsys.background import worker
@@ -46,6 +46,7 @@ def create_app(extra_hosts: list[str] | None = None, background: bool = True) ->
             async with session_manager.run():
                 yield
         finally:
+            deferred.drain()  # the last answers' traces and access counts
             if background:
                 worker().stop()
 

@@ -282,7 +282,7 @@ def http_routes(server: MemsysMCPServer, extra_hosts: list[str] | None = None): 
 def run_stdio() -> None:
     """`memsys mcp`: serve over stdio. Logs go to stderr; stdout belongs to the protocol."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(message)s")
-    from memsys import migrator
+    from memsys import deferred, migrator
     from memsys.background import worker
 
     migrator.ensure_current()
@@ -291,4 +291,5 @@ def run_stdio() -> None:
     try:
         server.run("stdio")
     finally:
+        deferred.drain()  # the last answers' traces and access counts
         worker().stop()

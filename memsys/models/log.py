@@ -26,7 +26,8 @@ VALIDATION_EVENT_TYPES = ("applied", "succeeded", "failed")
 
 
 class Event(Base):
-    """Every write and every query appends one row, in the same transaction as the change."""
+    """Every write appends one row, in the same transaction as the change; every query one
+    row with its trace, written after the query answers with the query's time."""
 
     __tablename__ = "event"
     __table_args__ = (

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from memsys.models import Chunk
-from memsys.runner import before_transaction
+from memsys.runner import before_transaction, retrieval_only
 from memsys.schemas import MemoryContextIn, MemoryContextOut
 from memsys.services import memories, namespaces, search, tracing
 from memsys.tokens import count_tokens
@@ -59,6 +59,7 @@ def _context_candidates(session: Session, params: MemoryContextIn) -> list[Chunk
     return list(session.scalars(stmt))
 
 
+@retrieval_only
 @before_transaction(search.embed_query_of)
 def context(session: Session, params: MemoryContextIn) -> MemoryContextOut:
     """Markdown grouped by type (golden rules first) that never exceeds `token_budget`."""

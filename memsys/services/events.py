@@ -1,5 +1,7 @@
-"""The append-only event log and query traces, written in the caller's transaction."""
+"""The append-only event log and query traces, written in the caller's transaction (a
+retrieval's trace and query event: after it, with its transaction's time; memsys.deferred)."""
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, insert, text
@@ -56,18 +58,20 @@ _TRACE = text(
     """
     WITH query_event AS (
         INSERT INTO event (namespace, event_type, operation, subject_kind, subject_id,
-                           payload, session_id)
-        VALUES (:namespace, 'query', :operation, 'query_trace', :id, :payload, :session_id)
+                           payload, session_id, occurred_at)
+        VALUES (:namespace, 'query', :operation, 'query_trace', :id, :payload, :session_id,
+                coalesce(CAST(:at AS timestamptz), now()))
         RETURNING id
     )
     INSERT INTO query_trace (namespace, id, operation, query, filters, stores_queried,
                              routing_logic, candidates, retrieved, timings, output, channels,
                              fusion, user_context, mode_detected, mode_confidence,
-                             verification, error, error_type, total_latency_ms, event_id)
+                             verification, error, error_type, total_latency_ms, event_id,
+                             created_at)
     SELECT :namespace, :id, :operation, :query, :filters, :stores, :routing, :candidates,
            :retrieved, :timings, :output, :channels, :fusion, :user_context, :mode_detected,
            :mode_confidence, :verification, :error, :error_type, :total_latency_ms,
-           query_event.id
+           query_event.id, coalesce(CAST(:at AS timestamptz), now())
     FROM query_event
     """
 ).bindparams(*[bindparam(name, type_=JSONB(none_as_null=True)) for name in _JSON])
@@ -94,10 +98,13 @@ def trace_query(
     verification: dict[str, Any] | None = None,
     error: str | None = None,
     error_type: str | None = None,
+    trace_id: str | None = None,
+    at: datetime | None = None,
 ) -> str:
     """Write a query event and its trace together (FEATURES F1), in one statement (one
-    round trip: the event's INSERT is a CTE whose id the trace row takes); returns the id."""
-    trace_id = ids.new_id(ids.QUERY)
+    round trip: the event's INSERT is a CTE whose id the trace row takes); returns the id.
+    `trace_id` and `at` (both rows' time; now() without it) come from a deferred write."""
+    trace_id = trace_id or ids.new_id(ids.QUERY)
     payload = {"query": query, "results": len(retrieved), **({"error": error} if error else {})}
     session.execute(
         _TRACE,
@@ -124,6 +131,7 @@ def trace_query(
             "error": error,
             "error_type": error_type,
             "total_latency_ms": timings.get("total_ms", 0.0),
+            "at": at,
         },
     )
     return trace_id

@@ -9,7 +9,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from memsys.models import Edge, Entity
-from memsys.runner import before_transaction
+from memsys.runner import before_transaction, retrieval_only
 from memsys.schemas.graph import GraphOut, OpenNodesIn, ReadGraphIn, SearchNodesIn
 from memsys.services import namespaces, search, tracing
 from memsys.services.knowledge import (
@@ -92,6 +92,7 @@ def ranked_entities(
     return list(chosen.values())
 
 
+@retrieval_only
 @before_transaction(search.embed_query_of)
 def search_nodes(session: Session, params: SearchNodesIn) -> GraphOut:
     """Entities whose name or type contains the query first, then those whose observations

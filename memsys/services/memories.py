@@ -14,7 +14,7 @@ from memsys import ids
 from memsys.embeddings import get_embedder
 from memsys.errors import InvalidInput, NotFound
 from memsys.models import Chunk, Edge, MemoryAccess, MemoryChange, ValidationEvent
-from memsys.runner import before_transaction
+from memsys.runner import before_transaction, retrieval_only
 from memsys.schemas import (
     MemoryCountIn,
     MemoryCountOut,
@@ -113,6 +113,7 @@ def recall_hits(
     )
 
 
+@retrieval_only
 @before_transaction(search.embed_query_of)
 def recall(session: Session, params: MemoryRecallIn) -> MemoryRecallOut:
     """Memories most relevant to a query, with S001's filters applied in SQL."""

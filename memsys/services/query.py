@@ -29,7 +29,7 @@ from memsys.errors import NotFound
 from memsys.models.log import ALL_NAMESPACES
 from memsys.retrieval import assemble, bayes, pipeline, plan, temporal, verify
 from memsys.retrieval.assemble import Item
-from memsys.runner import before_transaction
+from memsys.runner import before_transaction, retrieval_only
 from memsys.schemas import PreferenceListIn
 from memsys.schemas.query import QueryChunk, QueryIn, QueryOut, RoutingOut, VerificationOut
 from memsys.services import knowledge, namespaces, preferences, search, tracing
@@ -153,6 +153,7 @@ def _chunk(piece: assemble.Piece) -> QueryChunk:
     )
 
 
+@retrieval_only
 @before_transaction(search.embed_query_of)
 def query(session: Session, params: QueryIn) -> QueryOut:
     """Answer a query from the stores its plan picks: curated core + extended context."""

@@ -10,11 +10,12 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from memsys import ids
+from memsys import deferred, ids
 from memsys.config import get_settings
+from memsys.db import transaction_time
 from memsys.embeddings import embed_query
 from memsys.retrieval import pipeline
-from memsys.runner import before_transaction
+from memsys.runner import before_transaction, retrieval_only
 from memsys.schemas import (
     SearchBudgetOut,
     SearchHit,
@@ -83,8 +84,14 @@ def relevant(hits: list[Hit], min_relevance: float | None) -> list[Hit]:
 
 
 def touch(session: Session, memory_ids: list[str]) -> None:
-    """Count one access for each memory handed to a caller (feeds decay and hot/cold)."""
-    access.record(session, memory_ids)
+    """Count one access for each memory handed to a caller (feeds decay and hot/cold):
+    after the call answers, at its transaction's time (memsys.deferred), or here outside
+    the runner."""
+    if memory_ids and deferred.active():
+        at = transaction_time(session)
+        deferred.defer(lambda into: access.record(into, memory_ids, at))
+    else:
+        access.record(session, memory_ids)
 
 
 def _document_hit(h: Hit) -> SearchHit:
@@ -141,6 +148,7 @@ def _run(
     )
 
 
+@retrieval_only
 @before_transaction(embed_query_of)
 def search(session: Session, params: SearchIn) -> SearchOut:
     """Search documents and memories alike, in every namespace or in one."""
@@ -148,12 +156,14 @@ def search(session: Session, params: SearchIn) -> SearchOut:
     return _run(session, params, "search", filters)
 
 
+@retrieval_only
 @before_transaction(embed_query_of)
 def search_with_filters(session: Session, params: SearchWithFiltersIn) -> SearchOut:
     filters = params.filters.model_dump(exclude_none=True)
     return _run(session, params, "search_with_filters", filters)
 
 
+@retrieval_only
 @before_transaction(embed_query_of)
 def search_with_budget(session: Session, params: SearchWithBudgetIn) -> SearchBudgetOut:
     """The best results whose content fits in max_tokens, highest score first.

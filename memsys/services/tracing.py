@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 from sqlalchemy.orm import Session
 
-from memsys.db import session_scope
+from memsys import deferred, ids
+from memsys.db import session_scope, transaction_time
 from memsys.embeddings import embed_query
 from memsys.errors import MemsysError
 from memsys.models.log import ALL_NAMESPACES
@@ -138,13 +139,10 @@ def saw(found: Retrieval, request: dict[str, Any]) -> None:
         draft.found, draft.request = found, request
 
 
-def _retrieval_fields(draft: Draft) -> dict[str, Any]:
+def _retrieval_fields(draft: Draft, vector: np.ndarray | None) -> dict[str, Any]:
     found = draft.found
     if found is None:
         return {"candidates": [], "channels": {}, "fusion": {"input": draft.call}, "timings": {}}
-    how = _replay.get()
-    # The vector the retrieval used: the replay's own, else the query cache's copy.
-    vector = how.vector if how is not None else (embed_query(draft.query) if draft.query else None)
     return {
         "candidates": shape.candidates_of(found),
         "channels": shape.channels_of(found),
@@ -166,32 +164,51 @@ def write(
     verification: dict[str, Any] | None = None,
     timings: dict[str, float] | None = None,
 ) -> str:
-    """Write the call's trace (and its query event) in the call's transaction. A tool that
-    detects a mode or verifies its result passes them here (`verification["passed"]` feeds
-    the verification-failure alert)."""
-    fields = _retrieval_fields(draft)
-    # The pipeline's stages, then the tool's own (plan, verify, assemble…), then the total.
-    timings = {**fields.pop("timings"), **(timings or {}), "total_ms": draft.elapsed_ms()}
-    trace_id = events.trace_query(
-        session,
-        namespace=draft.namespace,
-        operation=draft.operation,
-        query=draft.query,
-        filters=draft.filters,
-        stores=STORES if stores is None else stores,
-        routing=ROUTING if routing is None else routing,
-        retrieved=retrieved,
-        timings=timings,
-        output=output,
-        user_context=draft.user_context,
-        mode_detected=mode_detected,
-        mode_confidence=mode_confidence,
-        verification=verification,
-        **fields,
-    )
+    """Record the call's trace (and its query event) and return its id. A tool that detects
+    a mode or verifies its result passes them here (`verification["passed"]` feeds the
+    verification-failure alert). Through the runner the row is written after the call
+    commits (memsys.deferred), with the call's transaction time; a replay (which reads the
+    trace back in its savepoint) and a call outside the runner write it here."""
     replaying = _replay.get()
+    # The vector the retrieval used: the replay's own, else the query cache's copy.
     if replaying is not None:
+        vector = replaying.vector
+    else:
+        vector = embed_query(draft.query) if draft.found is not None and draft.query else None
+    total_ms = draft.elapsed_ms()
+    trace_id = ids.new_id(ids.QUERY)
+
+    def insert(into: Session, at: datetime | None = None) -> None:
+        fields = _retrieval_fields(draft, vector)
+        # The pipeline's stages, then the tool's own (plan, verify, assemble…), then the total.
+        events.trace_query(
+            into,
+            trace_id=trace_id,
+            at=at,
+            namespace=draft.namespace,
+            operation=draft.operation,
+            query=draft.query,
+            filters=draft.filters,
+            stores=STORES if stores is None else stores,
+            routing=ROUTING if routing is None else routing,
+            retrieved=retrieved,
+            timings={**fields.pop("timings"), **(timings or {}), "total_ms": total_ms},
+            output=output,
+            user_context=draft.user_context,
+            mode_detected=mode_detected,
+            mode_confidence=mode_confidence,
+            verification=verification,
+            **fields,
+        )
+
+    if replaying is not None:
+        insert(session)
         replaying.written.append(trace_id)
+    elif deferred.active():
+        at = transaction_time(session)
+        deferred.defer(lambda into: insert(into, at))
+    else:
+        insert(session)
     return trace_id
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import select, update
 
-from memsys import runner
+from memsys import deferred, runner
 from memsys.db import session_scope
 from memsys.models import Chunk, Edge, Event, MemoryAccess, MemoryChange, QueryTrace
 from memsys.retrieval import pipeline, rank
@@ -245,6 +245,8 @@ def test_a_read_never_waits_for_a_held_memory_and_its_access_is_kept(embedder: A
         reader.start()
         reader.join(timeout=30)
         assert done.is_set()  # the read finished while the row was still locked
+        # Its access, written after it answered, did not wait for the row either.
+        assert deferred.settle(timeout=10)
     assert row(memory).access_count == 0  # the bump was skipped, not waited for
     with session_scope() as s:
         assert access.fold(s) == 1  # …and the log still had it
