@@ -9,6 +9,7 @@ dead pids are dropped before attaching: otherwise the server would never stop.
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
@@ -92,6 +93,7 @@ def start_embedded(settings: Settings) -> str:
     with PostgresServer._lock:
         drop_dead_handles(pgdata)
     _server = get_server(pgdata, cleanup_mode="stop")
+    atexit.register(deferred.drain)  # runs before the server's own exit hook (LIFO)
     admin_url = _server.get_uri("postgres", "psycopg")
     admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
     try:
@@ -207,8 +209,10 @@ def stop_embedded() -> None:
 
 @contextmanager
 def session_scope() -> Iterator[Session]:
-    """One transaction: commit when the block succeeds, roll back when it raises. It sees
-    the deferred writes (traces, access counts) of every call this process has answered."""
+    """One transaction: commit when the block succeeds, roll back when it raises. It first
+    waits for the deferred writes (traces, access counts) of the calls this process has
+    answered (memsys.deferred.settle: not on the writer's thread, not inside `not_waiting`,
+    at most SETTLE_SECONDS)."""
     deferred.settle()
     get_engine()
     assert _sessionmaker is not None

@@ -21,7 +21,9 @@ loses those traces and access counts; the data the call read is untouched. A cle
 logged and dropped: it never fails the call that has already answered.
 
 A call collects its writes with `collecting()` (the runner does); a service run outside it
-(a test's own session, a replay in its savepoint) writes inline, in its own transaction.
+(a test's own session) or inside `inline()` (a replay, in the savepoint it rolls back) writes
+them in the caller's transaction. A failed call's trace (tracing.write_failures) is written
+after its rollback, in a transaction of its own, not here.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ class _Writer:
         self._changed = threading.Condition()
         self._submitted = 0
         self._done = 0
+        self._stuck: int | None = None  # `_done` when a caller last gave up waiting
         self._thread: threading.Thread | None = None
 
     def submit(self, context: contextvars.Context, writes: list[Write]) -> None:
@@ -124,7 +127,15 @@ class _Writer:
         submitted while it waits: a busy server never starves a caller)."""
         with self._changed:
             target = self._submitted
-            return self._changed.wait_for(lambda: self._done >= target, timeout)
+            if self._done >= target:
+                return True
+            if self._stuck == self._done:  # still on the write a caller gave up on: go on
+                return False
+            if self._changed.wait_for(lambda: self._done >= target, timeout):
+                return True
+            self._stuck = self._done
+        log.warning("deferred writes still pending after %.0f s; going on without them", timeout)
+        return False
 
 
 def _yield_cpu() -> None:
@@ -160,6 +171,17 @@ def _writer() -> _Writer:
 
 
 @contextmanager
+def inline() -> Iterator[None]:
+    """Write here, in the caller's transaction, what would be deferred (a replay: its
+    savepoint's rollback must take the writes too)."""
+    token = _pending.set(None)
+    try:
+        yield
+    finally:
+        _pending.reset(token)
+
+
+@contextmanager
 def not_waiting() -> Iterator[None]:
     """For a call that reads neither traces nor access counts (a retrieval): its
     transactions do not wait for the writes earlier calls left behind."""
@@ -173,14 +195,12 @@ def not_waiting() -> Iterator[None]:
 def settle(timeout: float = SETTLE_SECONDS) -> bool:
     """Wait for the deferred writes of calls that have returned (no-op on the writer's own
     thread, inside `not_waiting`, and when nothing was ever deferred); False when they were
-    still pending when the time ran out."""
+    still pending when the time ran out, or still stuck on the write an earlier caller gave
+    up on (one wait per stuck write, not one per transaction)."""
     writer = _instance
     if writer is None or writer.on_thread() or not _waiting.get():
         return True
-    if writer.settle(timeout):
-        return True
-    log.warning("deferred writes still pending after %.0f s; going on without them", timeout)
-    return False
+    return writer.settle(timeout)
 
 
 def drain() -> None:

@@ -102,8 +102,10 @@ class TokenAuthMiddleware:
 
 
 def _scoped(secret: str) -> tenancy.Scope | None:
+    from memsys import deferred
     from memsys.db import session_scope
     from memsys.services import tokens
 
-    with tenancy.using(tenancy.ADMIN), session_scope() as session:
+    # Reads and stamps the token row only: no need to wait for earlier calls' traces.
+    with tenancy.using(tenancy.ADMIN), deferred.not_waiting(), session_scope() as session:
         return tokens.authenticate(session, secret)

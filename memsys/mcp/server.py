@@ -15,8 +15,11 @@ import functools
 import inspect
 import json
 import logging
+import os
+import signal
 import sys
 import types
+from types import FrameType
 from typing import Annotated, Any, Union, get_args, get_origin
 
 from mcp.server.mcpserver import MCPServer
@@ -279,6 +282,20 @@ def http_routes(server: MemsysMCPServer, extra_hosts: list[str] | None = None): 
     return app.routes, server.session_manager
 
 
+def _stop_stdio(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM while serving stdio. The event loop cannot unwind (a thread sits in a read of
+    stdin until it closes), so stop here: write what the last answers left (memsys.deferred),
+    stop the embedding worker, leave the embedded PostgreSQL (stopped if this was its last
+    user), exit."""
+    from memsys import db, deferred
+    from memsys.background import worker
+
+    deferred.drain()
+    worker().stop()
+    db.stop_embedded()
+    os._exit(0)
+
+
 def run_stdio() -> None:
     """`memsys mcp`: serve over stdio. Logs go to stderr; stdout belongs to the protocol."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(message)s")
@@ -287,6 +304,7 @@ def run_stdio() -> None:
 
     migrator.ensure_current()
     server = build_server()
+    signal.signal(signal.SIGTERM, _stop_stdio)
     worker().start()
     try:
         server.run("stdio")

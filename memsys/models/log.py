@@ -27,7 +27,8 @@ VALIDATION_EVENT_TYPES = ("applied", "succeeded", "failed")
 
 class Event(Base):
     """Every write appends one row, in the same transaction as the change; every query one
-    row with its trace, written after the query answers with the query's time."""
+    row with its trace, written after the query answers with the query's time (a failed
+    query's after its rollback, with its own)."""
 
     __tablename__ = "event"
     __table_args__ = (

@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from memsys import deferred
 from memsys.embeddings import embed_query
 from memsys.errors import InvalidInput
 from memsys.models import QueryTrace
@@ -112,7 +113,8 @@ def _run_and_undo(
     service = resolve(service_ref)
     savepoint = session.begin_nested()
     try:
-        with tracing.replaying(how):
+        # Inline, so the rollback below takes them too: its trace and access counts.
+        with tracing.replaying(how), deferred.inline():
             service(session, params)
         if not how.written:
             raise InvalidInput("The replayed call wrote no trace: it cannot be compared")

@@ -99,7 +99,7 @@ def test_entities_relations_and_observations_round_trip(mcp: Stdio) -> None:
 
 
 def test_errors_are_tool_errors_and_write_nothing(mcp: Stdio) -> None:
-    shape(mcp, "create_entities", {"entities": [ALICE]})
+    shape(mcp, "create_entities", {"entities": [ALICE]})  # not a retrieval: settles the server
     before = table_counts()
     missing = mcp.call(
         "add_observations", {"observations": [{"entityName": "Bob", "contents": ["x"]}]}
@@ -112,6 +112,7 @@ def test_errors_are_tool_errors_and_write_nothing(mcp: Stdio) -> None:
     assert bad.is_error and "Entity with name Nobody not found" in bad.content[0].text
     empty = mcp.call("create_entities", {"entities": [{"name": " ", "entityType": "person"}]})
     assert empty.is_error and "name cannot be empty" in empty.content[0].text
+    mcp.settle()
     assert table_counts() == before
 
 

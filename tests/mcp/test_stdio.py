@@ -165,6 +165,11 @@ class Stdio:
         listed = self.portal.call(self.session.list_tools)
         return {t.name: t for t in listed.tools}
 
+    def settle(self) -> None:
+        """Let the server write what its last answers left (traces, access counts: written
+        after the answer, memsys.deferred): any call that is not a retrieval waits for them."""
+        assert self.envelope("memory_count", {})["success"]
+
 
 @contextlib.asynccontextmanager
 async def _connected() -> Any:
@@ -300,10 +305,12 @@ def test_bad_input_is_an_error_envelope_and_writes_nothing(
 ) -> None:
     (tmp_path / "notes.rtf").write_text("{\\rtf1 not a supported format}")
     args = {k: v.format(tmp=tmp_path) if isinstance(v, str) else v for k, v in args.items()}
+    mcp.settle()
     before = table_counts()
     result = mcp.envelope(name, args)
     assert result == {"success": False, "error": result["error"]}, name
     assert message in result["error"], (name, result["error"])
+    mcp.settle()
     assert table_counts() == before
 
 

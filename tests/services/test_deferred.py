@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import signal
 import subprocess
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select, text
@@ -111,3 +114,50 @@ def test_a_process_that_ends_right_after_a_recall_leaves_its_trace(embedder: Any
     trace_id = done.stdout.strip().splitlines()[-1]
     with session_scope() as s:
         assert s.scalar(select(QueryTrace.id).where(QueryTrace.id == trace_id))
+
+
+def test_memsys_mcp_stopped_with_sigterm_writes_its_last_answers_traces(embedder: Any) -> None:
+    store("Incident reviews happen on Thursday mornings")
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "memsys"), "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+
+        def send(message: dict[str, Any]) -> None:
+            proc.stdin.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
+            proc.stdin.flush()
+
+        send(
+            {
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "test", "version": "0"},
+                },
+            }
+        )
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        send({"method": "notifications/initialized"})
+        arguments = {"query": "when are incident reviews"}
+        send(
+            {
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "memory_recall", "arguments": arguments},
+            }
+        )
+        answer = json.loads(json.loads(proc.stdout.readline())["result"]["content"][0]["text"])
+        proc.send_signal(signal.SIGTERM)  # stdin still open: a stop, not the end of input
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    with session_scope() as s:
+        assert s.scalar(select(QueryTrace.id).where(QueryTrace.id == answer["data"]["trace_id"]))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import text, update
 
 from memsys import runner
 from memsys.db import session_scope
@@ -56,6 +56,9 @@ def stored(embedder: Any) -> list[str]:
 def test_replay_on_an_unchanged_database_is_exact(stored: list[str]) -> None:
     trace_id = recall("when do backups run", n_results=3)
     original = shown(trace_id)
+    with session_scope() as s:
+        accessed = accesses(s)
+    assert accessed[0] == 3  # the recall's own three
     clear_query_cache()  # the replay embeds the query again: the vector must be the same
     again = replay(trace_id)
     assert again.identical and again.changed_stage is None and again.diff == {}
@@ -70,6 +73,15 @@ def test_replay_on_an_unchanged_database_is_exact(stored: list[str]) -> None:
     # The replay wrote nothing: still one trace, no access counted.
     with session_scope() as s:
         assert len(s.query(QueryTrace).all()) == 1
+        assert accesses(s) == accessed
+
+
+def accesses(session: Any) -> tuple[int, int]:
+    """Rows of the access log, and the sum of the access counters."""
+    return (
+        session.scalar(text("SELECT count(*) FROM memory_access")),
+        session.scalar(text("SELECT coalesce(sum(access_count), 0) FROM chunk")),
+    )
 
 
 def test_the_tools_own_cut_is_replayed_too(stored: list[str]) -> None:
