@@ -1,55 +1,68 @@
 """Accesses: counted on every read that hands memories to a caller, without blocking reads.
 
-One statement per read, for all of its hits: it bumps `chunk.access_count` /
-`last_accessed_at` only on rows no other transaction holds (`SKIP LOCKED`), so two readers of
-one hot memory never queue up behind each other, nor behind a writer, and appends a row per
-memory to the access log (an INSERT waits for no one), marked `counted` when its bump was
-made. A bump skipped that way is not lost: `fold` (run by maintenance and by the `decay`
-operation) adds the log rows not counted yet to their counters and marks them counted, in
-one statement, so each run reads only what is new and no row is ever counted twice. The log
-is also what hot/warm/cold and as-of reads (replay) are computed from.
+One statement per read, for all of its hits: a row per live memory appended to the access log
+(an INSERT waits for no one), not counted yet. A read never rewrites the memory's own row:
+an UPDATE of a chunk row whose page has no room writes a new version into every index, the
+HNSW graph included, and an approximate index that changes under reads cannot answer a
+replayed query as it answered the original (benchmarks/README.md, "Traces and access counts
+after the answer": 20 of 600 traces at 100k). `fold` (run by maintenance and by the `decay`
+operation) adds the log rows not counted yet to `chunk.access_count` / `last_accessed_at`
+and marks them counted, in one statement, so each run reads only what is new and no row is
+ever counted twice. What a caller is shown is the live figure, counter plus the log rows not
+folded yet (`live_count`, `live_last`, `live`). The log is also what hot/warm/cold and as-of
+reads (replay) are computed from.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any, NamedTuple
 
-from sqlalchemy import text
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from memsys.db import rowcount
+from memsys.models import Chunk, MemoryAccess
+
+
+class Live(NamedTuple):
+    access_count: int
+    last_accessed_at: datetime | None
+
 
 HOT_ACCESSES = 5  # S004: ≥ 5 accesses in 30 days is hot; none in 30 days is cold
 TEMPERATURE_WINDOW = timedelta(days=30)
 
 _RECORD = text(
     """
-    WITH hit AS (
-        SELECT c.namespace, c.id FROM chunk c
-        WHERE c.doc_type = 'memory' AND c.valid_to IS NULL AND c.id = ANY(:ids)
-    ), free AS (
-        SELECT c.namespace, c.id FROM chunk c JOIN hit USING (namespace, id)
-        ORDER BY c.namespace, c.id
-        FOR UPDATE OF c SKIP LOCKED
-    ), bumped AS (
-        UPDATE chunk c
-        SET access_count = c.access_count + 1,
-            last_accessed_at = greatest(c.last_accessed_at,
-                                        coalesce(CAST(:at AS timestamptz), now()))
-        FROM free WHERE c.namespace = free.namespace AND c.id = free.id
-        RETURNING c.namespace, c.id
-    )
     INSERT INTO memory_access (namespace, memory_id, accessed_at, counted)
-    SELECT hit.namespace, hit.id, coalesce(CAST(:at AS timestamptz), now()),
-           bumped.id IS NOT NULL
-    FROM hit LEFT JOIN bumped USING (namespace, id)
+    SELECT c.namespace, c.id, coalesce(CAST(:at AS timestamptz), now()), false
+    FROM chunk c
+    WHERE c.doc_type = 'memory' AND c.valid_to IS NULL AND c.id = ANY(:ids)
     """
 )
 
-# The log rows whose bump was skipped (or that something else logged), added to their
-# counters and marked counted in one statement: a row is taken once. Rows another fold holds
-# are skipped (that fold takes them), rows of uncommitted reads are not seen yet (the next
-# fold takes them); only the partial index of rows not counted is read.
+# The access-log rows of a chunk `c` not folded into its counters yet (the partial index of
+# rows not counted is what these read).
+_PENDING = """
+    FROM memory_access a
+    WHERE a.namespace = c.namespace AND a.memory_id = c.id AND NOT a.counted
+"""
+_LIVE = text(
+    f"""
+    SELECT c.namespace, c.id,
+           c.access_count + coalesce((SELECT sum(a.hits) {_PENDING}), 0) AS access_count,
+           greatest(c.last_accessed_at, (SELECT max(a.accessed_at) {_PENDING})) AS last
+    FROM chunk c
+    JOIN unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])) AS k(namespace, id)
+      ON c.namespace = k.namespace AND c.id = k.id
+    """
+)
+
+# The log rows not counted yet, added to their counters and marked counted in one statement:
+# a row is taken once. Rows another fold holds are skipped (that fold takes them), rows of
+# uncommitted reads are not seen yet (the next fold takes them); only the partial index of
+# rows not counted is read.
 _FOLDING = text("SELECT pg_try_advisory_xact_lock(hashtext('memsys:fold'))")
 _FOLD = text(
     """
@@ -105,9 +118,32 @@ _TEMPERATURE_COUNTS = text(
 
 
 def record(session: Session, memory_ids: list[str], at: datetime | None = None) -> None:
-    """Count one access for each memory handed to a caller (feeds decay and hot/cold)."""
+    """Log one access for each memory handed to a caller (feeds decay and hot/cold)."""
     if memory_ids:
         session.execute(_RECORD, {"ids": list(dict.fromkeys(memory_ids)), "at": at})
+
+
+def live_count() -> Any:
+    """`chunk.access_count` plus the accesses not folded yet, as a column (ordering a list)."""
+    pending = (
+        select(func.coalesce(func.sum(MemoryAccess.hits), 0))
+        .where(
+            MemoryAccess.namespace == Chunk.namespace,
+            MemoryAccess.memory_id == Chunk.id,
+            MemoryAccess.counted.is_(False),
+        )
+        .scalar_subquery()
+    )
+    return Chunk.access_count + pending
+
+
+def live(session: Session, keys: list[tuple[str, str]]) -> dict[tuple[str, str], Live]:
+    """Each memory's access count and last access as a caller sees them: its counters plus
+    the accesses logged since the last fold."""
+    if not keys:
+        return {}
+    rows = session.execute(_LIVE, {"namespaces": [k[0] for k in keys], "ids": [k[1] for k in keys]})
+    return {(r.namespace, r.id): Live(int(r.access_count), r.last) for r in rows}
 
 
 def fold(session: Session) -> int:

@@ -31,7 +31,7 @@ from memsys.schemas import (
     MemoryStoreIn,
     MemoryStoreOut,
 )
-from memsys.services import events, memory_batch, namespaces, search, tracing
+from memsys.services import access, events, memory_batch, namespaces, search, tracing
 
 
 def live_memories() -> Select[Chunk]:
@@ -225,8 +225,9 @@ def count(session: Session, params: MemoryCountIn) -> MemoryCountOut:
     return MemoryCountOut(count=session.scalar(stmt) or 0, filters=params.model_dump())
 
 
-def item(c: Chunk) -> MemoryItem:
-    """A memory as the listing and memory_get show it."""
+def item(c: Chunk, access_count: int) -> MemoryItem:
+    """A memory as the listing and memory_get show it (`access_count`: the live figure,
+    access.live)."""
     return MemoryItem(
         id=c.id,
         content=c.content,
@@ -236,7 +237,7 @@ def item(c: Chunk) -> MemoryItem:
         importance=c.importance,
         tags=c.tags,
         metadata=c.meta,
-        access_count=c.access_count,
+        access_count=access_count,
         created_at=c.created_at,
         updated_at=c.updated_at,
     )
@@ -245,9 +246,15 @@ def item(c: Chunk) -> MemoryItem:
 def list_memories(session: Session, params: MemoryListIn) -> MemoryListOut:
     namespaces.require(session, params.namespace)
     total = count(session, params).count
-    column = getattr(Chunk, params.order_by)
+    # Accesses since the last fold count too: the live figure is what the list shows.
+    column = (
+        access.live_count()
+        if params.order_by == "access_count"
+        else getattr(Chunk, params.order_by)
+    )
     order = column.desc() if params.descending else column.asc()
     stmt = _filtered(live_memories(), params).order_by(order, Chunk.id)
     rows = session.scalars(stmt.limit(params.limit).offset(params.offset)).all()
-    items = [item(c) for c in rows]
+    counts = access.live(session, [(c.namespace, c.id) for c in rows])
+    items = [item(c, counts[(c.namespace, c.id)].access_count) for c in rows]
     return MemoryListOut(memories=items, total=total, limit=params.limit, offset=params.offset)

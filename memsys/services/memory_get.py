@@ -1,11 +1,12 @@
 """memory_get (S002): one memory by id, read the way recall reads its hits.
 
-The read is an access (access.record: a row in the access log and, unless another
-transaction holds the memory, its counter), so decay scores and hot / warm / cold see direct
-reads as well as recalls. An archived or rehydratable memory is rekindled by the read — its
-full text back from its history, else its summary marked lossy — as a recall that finds it
-does, except when the caller may not write its namespace (a read-only token reads what is
-stored) or another transaction holds its row (a read never waits; the next one rekindles).
+The read is an access (access.record: a row in the access log, folded into the memory's
+counter by maintenance; the count shown includes it), so decay scores and hot / warm / cold
+see direct reads as well as recalls. An archived or rehydratable memory is rekindled by the
+read — its full text back from its history, else its summary marked lossy — as a recall
+that finds it does, except when the caller may not write its namespace (a read-only token
+reads what is stored) or another transaction holds its row (a read never waits; the next
+one rekindles).
 """
 
 from __future__ import annotations
@@ -36,15 +37,16 @@ def get(session: Session, params: MemoryGetIn, now: datetime | None = None) -> M
             lifecycle.rekindle(session, row, now, "memory_get")
             rekindled = True
     access.record(session, [memory.id], at=now)
-    session.refresh(memory)  # the rekindled text and stage, the counted access
+    session.refresh(memory)  # the rekindled text and stage
+    counted = access.live(session, [key])[key]  # this read included
     return MemoryGetOut(
-        **memories.item(memory).model_dump(),
+        **memories.item(memory, counted.access_count).model_dump(),
         stage=memory.stage,
         pinned=memory.pinned,
         golden=memory.golden,
         lossy=memory.lossy,
         rekindled=rekindled,
         decay_score=memory.decay_score,
-        last_accessed_at=memory.last_accessed_at,
+        last_accessed_at=counted.last_accessed_at,
         temperature=access.temperatures(session, [key], now).get(key, "cold"),
     )

@@ -95,7 +95,9 @@ def test_the_next_call_sees_the_last_ones_deferred_writes(embedder: Any) -> None
     # No settle here: opening a transaction waits for what earlier calls left to write.
     with session_scope() as s:
         assert s.scalar(select(QueryTrace.id).where(QueryTrace.id == out.trace_id))
-        count = s.scalar(text("SELECT access_count FROM chunk WHERE id = :id"), {"id": memory.id})
+        count = s.scalar(
+            text("SELECT count(*) FROM memory_access WHERE memory_id = :id"), {"id": memory.id}
+        )
     assert count == 1
 
 

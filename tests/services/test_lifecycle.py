@@ -8,7 +8,7 @@ import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select, text, update
 
 from memsys import deferred, runner
 from memsys.db import session_scope
@@ -16,8 +16,9 @@ from memsys.models import Chunk, Edge, Event, MemoryAccess, MemoryChange, QueryT
 from memsys.retrieval import pipeline, rank
 from memsys.schemas import MemoryForgetIn, MemoryRecallIn
 from memsys.schemas.learning import MemoryOutcomeIn
+from memsys.schemas.lifecycle import MemoryGetIn
 from memsys.schemas.query import QueryIn
-from memsys.services import access, history, learning, maintain, memories, query
+from memsys.services import access, history, learning, maintain, memories, memory_get, query
 from memsys.services import decay as decay_rules
 from tests.factories import store
 
@@ -157,21 +158,44 @@ def test_an_archived_memory_reads_in_full_as_of_before_its_archiving(embedder: A
     assert row(memory).content != LONG  # reading the past changed nothing
 
 
-def test_accesses_are_logged_and_counters_fold_to_the_log(embedder: Any) -> None:
+def test_reads_log_accesses_and_a_fold_counts_them_into_the_row(embedder: Any) -> None:
     memory = store("The CDN caches images for a week").id
     recall("how long does the CDN cache images")
     recall("CDN image cache duration")
+    key = (row(memory).namespace, memory)
     with session_scope() as s:
         logged = s.execute(
             select(MemoryAccess.hits, MemoryAccess.counted).where(MemoryAccess.memory_id == memory)
         )
-        assert [tuple(r) for r in logged] == [(1, True), (1, True)]  # both bumps were made
-        assert access.fold(s) == 0  # nothing to add
+        assert [tuple(r) for r in logged] == [(1, False), (1, False)]
+    # A read never rewrites the memory's row (its indexes, HNSW included, stay as they were)…
+    assert row(memory).access_count == 0
+    with session_scope() as s:
+        assert access.live(s, [key])[key].access_count == 2  # …yet callers are shown both
+        assert access.fold(s) == 1  # one counter moved
     assert row(memory).access_count == 2
     with session_scope() as s:
-        key = (row(memory).namespace, memory)
+        assert access.live(s, [key])[key].access_count == 2  # not counted twice
         assert access.temperatures(s, [key], datetime.now(UTC)) == {key: "warm"}
         assert access.temperatures(s, [key], days(40)) == {key: "cold"}
+
+
+def test_reads_leave_the_memory_row_as_it_was(embedder: Any) -> None:
+    """Not even a new row version: an approximate index (HNSW) that changes under reads
+    would answer a replayed query differently from the original."""
+    memory = store("The release train leaves every other Wednesday").id
+
+    def version() -> str:
+        with session_scope() as s:
+            where = {"id": memory}
+            return str(
+                s.scalar(text("SELECT xmin::text || ctid::text FROM chunk WHERE id = :id"), where)
+            )
+
+    before = version()
+    recall("when does the release train leave")
+    runner.execute(memory_get.get, MemoryGetIn, {"memory_id": memory})
+    assert version() == before
 
 
 def uncounted(memory_id: str, n: int) -> None:
@@ -191,7 +215,9 @@ def log_total(memory_id: str) -> int:
 def test_fold_takes_only_new_accesses_and_counts_each_once(embedder: Any) -> None:
     a = store("The search cluster reindexes on Sundays").id
     b = store("The mail relay rejects attachments over 20 MB").id
-    recall("when does the search cluster reindex")  # counted at once (one or both hits)
+    recall("when does the search cluster reindex")  # logged (one or both hits)
+    with session_scope() as s:
+        access.fold(s)
     read = {m: row(m).access_count for m in (a, b)}
     assert read[a] == 1
     uncounted(a, 2)
@@ -247,7 +273,7 @@ def test_a_read_never_waits_for_a_held_memory_and_its_access_is_kept(embedder: A
         assert done.is_set()  # the read finished while the row was still locked
         # Its access, written after it answered, did not wait for the row either.
         assert deferred.settle(timeout=10)
-    assert row(memory).access_count == 0  # the bump was skipped, not waited for
+    assert row(memory).access_count == 0  # the read never touches the row
     with session_scope() as s:
         assert access.fold(s) == 1  # …and the log still had it
     assert row(memory).access_count == 1

@@ -106,7 +106,7 @@ def test_a_failed_retrieval_keeps_its_trace(memories_stored: Any, monkeypatch: A
             s.scalar(select(func.count()).select_from(Event).where(Event.event_type == "query"))
             == 1
         )
-        assert s.scalar(text("SELECT sum(access_count) FROM chunk")) == 0
+        assert s.scalar(text("SELECT count(*) FROM memory_access")) == 0
 
 
 def test_a_refused_call_leaves_no_trace(memories_stored: Any) -> None:
