@@ -290,10 +290,12 @@ def _stop_stdio(signum: int, frame: FrameType | None) -> None:
     from memsys import db, deferred
     from memsys.background import worker
 
-    deferred.drain()
-    worker().stop()
-    db.stop_embedded()
-    os._exit(0)
+    try:
+        deferred.drain()
+        worker().stop(timeout=2.0)
+        db.stop_embedded()
+    finally:  # whatever failed above, the process goes
+        os._exit(0)
 
 
 def run_stdio() -> None:

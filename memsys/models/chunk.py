@@ -118,8 +118,8 @@ class Chunk(Base):
             "created_at",
             postgresql_where=text("embedding IS NULL AND valid_to IS NULL"),
         ),
-        # Recall bumps access_count on its hits; free room on each page lets those updates
-        # stay HOT instead of adding entries to every index (benchmarks/README.md, finding 2).
+        # Maintenance writes scores, stages and folded access counts; free room on each page
+        # lets those updates stay HOT instead of adding entries to every index.
         {"postgresql_with": {"fillfactor": 90}},
     )
 

@@ -5,9 +5,9 @@ content when it is archived or rekindled, lossy mark, pinned flag): the value be
 after, written in the transaction of the change. The value of a signal as of T is the
 `old_value` of its first change after T, or the current value when nothing changed since.
 `memory_access` is the access log: one row per memory handed to a caller (`hits` > 1 only
-for counts carried over from before the log existed); `counted` says whether the read that
-logged it also bumped `chunk.access_count`, and `fold` adds the rows not counted yet, so the
-counter is the log's running sum. Like the event log, neither table has a foreign key:
+for counts carried over from before the log existed); `counted` says whether `fold` has
+added it to `chunk.access_count` yet (reads only log; maintenance folds), so the counter is
+the log's running sum up to the last fold. Like the event log, neither table has a foreign key:
 history outlives what it describes, and only a purge removes it.
 """
 

@@ -9,8 +9,9 @@ after the answer": 20 of 600 traces at 100k). `fold` (run by maintenance and by 
 operation) adds the log rows not counted yet to `chunk.access_count` / `last_accessed_at`
 and marks them counted, in one statement, so each run reads only what is new and no row is
 ever counted twice. What a caller is shown is the live figure, counter plus the log rows not
-folded yet (`live_count`, `live_last`, `live`). The log is also what hot/warm/cold and as-of
-reads (replay) are computed from.
+folded yet (`live_count`, `live_last`, `live`), and so is what decay, stages and the
+briefs decide on (decay.SIGNALS), whether or not a fold has run. The log is also what
+hot/warm/cold and as-of reads (replay) are computed from.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from typing import Any, NamedTuple
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
-from memsys.db import rowcount
 from memsys.models import Chunk, MemoryAccess
 
 
@@ -30,6 +30,7 @@ class Live(NamedTuple):
     last_accessed_at: datetime | None
 
 
+FOLD_BATCH = 5000  # log rows per fold statement
 HOT_ACCESSES = 5  # S004: ≥ 5 accesses in 30 days is hot; none in 30 days is cold
 TEMPERATURE_WINDOW = timedelta(days=30)
 
@@ -66,20 +67,26 @@ _LIVE = text(
 _FOLDING = text("SELECT pg_try_advisory_xact_lock(hashtext('memsys:fold'))")
 _FOLD = text(
     """
-    WITH taken AS (
+    WITH pending AS (
+        SELECT namespace, id FROM memory_access WHERE NOT counted
+        ORDER BY id LIMIT :limit
+        FOR UPDATE SKIP LOCKED
+    ), taken AS (
         UPDATE memory_access a SET counted = true
-        FROM (SELECT namespace, id FROM memory_access WHERE NOT counted
-              FOR UPDATE SKIP LOCKED) AS pending
+        FROM pending
         WHERE a.namespace = pending.namespace AND a.id = pending.id
         RETURNING a.namespace, a.memory_id, a.hits, a.accessed_at
     ), fresh AS (
         SELECT namespace, memory_id, sum(hits) AS hits, max(accessed_at) AS last
         FROM taken GROUP BY namespace, memory_id
+    ), moved AS (
+        UPDATE chunk c SET access_count = c.access_count + fresh.hits,
+                           last_accessed_at = greatest(c.last_accessed_at, fresh.last)
+        FROM fresh
+        WHERE c.namespace = fresh.namespace AND c.id = fresh.memory_id
+        RETURNING 1
     )
-    UPDATE chunk c SET access_count = c.access_count + fresh.hits,
-                       last_accessed_at = greatest(c.last_accessed_at, fresh.last)
-    FROM fresh
-    WHERE c.namespace = fresh.namespace AND c.id = fresh.memory_id
+    SELECT (SELECT count(*) FROM taken) AS taken, (SELECT count(*) FROM moved) AS moved
     """
 )
 
@@ -123,18 +130,28 @@ def record(session: Session, memory_ids: list[str], at: datetime | None = None) 
         session.execute(_RECORD, {"ids": list(dict.fromkeys(memory_ids)), "at": at})
 
 
-def live_count() -> Any:
-    """`chunk.access_count` plus the accesses not folded yet, as a column (ordering a list)."""
-    pending = (
-        select(func.coalesce(func.sum(MemoryAccess.hits), 0))
+def _pending(of: Any) -> Any:
+    """`of` over the access-log rows of each chunk not folded yet (a correlated subquery;
+    `NOT counted` is the predicate of their partial index)."""
+    return (
+        select(of)
         .where(
             MemoryAccess.namespace == Chunk.namespace,
             MemoryAccess.memory_id == Chunk.id,
-            MemoryAccess.counted.is_(False),
+            ~MemoryAccess.counted,
         )
         .scalar_subquery()
     )
-    return Chunk.access_count + pending
+
+
+def live_count() -> Any:
+    """`chunk.access_count` plus the accesses not folded yet, as a column."""
+    return Chunk.access_count + _pending(func.coalesce(func.sum(MemoryAccess.hits), 0))
+
+
+def live_last() -> Any:
+    """`chunk.last_accessed_at` or the latest access not folded yet, as a column."""
+    return func.greatest(Chunk.last_accessed_at, _pending(func.max(MemoryAccess.accessed_at)))
 
 
 def live(session: Session, keys: list[tuple[str, str]]) -> dict[tuple[str, str], Live]:
@@ -146,14 +163,26 @@ def live(session: Session, keys: list[tuple[str, str]]) -> dict[tuple[str, str],
     return {(r.namespace, r.id): Live(int(r.access_count), r.last) for r in rows}
 
 
-def fold(session: Session) -> int:
-    """Add the accesses logged but not counted since the last fold to their counters;
-    returns how many counters moved (0 on a second run). One fold at a time: while another
-    transaction folds, this one leaves the work to it (two folds could lock the same
-    counters in opposite orders)."""
+def fold_batch(session: Session, limit: int = FOLD_BATCH) -> tuple[int, int]:
+    """Fold up to `limit` log rows not counted yet into their counters: (rows taken,
+    counters moved). One fold at a time: while another transaction folds, this one takes
+    nothing (two folds could lock the same counters in opposite orders)."""
     if not session.scalar(_FOLDING):
-        return 0
-    return rowcount(session, _FOLD)
+        return 0, 0
+    row = session.execute(_FOLD, {"limit": limit}).one()
+    return int(row.taken), int(row.moved)
+
+
+def fold(session: Session) -> int:
+    """Add every access logged but not counted since the last fold to its counter, a batch
+    of statements at a time in this transaction; returns how many counters moved (0 on a
+    second run). Maintenance folds batch by batch in transactions of their own instead."""
+    moved = 0
+    while True:
+        taken, counted = fold_batch(session)
+        moved += counted
+        if taken < FOLD_BATCH:
+            return moved
 
 
 def classify(pinned: bool, recent: int) -> str:

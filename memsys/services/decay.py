@@ -114,8 +114,10 @@ SIGNALS = (
     Chunk.pinned,
     Chunk.tags,
     Chunk.meta,
-    Chunk.access_count,
-    Chunk.last_accessed_at,
+    # As a caller sees them: the counters plus the accesses logged since the last fold, so
+    # a decision never depends on whether maintenance has folded yet (services/access.py).
+    access.live_count().label("access_count"),
+    access.live_last().label("last_accessed_at"),
     Chunk.created_at,
     Chunk.decay_score,
     Chunk.stage,

@@ -57,8 +57,12 @@ def run(
     def time_left() -> bool:
         return time.monotonic() - started < budget_s
 
-    with session_scope() as session:
-        report.counters_folded = access.fold(session)
+    while time_left():  # the day's accesses into the counters, a batch per transaction
+        with session_scope() as session:
+            taken, counters = access.fold_batch(session)
+        report.counters_folded += counters
+        if taken < access.FOLD_BATCH:
+            break
     if namespace is None:  # traces older than the retention (MEMSYS_TRACE_RETENTION_DAYS)
         with session_scope() as session:
             report.traces_pruned = debug.prune_traces(session, now)

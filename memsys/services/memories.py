@@ -256,5 +256,6 @@ def list_memories(session: Session, params: MemoryListIn) -> MemoryListOut:
     stmt = _filtered(live_memories(), params).order_by(order, Chunk.id)
     rows = session.scalars(stmt.limit(params.limit).offset(params.offset)).all()
     counts = access.live(session, [(c.namespace, c.id) for c in rows])
-    items = [item(c, counts[(c.namespace, c.id)].access_count) for c in rows]
+    # A row purged since this statement began is missing from `counts`: its stored counter.
+    items = [item(c, counts.get((c.namespace, c.id), c).access_count) for c in rows]
     return MemoryListOut(memories=items, total=total, limit=params.limit, offset=params.offset)

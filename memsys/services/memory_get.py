@@ -38,7 +38,7 @@ def get(session: Session, params: MemoryGetIn, now: datetime | None = None) -> M
             rekindled = True
     access.record(session, [memory.id], at=now)
     session.refresh(memory)  # the rekindled text and stage
-    counted = access.live(session, [key])[key]  # this read included
+    counted = access.live(session, [key]).get(key, memory)  # this read included
     return MemoryGetOut(
         **memories.item(memory, counted.access_count).model_dump(),
         stage=memory.stage,

@@ -38,11 +38,10 @@ def _set(session: Session, memory_id: str, pinned: bool, now: datetime) -> PinOu
     if pinned and stage != "active":
         lifecycle.rekindle(session, memory, now, operation)
         stage = "active"
-    seen = access.live(session, [(memory.namespace, memory.id)])[(memory.namespace, memory.id)]
     score = decay.score(
         memory.importance,
-        decay.days_between(seen.last_accessed_at or memory.created_at, now),
-        seen.access_count,
+        decay.idle_days(memory, now),
+        memory.access_count,
         memory.memory_type,
         pinned,
     )

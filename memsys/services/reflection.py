@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from memsys.models import Chunk, Event
-from memsys.services import access, briefs, decay
+from memsys.services import briefs, decay
 
 THEMES = 8
 THEME_EXAMPLES = 3
@@ -27,9 +27,7 @@ PROJECT_PREFIX = "project:"
 
 
 def _live(session: Session, namespace: str | None) -> list[Any]:
-    # The access count as a caller sees it (folded or not yet): "Most Accessed" is current.
-    signals = [c for c in decay.SIGNALS if c is not Chunk.access_count]
-    stmt = select(*signals, access.live_count().label("access_count"), Chunk.content).where(
+    stmt = select(*decay.SIGNALS, Chunk.content).where(
         Chunk.doc_type == "memory", Chunk.valid_to.is_(None)
     )
     if namespace:

@@ -198,6 +198,29 @@ def test_reads_leave_the_memory_row_as_it_was(embedder: Any) -> None:
     assert version() == before
 
 
+def test_decisions_see_accesses_not_folded_yet(embedder: Any) -> None:
+    """Decay, stages and CORE.md read the live figure: a memory in daily use is not judged
+    by counters maintenance has not folded yet."""
+    memory = store("The on-call rota is in the ops wiki").id
+    for _ in range(3):
+        recall("where is the on-call rota")
+    assert row(memory).access_count == 0  # nothing folded
+    with session_scope() as s:
+        [seen] = [r for r in decay_rules.batch_after(s, None, ("", ""), 50) if r.id == memory]
+    assert seen.access_count == 3 and seen.last_accessed_at is not None
+
+
+def test_a_fold_takes_the_log_a_bounded_batch_at_a_time(embedder: Any) -> None:
+    memory = store("The staging VPN uses port 1194").id
+    uncounted(memory, 3)
+    with session_scope() as s:
+        assert access.fold_batch(s, limit=2) == (2, 1)  # two log rows, one counter
+    with session_scope() as s:
+        assert access.fold_batch(s, limit=2) == (1, 1)  # the rest: fewer than a batch
+        assert access.fold_batch(s, limit=2) == (0, 0)
+    assert row(memory).access_count == 3
+
+
 def uncounted(memory_id: str, n: int) -> None:
     """Log accesses the way a read whose bump was skipped leaves them."""
     namespace = row(memory_id).namespace
