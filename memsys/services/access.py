@@ -19,7 +19,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from sqlalchemy import func, select, text
+from sqlalchemy import func, select, text, tuple_
 from sqlalchemy.orm import Session
 
 from memsys.models import Chunk, MemoryAccess
@@ -40,23 +40,6 @@ _RECORD = text(
     SELECT c.namespace, c.id, coalesce(CAST(:at AS timestamptz), now()), false
     FROM chunk c
     WHERE c.doc_type = 'memory' AND c.valid_to IS NULL AND c.id = ANY(:ids)
-    """
-)
-
-# The access-log rows of a chunk `c` not folded into its counters yet (the partial index of
-# rows not counted is what these read).
-_PENDING = """
-    FROM memory_access a
-    WHERE a.namespace = c.namespace AND a.memory_id = c.id AND NOT a.counted
-"""
-_LIVE = text(
-    f"""
-    SELECT c.namespace, c.id,
-           c.access_count + coalesce((SELECT sum(a.hits) {_PENDING}), 0) AS access_count,
-           greatest(c.last_accessed_at, (SELECT max(a.accessed_at) {_PENDING})) AS last
-    FROM chunk c
-    JOIN unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])) AS k(namespace, id)
-      ON c.namespace = k.namespace AND c.id = k.id
     """
 )
 
@@ -159,8 +142,12 @@ def live(session: Session, keys: list[tuple[str, str]]) -> dict[tuple[str, str],
     the accesses logged since the last fold."""
     if not keys:
         return {}
-    rows = session.execute(_LIVE, {"namespaces": [k[0] for k in keys], "ids": [k[1] for k in keys]})
-    return {(r.namespace, r.id): Live(int(r.access_count), r.last) for r in rows}
+    rows = session.execute(
+        select(Chunk.namespace, Chunk.id, live_count().label("n"), live_last().label("last")).where(
+            tuple_(Chunk.namespace, Chunk.id).in_(keys)
+        )
+    )
+    return {(r.namespace, r.id): Live(int(r.n), r.last) for r in rows}
 
 
 def fold_batch(session: Session, limit: int = FOLD_BATCH) -> tuple[int, int]:
