@@ -36,8 +36,8 @@ def get(session: Session, params: MemoryGetIn, now: datetime | None = None) -> M
         if row is not None and row.stage in lifecycle.AGED:
             lifecycle.rekindle(session, row, now, "memory_get")
             rekindled = True
-    access.record(session, [memory.id], at=now)
-    session.refresh(memory)  # the rekindled text and stage
+            session.refresh(memory)  # the rekindled text and stage
+    access.record(session, [memory.id], at=now)  # a log row: the memory's own row stays
     counted = access.live(session, [key]).get(key, memory)  # this read included
     return MemoryGetOut(
         **memories.item(memory, counted.access_count).model_dump(),
