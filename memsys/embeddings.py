@@ -16,6 +16,7 @@ import logging
 import os
 import threading
 from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -135,12 +136,21 @@ def get_embedder() -> Embedder:
 
 
 class QueryCache:
-    """Recently embedded query texts: agents repeat queries, and a hit costs nothing."""
+    """Recently embedded query texts: agents repeat queries, and a hit costs nothing.
+
+    `prefetch` starts a query's embedding on a worker thread and `get` waits for it, so a
+    retrieval can run its statements that need only the text (the lexical channel, the
+    query's names) while the model works. Until the cache has embedded once in this process
+    (the model may still have to load), `prefetch` embeds in the caller instead: a model
+    loading for seconds must not hold a pooled connection open."""
 
     def __init__(self, size: int = 1024) -> None:
         self.size = size
         self._items: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._pending: dict[str, Future[np.ndarray]] = {}
         self._lock = threading.Lock()
+        self._worker: ThreadPoolExecutor | None = None
+        self._warm = False
 
     def get(self, text: str) -> np.ndarray:
         with self._lock:
@@ -148,13 +158,36 @@ class QueryCache:
             if hit is not None:
                 self._items.move_to_end(text)
                 return hit
-        vector = get_embedder().embed_one(text)
-        vector.setflags(write=False)  # shared between callers
+            pending = self._pending.get(text)
+        if pending is not None:
+            return pending.result()
+        return self._embed(text)
+
+    def prefetch(self, text: str) -> None:
+        """Have `text` embedded by the time `get` asks for it."""
         with self._lock:
-            self._items[text] = vector
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
-        return vector
+            if text in self._items or text in self._pending:
+                return
+            if self._warm:
+                if self._worker is None:
+                    self._worker = ThreadPoolExecutor(1, thread_name_prefix="memsys-embed")
+                self._pending[text] = self._worker.submit(self._embed, text)
+                return
+        self._embed(text)
+
+    def _embed(self, text: str) -> np.ndarray:
+        try:
+            vector = get_embedder().embed_one(text)
+            vector.setflags(write=False)  # shared between callers
+            with self._lock:
+                self._items[text] = vector
+                while len(self._items) > self.size:
+                    self._items.popitem(last=False)
+                self._warm = True
+            return vector
+        finally:
+            with self._lock:
+                self._pending.pop(text, None)
 
     def clear(self) -> None:
         with self._lock:
@@ -165,8 +198,14 @@ _queries = QueryCache()
 
 
 def embed_query(text: str) -> np.ndarray:
-    """A query's embedding, from the cache of recent queries when it is there."""
+    """A query's embedding, from the cache of recent queries when it is there (waiting for
+    one `prefetch_query` started)."""
     return _queries.get(text)
+
+
+def prefetch_query(text: str) -> None:
+    """Start embedding a query the caller will ask `embed_query` for soon."""
+    _queries.prefetch(text)
 
 
 _state = {"model": "not loaded"}

@@ -69,3 +69,26 @@ def test_query_cache_returns_the_same_vector_and_stays_bounded(embedder) -> None
     cache.get("a second query")
     cache.get("a third query")
     assert cache.get("what did we decide about the database") is not first  # evicted
+
+
+def test_a_prefetched_query_is_embedded_beside_the_caller(embedder, monkeypatch) -> None:
+    cache = embeddings.QueryCache()
+    # Cold: the first query is embedded in the caller (the model may still be loading).
+    cache.prefetch("the first query of the process")
+    assert "the first query of the process" in cache._items
+    # Warm: on the worker thread; get() waits for it and returns the model's vector.
+    cache.prefetch("which port does the staging server use")
+    vector = cache.get("which port does the staging server use")
+    assert np.array_equal(vector, embedder.embed_one("which port does the staging server use"))
+    assert cache.get("which port does the staging server use") is vector
+    assert not cache._pending
+
+    # A failure on the worker reaches the caller that asks, and nothing is left pending.
+    def broken(text: str) -> np.ndarray:
+        raise RuntimeError("model crashed")
+
+    monkeypatch.setattr(embedder, "embed_one", broken)
+    cache.prefetch("a query the model cannot take")
+    with pytest.raises(RuntimeError, match="model crashed"):
+        cache.get("a query the model cannot take")
+    assert not cache._pending and "a query the model cannot take" not in cache._items

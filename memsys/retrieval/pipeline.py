@@ -127,8 +127,9 @@ class _Clock:
         self.timings: dict[str, float] = {}
 
     def lap(self, name: str) -> None:
+        """Time since the last lap, added to `name` (a stage may run in several steps)."""
         now = time.perf_counter()
-        self.timings[name] = round((now - self.last) * 1000, 3)
+        self.timings[name] = round(self.timings.get(name, 0.0) + (now - self.last) * 1000, 3)
         self.last = now
 
 
@@ -152,15 +153,21 @@ def retrieve(
     given = sql_filters.active(filters)
     pool = max(pool or get_settings().candidate_pool, limit)
     clock = _Clock()
-    if vector is None:
-        vector = embed_query(query)
-    clock.lap("embed_ms")
-    dense_hits = dense.search(session, vector, given, as_of, pool)
-    clock.lap("dense_ms")
+    # What needs only the text runs first: the query's embedding may still be on its way
+    # (embeddings.prefetch_query), and these statements run meanwhile.
     if terms is None:  # a replay passes the term statistics its trace recorded
         terms = lexical.analyse(session, query, given.get("namespace"))
     lexical_hits = lexical.search(session, terms, given, as_of, pool)
     clock.lap("lexical_ms")
+    names = graph.Named()
+    if weights.graph > 0:
+        names = graph.named(session, query, given.get("namespace"), as_of)
+    clock.lap("graph_ms")  # the graph's first step; the channel's later steps add to it
+    if vector is None:
+        vector = embed_query(query)
+    clock.lap("embed_ms")  # what is left to wait for
+    dense_hits = dense.search(session, vector, given, as_of, pool)
+    clock.lap("dense_ms")
 
     keys: list[Key] = list(dict.fromkeys([k for k, _ in dense_hits] + [k for k, _ in lexical_hits]))
     bm25 = dict(lexical_hits)
@@ -170,9 +177,7 @@ def retrieve(
 
     graph_scores: dict[Key, float] = {}
     graph_hits: list[tuple[Key, float]] = []
-    names = graph.Named()
     if weights.graph > 0 and keys:
-        names = graph.named(session, query, given.get("namespace"), as_of)
         if not names.keys:  # a walk seeded only by the hits themselves mostly echoes them
             weights = replace(weights, graph=weights.graph * weights.graph_unnamed)
         elif names.subjects:  # asks about a thing the store has an entry for: its links

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from memsys import deferred, ids
 from memsys.config import get_settings
 from memsys.db import transaction_time
-from memsys.embeddings import embed_query
+from memsys.embeddings import prefetch_query
 from memsys.retrieval import pipeline
 from memsys.runner import before_transaction, retrieval_only
 from memsys.schemas import (
@@ -34,11 +34,12 @@ Retrieval = pipeline.Retrieval
 
 
 def embed_query_of(params: Any) -> None:
-    """Before the transaction: embed the call's query into the query cache, where the
-    retrieval pipeline finds it (a call without a query embeds nothing)."""
+    """Before the transaction: start embedding the call's query into the query cache, where
+    the retrieval pipeline finds it once its text-only statements have run (a call without
+    a query embeds nothing)."""
     query = getattr(params, "query", None) or getattr(params, "input_value", None)
     if query and not ids.looks_like_memory_id(query):
-        embed_query(query)
+        prefetch_query(query)
 
 
 def hybrid(
