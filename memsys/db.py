@@ -74,6 +74,32 @@ def drop_dead_handles(pgdata: Path) -> list[int]:
     return dead
 
 
+# shared_buffers values memsys leaves to itself: PostgreSQL's default and what earlier
+# versions of memsys set. Any other value is the user's and is kept.
+_OWN_BUFFERS = ("128MB", "512MB")
+
+
+def memory_bytes() -> int:
+    """Physical memory, or the cgroup's limit when one is lower (a container)."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    with suppress(OSError, ValueError):
+        total = min(total, int(Path("/sys/fs/cgroup/memory.max").read_text().strip()))
+    return total
+
+
+def shared_buffers_for(current: str | None, memory: int) -> str | None:
+    """The shared_buffers the embedded server should have, or None to leave it.
+
+    A quarter of memory (PostgreSQL's usual advice), at most 2 GB, at least the default:
+    at 100k memories the rows, their out-of-line vectors and the indexes take ~1 GB, and a
+    recall's pages read from the OS cache instead of shared buffers cost ~10x more each
+    (benchmarks/README.md). Only the default and memsys's own earlier value are changed."""
+    if current not in _OWN_BUFFERS:
+        return None
+    wanted = f"{max(128, min(memory // 4 // 2**20, 2048))}MB"
+    return None if wanted == current else wanted
+
+
 def start_embedded(settings: Settings) -> str:
     """Start (or attach to) the embedded server; return a SQLAlchemy URL for memsys's database."""
     global _server
@@ -105,8 +131,9 @@ def start_embedded(settings: Settings) -> str:
                 conn.execute(text(f'CREATE DATABASE "{EMBEDDED_DATABASE}"'))
             # Defaults are small; these take effect from the server's next start.
             buffers = conn.execute(text("SHOW shared_buffers")).scalar()
-            if buffers == "128MB":
-                conn.execute(text("ALTER SYSTEM SET shared_buffers = '512MB'"))
+            wanted = shared_buffers_for(buffers, memory_bytes())
+            if wanted is not None:
+                conn.execute(text(f"ALTER SYSTEM SET shared_buffers = '{wanted}'"))
                 conn.execute(text("ALTER SYSTEM SET maintenance_work_mem = '512MB'"))
     finally:
         admin.dispose()

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from memsys import db
+
 ATTACH = textwrap.dedent(
     """
     import os, sys
@@ -98,3 +100,17 @@ def test_a_crashed_user_does_not_keep_the_server_alive(home: Path) -> None:
     survivor = attach(home, "exit")
     assert survivor.wait(60) == 0
     assert wait_for(lambda: not running(home))
+
+
+def test_shared_buffers_grow_with_memory_and_a_users_setting_is_kept() -> None:
+    gib = 2**30
+    # A quarter of memory, at most 2 GB: what a 100k store's rows and indexes need.
+    assert db.shared_buffers_for("128MB", 24 * gib) == "2048MB"
+    assert db.shared_buffers_for("512MB", 4 * gib) == "1024MB"
+    assert db.shared_buffers_for("512MB", 1 * gib) == "256MB"
+    # Never below PostgreSQL's default, and nothing to do when it is already right.
+    assert db.shared_buffers_for("128MB", gib // 4) is None
+    assert db.shared_buffers_for("2048MB", 24 * gib) is None
+    # A value the user chose is theirs.
+    assert db.shared_buffers_for("6GB", 24 * gib) is None
+    assert db.shared_buffers_for("256MB", 24 * gib) is None
