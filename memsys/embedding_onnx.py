@@ -121,6 +121,12 @@ class OnnxEmbedder:
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             options.intra_op_num_threads = min(os.cpu_count() or 1, 4)
             options.log_severity_level = 3
+            # Idle pool threads sleep instead of spinning: a query is embedded beside the
+            # retrieval's SQL (embeddings.QueryCache.prefetch), and on 2 cores spinning threads
+            # took the CPU the database needed (with spinning the overlap made MCP recall
+            # slower, p50 33 -> 41 ms; without, it is even there and saves ~5 ms at 100k). A
+            # query alone embeds ~1.5 ms slower, batches no slower (benchmarks/README.md).
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             session = ort.InferenceSession(
                 str(self.path), options, providers=["CPUExecutionProvider"]
             )
