@@ -7,33 +7,36 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from pgvector.sqlalchemy import Vector
-from sqlalchemy import bindparam, text
 from sqlalchemy.orm import Session
 
-from memsys.models.chunk import DIMENSIONS
 from memsys.retrieval import filters as sql_filters
 
 _KNN = """
-SELECT c.namespace, c.id, 1 - (c.embedding <=> :embedding) AS similarity
+SELECT c.namespace, c.id, 1 - (c.embedding <=> CAST(:embedding AS vector)) AS similarity
 FROM chunk c
 WHERE c.embedding IS NOT NULL AND {where}
-ORDER BY c.embedding <=> :embedding
+ORDER BY c.embedding <=> CAST(:embedding AS vector)
 LIMIT :pool
 """
 
 
+def literal(vector: np.ndarray) -> str:
+    """The query's embedding in pgvector's text form. Written once per query and bound as
+    text by every statement that compares with it: formatting 384 floats costs ~0.2 ms, and
+    a recall runs up to five such statements."""
+    return "[" + ",".join(map(repr, vector.tolist())) + "]"
+
+
 def search(
     session: Session,
-    vector: np.ndarray,
+    embedding: str,
     filters: dict[str, Any],
     as_of: datetime | None,
     pool: int,
 ) -> list[tuple[tuple[str, str], float]]:
-    """The `pool` nearest chunks: ((namespace, id), cosine similarity), best first."""
-    statement = text(_KNN.format(where=sql_filters.where(filters, as_of))).bindparams(
-        bindparam("embedding", type_=Vector(DIMENSIONS))
-    )
-    params = {**sql_filters.binds(filters, as_of), "embedding": vector, "pool": pool}
+    """The `pool` chunks nearest to `embedding` (`literal`): ((namespace, id), cosine
+    similarity), best first."""
+    statement = sql_filters.statement(_KNN, filters, as_of)
+    params = {**sql_filters.binds(filters, as_of), "embedding": embedding, "pool": pool}
     rows = session.execute(statement, params).all()
     return [((r.namespace, r.id), float(r.similarity)) for r in rows]

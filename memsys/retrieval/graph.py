@@ -206,9 +206,10 @@ def personalized_pagerank(
         restart[ei[entity]] = weight
     restart /= restart.sum()
     dangling = out_degree == 0
+    backward = transition.T  # built once: scipy makes a new matrix object per `.T`
     rank = restart.copy()
     for _ in range(ITERATIONS):
         # Mass at a node with no edges (an isolated seed) returns to the seeds.
         lost = rank[dangling].sum()
-        rank = alpha * restart + (1 - alpha) * (transition.T @ rank + lost * restart)
+        rank = alpha * restart + (1 - alpha) * (backward @ rank + lost * restart)
     return {chunk: float(rank[ci[chunk]]) for chunk in chunks}

@@ -13,13 +13,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-from pgvector.sqlalchemy import Vector
-from sqlalchemy import bindparam, text
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from memsys.config import get_settings
 from memsys.embeddings import embed_query
-from memsys.models.chunk import DIMENSIONS
 from memsys.retrieval import dense, fusion, graph, lexical, neighbours, rank, signals, temporal
 from memsys.retrieval import filters as sql_filters
 from memsys.tokens import count_tokens
@@ -36,7 +34,7 @@ _FEATURES = text(
                c.confidence, c.importance, c.stage,
                coalesce(c.occurred_at, c.created_at) AS happened,
                CASE WHEN c.embedding IS NULL THEN NULL
-                    ELSE 1 - (c.embedding <=> :embedding) END AS similarity
+                    ELSE 1 - (c.embedding <=> CAST(:embedding AS vector)) END AS similarity
         FROM chunk c
         JOIN unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])) AS k(namespace, id)
           ON c.namespace = k.namespace AND c.id = k.id
@@ -46,7 +44,7 @@ _FEATURES = text(
            {lexical.BM25_OF} AS bm25
     FROM cand
     """
-).bindparams(bindparam("embedding", type_=Vector(DIMENSIONS)))
+)
 
 _DETAILS = text(
     """
@@ -166,13 +164,14 @@ def retrieve(
     if vector is None:
         vector = embed_query(query)
     clock.lap("embed_ms")  # what is left to wait for
-    dense_hits = dense.search(session, vector, given, as_of, pool)
+    embedding = dense.literal(vector)
+    dense_hits = dense.search(session, embedding, given, as_of, pool)
     clock.lap("dense_ms")
 
     keys: list[Key] = list(dict.fromkeys([k for k, _ in dense_hits] + [k for k, _ in lexical_hits]))
     bm25 = dict(lexical_hits)
     rows: dict[Key, Any] = {}
-    keys = _complete(session, vector, terms, keys, bm25, rows)
+    keys = _complete(session, embedding, terms, keys, bm25, rows)
     clock.lap("details_ms")
 
     graph_scores: dict[Key, float] = {}
@@ -194,13 +193,13 @@ def retrieve(
         graph_hits = graph.search(session, seeds, given, as_of, pool, weights.graph_restart)
         graph_scores = dict(graph_hits)
         new = [k for k, _ in graph_hits if k not in rows]
-        keys += _complete(session, vector, terms, new, bm25, rows)
+        keys += _complete(session, embedding, terms, new, bm25, rows)
     clock.lap("graph_ms")
 
     spans = temporal.find(query, now or as_of) if weights.temporal > 0 else []
-    time_hits = temporal.search(session, spans, vector, given, as_of, pool)
+    time_hits = temporal.search(session, spans, embedding, given, as_of, pool)
     keys += _complete(
-        session, vector, terms, [k for k, _ in time_hits if k not in rows], bm25, rows
+        session, embedding, terms, [k for k, _ in time_hits if k not in rows], bm25, rows
     )
     time_scores = temporal.inside(spans, {k: rows[k]["happened"] for k in keys})
     clock.lap("temporal_ms")
@@ -226,7 +225,7 @@ def retrieve(
             weights = replace(weights, neighbours=weights.neighbours * near.gate)
         near_scores = dict(near.hits)
         new = [k for k, _ in near.hits if k not in rows]
-        keys += _complete(session, vector, terms, new, bm25, rows)
+        keys += _complete(session, embedding, terms, new, bm25, rows)
     clock.lap("neighbours_ms")
 
     time_scores = temporal.inside(spans, {k: rows[k]["happened"] for k in keys})
@@ -303,7 +302,7 @@ def _similarity(row: Any) -> float | None:
 
 def _complete(
     session: Session,
-    vector: np.ndarray,
+    embedding: str,
     terms: lexical.QueryTerms,
     keys: list[Key],
     bm25: dict[Key, float],
@@ -315,7 +314,7 @@ def _complete(
         return []
     params = {
         **lexical.score_params(terms),
-        "embedding": vector,
+        "embedding": embedding,
         "namespaces": [k[0] for k in keys],
         "ids": [k[1] for k in keys],
     }

@@ -24,13 +24,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import numpy as np
 from dateutil.relativedelta import relativedelta
-from pgvector.sqlalchemy import Vector
-from sqlalchemy import bindparam, text
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from memsys.models.chunk import DIMENSIONS
 from memsys.retrieval import filters as sql_filters
 
 Key = tuple[str, str]
@@ -285,7 +282,7 @@ def inside(spans: list[Span], happened: dict[Key, datetime]) -> dict[Key, float]
 _IN_RANGE = """
 SELECT c.namespace, c.id FROM chunk c
 WHERE {where} AND c.embedding IS NOT NULL AND ({ranges})
-ORDER BY c.embedding <=> :embedding
+ORDER BY c.embedding <=> CAST(:embedding AS vector)
 LIMIT :k
 """
 
@@ -293,21 +290,21 @@ LIMIT :k
 def search(
     session: Session,
     spans: list[Span],
-    vector: np.ndarray,
+    embedding: str,
     filters: dict[str, Any],
     as_of: datetime | None,
     k: int,
 ) -> list[tuple[Key, float]]:
-    """Up to `k` chunks that happened inside one of `spans`, nearest to `vector` first; each
-    scores 1 (inside a range is all this channel knows)."""
+    """Up to `k` chunks that happened inside one of `spans`, nearest to the query's
+    `embedding` (dense.literal) first; each scores 1 (inside a range is all this channel
+    knows)."""
     if not spans:
         return []
     ranges = " OR ".join(
         f"({HAPPENED} >= :t{i}_start AND {HAPPENED} < :t{i}_end)" for i in range(len(spans))
     )
     sql = text(_IN_RANGE.format(where=sql_filters.where(filters, as_of), ranges=ranges))
-    sql = sql.bindparams(bindparam("embedding", type_=Vector(DIMENSIONS)))
-    params: dict[str, Any] = {**sql_filters.binds(filters, as_of), "embedding": vector, "k": k}
+    params: dict[str, Any] = {**sql_filters.binds(filters, as_of), "embedding": embedding, "k": k}
     for i, span in enumerate(spans):
         params[f"t{i}_start"], params[f"t{i}_end"] = span.start, span.end
     return [((r.namespace, r.id), 1.0) for r in session.execute(sql, params)]
