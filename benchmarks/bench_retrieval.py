@@ -63,7 +63,13 @@ def bulk_load(session: Session, ns: str, corpus: Corpus, vectors: np.ndarray) ->
     texts = corpus.texts
     times = corpus.times or [START + timedelta(minutes=i) for i in range(len(texts))]
     tokens = count_tokens_batch(texts)
-    chunk_ids = [ids.new_id(ids.MEMORY) for _ in texts]
+    # Ids from the corpus position, not random: ties (equal BM25 or PageRank scores) are
+    # broken by id, and with random ids two runs of the same code ordered tied candidates
+    # differently (a run is now repeatable).
+    chunk_ids = [
+        f"{ids.MEMORY}_{hashlib.sha256(f'{corpus.name}:{i}'.encode()).hexdigest()[:16]}"
+        for i in range(len(texts))
+    ]
     namespaces.ensure(session, ns)
     for start in range(0, len(texts), 2000):
         rows = [
