@@ -122,10 +122,11 @@ def probe_prepare(qs: list[str]) -> dict[str, Any]:
 
     from memsys.db import get_engine
     from memsys.embeddings import get_embedder
+    from memsys.retrieval import pipeline
     from memsys.services import search
 
     vectors = {q: get_embedder().embed_one(q) for q in qs}
-    embed, search.embed_query = search.embed_query, vectors.__getitem__
+    embed, pipeline.embed_query = pipeline.embed_query, vectors.__getitem__
     modes = ("auto-prepare (psycopg default)", "prepare_threshold None", "force_custom_plan")
     sessions = {m: Session(get_engine()) for m in modes}
     driver = sessions[modes[1]].connection().connection.driver_connection
@@ -140,7 +141,7 @@ def probe_prepare(qs: list[str]) -> dict[str, Any]:
                 hybrid = partial(search.hybrid, filters=filters, limit=5, count_access=False)
                 times[m].append(common.timed(hybrid, sessions[m], q)[0])
     finally:
-        search.embed_query = embed
+        pipeline.embed_query = embed
         for s in sessions.values():
             s.close()
     return {m: common.summary(t[len(qs) :]) for m, t in times.items()}

@@ -80,10 +80,12 @@ _OWN_BUFFERS = ("128MB", "512MB")
 
 
 def memory_bytes() -> int:
-    """Physical memory, or the cgroup's limit when one is lower (a container)."""
+    """Physical memory, or the cgroup's limit when one is lower (a container; cgroup v2,
+    then v1)."""
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    with suppress(OSError, ValueError):
-        total = min(total, int(Path("/sys/fs/cgroup/memory.max").read_text().strip()))
+    for limit in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        with suppress(OSError, ValueError):
+            total = min(total, int(Path(limit).read_text().strip()))
     return total
 
 

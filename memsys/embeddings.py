@@ -17,6 +17,7 @@ import os
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import suppress
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -135,14 +136,18 @@ def get_embedder() -> Embedder:
     return make_embedder(get_settings().embedding_provider)
 
 
+WORKER_NAME = "memsys-embed"
+
+
 class QueryCache:
     """Recently embedded query texts: agents repeat queries, and a hit costs nothing.
 
     `prefetch` starts a query's embedding on a worker thread and `get` waits for it, so a
     retrieval can run its statements that need only the text (the lexical channel, the
-    query's names) while the model works. Until the cache has embedded once in this process
-    (the model may still have to load), `prefetch` embeds in the caller instead: a model
-    loading for seconds must not hold a pooled connection open."""
+    query's names) while the model works: the one embedding that runs beside an open
+    transaction, for the few milliseconds of a query. Until the cache has embedded once in
+    this process (the model may still have to load), and whenever the worker is busy with
+    another call's query, `prefetch` embeds in the caller instead, before its transaction."""
 
     def __init__(self, size: int = 1024) -> None:
         self.size = size
@@ -164,15 +169,18 @@ class QueryCache:
         return self._embed(text)
 
     def prefetch(self, text: str) -> None:
-        """Have `text` embedded by the time `get` asks for it."""
+        """Have `text` embedded by the time `get` asks for it: on the worker when the model is
+        warm and the worker idle, else here (before the caller's transaction, as any other
+        embedding: concurrent calls never queue behind one worker holding connections)."""
         with self._lock:
             if text in self._items or text in self._pending:
                 return
-            if self._warm:
+            if self._warm and not self._pending:
                 if self._worker is None:
-                    self._worker = ThreadPoolExecutor(1, thread_name_prefix="memsys-embed")
-                self._pending[text] = self._worker.submit(self._embed, text)
-                return
+                    self._worker = ThreadPoolExecutor(1, thread_name_prefix=WORKER_NAME)
+                with suppress(RuntimeError):  # the interpreter is shutting down
+                    self._pending[text] = self._worker.submit(self._embed, text)
+                    return
         self._embed(text)
 
     def _embed(self, text: str) -> np.ndarray:

@@ -26,7 +26,9 @@ def before_transaction(
 ) -> Callable[[Callable[..., Out]], Callable[..., Out]]:
     """Mark a service's slow step that needs no transaction (reading a file, embedding):
     `run` calls `prepare(params)` before the transaction opens, so a slow model never holds
-    a pooled connection or a row lock, and passes a result that is not None as `prepared=`."""
+    a pooled connection or a row lock, and passes a result that is not None as `prepared=`.
+    (A retrieval's query may instead be embedded beside its first statements:
+    embeddings.QueryCache.prefetch.)"""
 
     def mark(service: Callable[..., Out]) -> Callable[..., Out]:
         setattr(service, "prepare", prepare)  # noqa: B010 (an attribute of a function)

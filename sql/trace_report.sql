@@ -1,4 +1,6 @@
--- Retrieval traces: what each query saw, how long it took, which stage was slow. Run in psql:
+-- Retrieval traces: what each query saw, how long it took, which stage was slow (embed_ms is
+-- what a retrieval still waited for its query's embedding: it runs beside the first statements).
+-- Run in psql:
 --   psql "$DATABASE_URL" -v days=7 -f sql/trace_report.sql
 
 \echo '--- latency per operation over the last :days days'

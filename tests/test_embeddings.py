@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -77,11 +78,40 @@ def test_a_prefetched_query_is_embedded_beside_the_caller(embedder, monkeypatch)
     cache.prefetch("the first query of the process")
     assert "the first query of the process" in cache._items
     # Warm: on the worker thread; get() waits for it and returns the model's vector.
+    threads: list[str] = []
+    real = embedder.embed_one
+
+    def noted(text: str) -> np.ndarray:
+        threads.append(threading.current_thread().name)
+        return real(text)
+
+    monkeypatch.setattr(embedder, "embed_one", noted)
     cache.prefetch("which port does the staging server use")
     vector = cache.get("which port does the staging server use")
+    assert len(threads) == 1 and threads[0].startswith(embeddings.WORKER_NAME)
     assert np.array_equal(vector, embedder.embed_one("which port does the staging server use"))
     assert cache.get("which port does the staging server use") is vector
     assert not cache._pending
+
+    # While the worker is busy with one call's query, the next call embeds its own in the
+    # caller (before its transaction) rather than queueing behind it.
+    release = threading.Event()
+    where: dict[str, str] = {}
+
+    def held(text: str) -> np.ndarray:
+        where[text] = threading.current_thread().name
+        if text == "a slow query":
+            release.wait(10)
+        return real(text)
+
+    monkeypatch.setattr(embedder, "embed_one", held)
+    cache.prefetch("a slow query")
+    cache.prefetch("a second caller's query")
+    assert where["a second caller's query"] == threading.current_thread().name
+    assert "a second caller's query" in cache._items
+    release.set()
+    assert np.array_equal(cache.get("a slow query"), real("a slow query"))
+    assert where["a slow query"].startswith(embeddings.WORKER_NAME)
 
     # A failure on the worker reaches the caller that asks, and nothing is left pending.
     def broken(text: str) -> np.ndarray:

@@ -104,7 +104,7 @@ def test_recall_writes_a_trace_and_an_event_and_counts_access(embedder) -> None:
         trace = s.get(QueryTrace, ("*", out.trace_id))
         assert trace is not None and trace.operation == "memory_recall"
         assert trace.retrieved[0]["id"] == stored.id
-        assert trace.timings["embed_ms"] > 0 and trace.event_id is not None
+        assert trace.timings["embed_ms"] >= 0 and trace.event_id is not None
         kinds = s.scalars(select(Event.event_type).order_by(Event.id)).all()
         assert kinds == ["create", "query"]
         logged = select(MemoryAccess.memory_id).where(MemoryAccess.memory_id == stored.id)

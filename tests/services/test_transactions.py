@@ -1,13 +1,16 @@
-"""Slow work happens before the transaction: a model call never holds a pooled connection."""
+"""Slow work happens before the transaction: a model call never holds a pooled connection
+(except a query's embedding, which may run on the embedding worker beside its own call's
+first statements)."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memsys import runner
+from memsys import embeddings, runner
 from memsys.db import get_engine
 from memsys.schemas import IndexFileIn, MemoryRecallIn, MemoryStoreIn, SearchIn
 from memsys.services import indexing, memories
@@ -17,11 +20,12 @@ from memsys.services import search as search_service
 def test_embedding_runs_while_no_connection_is_checked_out(
     embedder: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    held: list[int] = []
+    held: list[tuple[str, int]] = []
     real = type(embedder).embed
 
     def watched(self: Any, texts: list[str]) -> Any:
-        held.append(get_engine().pool.checkedout())
+        worker = threading.current_thread().name.startswith(embeddings.WORKER_NAME)
+        held.append(("worker" if worker else "caller", get_engine().pool.checkedout()))
         return real(self, texts)
 
     monkeypatch.setattr(type(embedder), "embed", watched)
@@ -38,6 +42,8 @@ def test_embedding_runs_while_no_connection_is_checked_out(
     )
 
     assert len(held) == 4, held  # content, file, and each new query: embedded once each
-    assert held == [0, 0, 0, 0]
+    assert held[:2] == [("caller", 0), ("caller", 0)]  # content and file: before the transaction
+    for where, connections in held[2:]:  # a query: before, or on the worker beside its call
+        assert (where, connections) == ("caller", 0) or (where == "worker" and connections <= 1)
     assert recalled.memories[0].content == "Releases are cut on Thursdays"
     assert "Sunday" in found.results[0].content
