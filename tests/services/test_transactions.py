@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from memsys import embeddings, runner
+from memsys import deferred, embeddings, runner
 from memsys.db import get_engine
 from memsys.schemas import IndexFileIn, MemoryRecallIn, MemoryStoreIn, SearchIn
 from memsys.services import indexing, memories
@@ -32,14 +32,16 @@ def test_embedding_runs_while_no_connection_is_checked_out(
     doc = tmp_path / "notes.md"
     doc.write_text("# Notes\n\nThe staging database is rebuilt every Sunday night.\n")
 
-    runner.execute(memories.store, MemoryStoreIn, {"content": "Releases are cut on Thursdays"})
-    runner.execute(indexing.index_file, IndexFileIn, {"file_path": str(doc)})
-    recalled = runner.execute(
-        memories.recall, MemoryRecallIn, {"query": "when are releases cut, exactly?"}
-    )
-    found = runner.execute(
-        search_service.search, SearchIn, {"query": "when is staging rebuilt, again?"}
-    )
+    def call(service: Any, schema: Any, params: dict[str, Any]) -> Any:
+        # The previous call's trace and access rows are written by the background thread
+        # with a connection of its own: let them land, so the count below is this call's.
+        assert deferred.settle()
+        return runner.execute(service, schema, params)
+
+    call(memories.store, MemoryStoreIn, {"content": "Releases are cut on Thursdays"})
+    call(indexing.index_file, IndexFileIn, {"file_path": str(doc)})
+    recalled = call(memories.recall, MemoryRecallIn, {"query": "when are releases cut, exactly?"})
+    found = call(search_service.search, SearchIn, {"query": "when is staging rebuilt, again?"})
 
     assert len(held) == 4, held  # content, file, and each new query: embedded once each
     assert held[:2] == [("caller", 0), ("caller", 0)]  # content and file: before the transaction
