@@ -22,6 +22,12 @@ from memsys.vault.files import Snapshot
 from memsys.vault.records import Located, Problem, Record
 
 BATCH = 256
+# An import that adds at least this many memories refreshes the planner's statistics of the
+# tables it grew, inside its own transaction (they commit with the rows). Autovacuum would
+# within a minute; until then the graph walk planned on an "empty" edge table read every
+# mention edge of the namespace per seed (benchmarks/README.md, "With mention edges").
+ANALYZE_AFTER = 1_000
+_ANALYZE = text("ANALYZE chunk, edge, entity")
 LOOKUP = 2000
 
 _KNOWN = text(
@@ -238,5 +244,7 @@ def run(
         ]
         for start in range(0, len(kept), BATCH):
             plan.edges(kept[start : start + BATCH])
+    if not dry_run and report.memories.new >= ANALYZE_AFTER:
+        session.execute(_ANALYZE)
     report.applied = not dry_run
     return report

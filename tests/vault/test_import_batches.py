@@ -187,3 +187,28 @@ def test_each_batch_is_one_insert_for_the_statistics_triggers(
     finally:
         event.remove(get_engine(), "before_cursor_execute", count)
     assert statements == [1] * 5  # 13 memories in batches of 3: five statements
+
+
+def test_a_large_import_leaves_the_planner_statistics_current(
+    tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The graph walk's plan depends on the edge table's statistics: an import that grows the
+    tables refreshes them in its transaction instead of waiting for autovacuum."""
+
+    def planned_rows(table: str) -> float:
+        with session_scope() as s:
+            return float(
+                s.scalar(text(f"SELECT reltuples FROM pg_class WHERE relname = '{table}'"))
+            )
+
+    def live_rows(table: str) -> int:
+        with session_scope() as s:
+            return int(s.scalar(text(f"SELECT count(*) FROM {table}")))
+
+    monkeypatch.setattr(importer, "ANALYZE_AFTER", len(TOPICS))
+    write_jsonl(tmp_path / "snap.jsonl", [memory(i, body) for i, body in enumerate(TOPICS)])
+    report = import_(tmp_path / "snap.jsonl")
+    assert report.memories.new == len(TOPICS)
+    assert live_rows("edge") > 0  # the topics name people and tools: mention edges
+    for table in ("chunk", "edge", "entity"):
+        assert planned_rows(table) == live_rows(table), table
