@@ -47,8 +47,9 @@ GATE_HIGH = 0.04  # ... and from which the channel has its full weight
 # `coherence`: the cosine of seed and neighbour; `apart`: the neighbour's mean cosine with the
 # other seeds it is not a neighbour of (NULL with a single seed or without embeddings).
 # A stored embedding mostly lives out of line (TOAST: a row with its text passes 2 kB), and
-# every use of the column fetches it again; subvector(…, 1, DIMENSIONS) copies it once into
-# the CTE row, so the ~400 cosines below read memory (at 100k: 4.0 -> 2.4 ms per query).
+# every use of the column fetches it again; subvector(…, 1, DIMENSIONS) copies each seed's and
+# neighbour's once where it is read, so the ~400 cosines below read memory (at 100k: 4.0 ->
+# 2.4 ms per query).
 _NEIGHBOURS = f"""
 WITH seed AS (
     SELECT s.namespace, s.id, s.doc_type, s.created_at, s.document_id, s.chunk_index,
@@ -57,27 +58,29 @@ WITH seed AS (
     JOIN unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])) AS k(namespace, id)
       ON s.namespace = k.namespace AND s.id = k.id
 ), near AS (
-SELECT seed.namespace, seed.id AS seed_id, n.id, n.distance,
-       subvector(n.embedding, 1, {DIMENSIONS}) AS embedding,
+SELECT seed.namespace, seed.id AS seed_id, n.id, n.distance, n.embedding,
        1 - (n.embedding <=> seed.embedding) AS coherence
 FROM seed
 CROSS JOIN LATERAL (
     (SELECT b.id, b.embedding,
             row_number() OVER (ORDER BY b.created_at DESC, b.id DESC) AS distance
-     FROM (SELECT c.id, c.created_at, c.embedding FROM chunk c
+     FROM (SELECT c.id, c.created_at, subvector(c.embedding, 1, {DIMENSIONS}) AS embedding
+           FROM chunk c
            WHERE seed.doc_type = 'memory' AND c.namespace = seed.namespace
              AND c.doc_type = 'memory' AND (c.created_at, c.id) < (seed.created_at, seed.id)
              AND c.created_at >= seed.created_at - CAST(:gap AS interval) AND {{where}}
            ORDER BY c.created_at DESC, c.id DESC LIMIT :width) b)
     UNION ALL
     (SELECT b.id, b.embedding, row_number() OVER (ORDER BY b.created_at, b.id) AS distance
-     FROM (SELECT c.id, c.created_at, c.embedding FROM chunk c
+     FROM (SELECT c.id, c.created_at, subvector(c.embedding, 1, {DIMENSIONS}) AS embedding
+           FROM chunk c
            WHERE seed.doc_type = 'memory' AND c.namespace = seed.namespace
              AND c.doc_type = 'memory' AND (c.created_at, c.id) > (seed.created_at, seed.id)
              AND c.created_at <= seed.created_at + CAST(:gap AS interval) AND {{where}}
            ORDER BY c.created_at, c.id LIMIT :width) b)
     UNION ALL
-    (SELECT c.id, c.embedding, abs(c.chunk_index - seed.chunk_index) AS distance
+    (SELECT c.id, subvector(c.embedding, 1, {DIMENSIONS}) AS embedding,
+            abs(c.chunk_index - seed.chunk_index) AS distance
      FROM chunk c
      WHERE seed.document_id IS NOT NULL AND c.namespace = seed.namespace
        AND c.document_id = seed.document_id AND c.id <> seed.id
