@@ -121,7 +121,9 @@ def start_embedded(settings: Settings) -> str:
     with PostgresServer._lock:
         drop_dead_handles(pgdata)
     _server = get_server(pgdata, cleanup_mode="stop")
-    atexit.register(deferred.drain)  # runs before the server's own exit hook (LIFO)
+    # Once, and after the server's own exit hook, so it runs before it (LIFO).
+    atexit.unregister(deferred.drain)
+    atexit.register(deferred.drain)
     admin_url = _server.get_uri("postgres", "psycopg")
     admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
     try:

@@ -30,18 +30,19 @@ Key = tuple[str, str]
 _FEATURES = text(
     f"""
     WITH cand AS (
-        SELECT c.namespace, c.id, c.doc_type, c.tsv, c.doc_len, c.content_hash,
+        SELECT c.namespace, c.id, k.scored, c.doc_type, c.tsv, c.doc_len, c.content_hash,
                c.confidence, c.importance, c.stage,
                coalesce(c.occurred_at, c.created_at) AS happened,
                CASE WHEN c.embedding IS NULL THEN NULL
                     ELSE 1 - (c.embedding <=> CAST(:embedding AS vector)) END AS similarity
         FROM chunk c
-        JOIN unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])) AS k(namespace, id)
+        JOIN unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[]),
+                    CAST(:scored AS boolean[])) AS k(namespace, id, scored)
           ON c.namespace = k.namespace AND c.id = k.id
     )
     SELECT cand.namespace, cand.id, cand.doc_type, cand.content_hash, cand.confidence,
            cand.importance, cand.stage, cand.happened, cand.similarity,
-           {lexical.BM25_OF} AS bm25
+           CASE WHEN cand.scored THEN NULL ELSE {lexical.BM25_OF} END AS bm25
     FROM cand
     """
 )
@@ -308,8 +309,8 @@ def _complete(
     bm25: dict[Key, float],
     rows: dict[Key, Any],
 ) -> list[Key]:
-    """Read what fusion needs of `keys` (similarity, BM25 where not known yet, content hash);
-    returns the keys that exist."""
+    """Read what fusion needs of `keys` (similarity, BM25 where not known yet — the lexical
+    channel scored its own hits —, content hash); returns the keys that exist."""
     if not keys:
         return []
     params = {
@@ -317,11 +318,13 @@ def _complete(
         "embedding": embedding,
         "namespaces": [k[0] for k in keys],
         "ids": [k[1] for k in keys],
+        "scored": [k in bm25 for k in keys],
     }
     for row in session.execute(_FEATURES, params).mappings():
         key = (row["namespace"], row["id"])
         rows[key] = row
-        bm25.setdefault(key, float(row["bm25"]))
+        if key not in bm25:
+            bm25[key] = float(row["bm25"])
     return [k for k in keys if k in rows]
 
 

@@ -201,14 +201,13 @@ def write(
             **fields,
         )
 
-    if replaying is not None:
-        insert(session)
-        replaying.written.append(trace_id)
-    elif deferred.active():
+    if deferred.active():
         at = transaction_time(session)
         deferred.defer(lambda into: insert(into, at))
-    else:
+    else:  # outside the runner, or a replay (it writes inline, in its savepoint)
         insert(session)
+    if replaying is not None:
+        replaying.written.append(trace_id)
     return trace_id
 
 
