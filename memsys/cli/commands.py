@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from memsys.cli import remote
 from memsys.cli.output import Json, emit, parse_json, value_of
+from memsys.errors import InvalidInput
 from memsys.operations import OPERATIONS, Cli, Operation, resolve
 
 if TYPE_CHECKING:
@@ -67,9 +68,11 @@ class Param:
         self.positional = name in cli.arguments
         tp = core_type(info.annotation)
         shell, self.convert = _shell_type(tp)
-        required = info.is_required() and parent is None
+        self.required = info.is_required() and parent is None
+        # With --from-file the positional arguments may come from the file instead.
+        required = self.required and not (self.positional and cli.from_file)
         help_text = info.description or ""
-        if not required and info.default is not None:
+        if not self.required and info.default is not None:
             shown = str(info.default).lower() if isinstance(info.default, bool) else info.default
             help_text += f" (default {shown})"
         dash = name.replace("_", "-")
@@ -109,13 +112,45 @@ def parameters(op: Operation) -> list[Param]:
     return sorted(found, key=lambda p: cli.arguments.index(p.name) if p.positional else 99)
 
 
+FROM_FILE = inspect.Parameter(
+    "from_file",
+    inspect.Parameter.KEYWORD_ONLY,
+    annotation=Annotated[
+        str | None,
+        typer.Option(
+            "--from-file",
+            help="A JSON-lines file of inputs, one per line (- reads stdin), instead of the "
+            "arguments; the options given apply to every line that does not set them.",
+            show_default=False,
+        ),
+    ],
+    default=None,
+)
+
+
+def _positionals(params: list[Param], given: dict[str, Any], from_file: str | None) -> None:
+    """With --from-file no positional argument may be given; without it, every required
+    one must be (typer cannot say so once they are optional)."""
+    named = [p for p in params if p.positional]
+    if from_file is not None:
+        if any(given.get(p.name) is not None for p in named):
+            raise InvalidInput(f"Give {named[0].name.upper()} or --from-file, not both")
+        return
+    for p in named:
+        if p.required and given.get(p.name) is None:
+            raise InvalidInput(f"Missing argument {p.name.upper()} (or --from-file PATH)")
+
+
 def make_command(op: Operation) -> Callable[..., None]:
     params = parameters(op)
     flatten_required = bool(
         op.cli.flatten and op.input and op.input.model_fields[op.cli.flatten].is_required()
     )
+    batch = resolve(op.cli.from_file) if op.cli.from_file else None
 
-    def command(as_json: bool = False, **given: Any) -> None:
+    def command(as_json: bool = False, from_file: str | None = None, **given: Any) -> None:
+        if batch is not None:
+            _positionals(params, given, from_file)
         data: dict[str, Any] = {}
         if flatten_required:
             data[op.cli.flatten or ""] = {}
@@ -125,6 +160,9 @@ def make_command(op: Operation) -> Callable[..., None]:
                 continue
             target = data if p.parent is None else data.setdefault(p.parent, {})
             target[p.name] = list(raw) if isinstance(raw, tuple) else p.value(raw)
+        if batch is not None and from_file is not None:
+            batch(from_file, data, as_json)
+            return
         result = remote.run(op, data)  # a running server answers fastest
         render = resolve(op.cli.render) if op.cli.render else None
         emit(result, as_json, render)
@@ -132,7 +170,8 @@ def make_command(op: Operation) -> Callable[..., None]:
     json_param = inspect.Parameter(
         "as_json", inspect.Parameter.KEYWORD_ONLY, annotation=Json, default=False
     )
-    signature = inspect.Signature([p.parameter for p in params] + [json_param])
+    extra = [FROM_FILE] if batch is not None else []
+    signature = inspect.Signature([p.parameter for p in params] + extra + [json_param])
     command.__signature__ = signature  # type: ignore[attr-defined]
     command.__annotations__ = {n: p.annotation for n, p in signature.parameters.items()}
     command.__name__ = op.name

@@ -3,7 +3,7 @@ store-batch, written by hand: it reads a file and stores it batch by batch."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -136,14 +136,20 @@ def store_batch(
 ) -> None:
     """Store every memory of a JSON-lines file, embedded in batches. Every line is checked
     before anything is stored; then batches of 500 are stored, each all or nothing."""
+    store_file(path, {"namespace": namespace} if namespace else {}, as_json)
+
+
+def store_file(path: str, defaults: dict[str, Any], as_json: bool) -> None:
+    """`memsys store --from-file` and `memsys store-batch`: every line of a JSON-lines file
+    checked first (with `defaults` for the fields it does not set), then stored in batches
+    of 500, each all or nothing."""
     from memsys.cli import remote
     from memsys.operations import BY_NAME
     from memsys.schemas import MemoryStoreBatchOut, MemoryStoreIn, parse
 
     items = []
     for n, item in json_lines(path):
-        if namespace and "namespace" not in item:
-            item["namespace"] = namespace
+        item = {**defaults, **item}
         try:
             parse(MemoryStoreIn, item)
         except InvalidInput as exc:

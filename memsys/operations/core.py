@@ -135,6 +135,7 @@ CORE_OPERATIONS: tuple[Operation, ...] = (
             arguments=("content",),
             flags={"tags": ("--tag",)},
             render=f"{MEMORY_CLI}:stored",
+            from_file=f"{MEMORY_CLI}:store_file",
         ),
         mcp_hidden=("lifecycle",),
     ),

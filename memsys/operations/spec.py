@@ -33,7 +33,10 @@ class Cli:
     (positional, in order) or renamed in `flags`; `flatten` spreads a nested model's fields
     (the search filters) as options of their own. `render` ("module:function") prints the
     human form; --json always prints the output model. `command` ("module:function")
-    replaces the generated command where the CLI truly differs (progress bars)."""
+    replaces the generated command where the CLI truly differs (progress bars). `from_file`
+    ("module:function", called with the path, the options given and --json) adds
+    `--from-file PATH`, which stands in for the positional arguments: the command then reads
+    many inputs from a file, the options given applying to each that does not set them."""
 
     name: str
     arguments: tuple[str, ...] = ()
@@ -42,6 +45,7 @@ class Cli:
     hidden: tuple[str, ...] = ()
     render: str | None = None
     command: str | None = None
+    from_file: str | None = None
     help: str | None = None
 
 

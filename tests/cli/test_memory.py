@@ -180,3 +180,23 @@ def test_store_batch_from_a_json_lines_file(tmp_path) -> None:
     before = run_json("count")["count"]
     assert fails("store-batch", str(bad)).startswith("error: line 2: Invalid memory type: vibe")
     assert run_json("count")["count"] == before  # nothing of a bad file is stored
+
+
+def test_store_from_file_applies_the_options_to_every_line(tmp_path) -> None:
+    source = tmp_path / "notes.jsonl"
+    source.write_text(
+        '{"content": "Deploys freeze on Fridays after 3 pm"}\n'
+        '{"content": "Rollbacks go through the release channel", "memory_type": "decision"}\n'
+    )
+    out = run_json("store", "--from-file", str(source), "-n", "project:rel", "--type", "fact")
+    assert (out["stored"], out["duplicates"]) == (2, 0)
+    listed = run_json("list", "-n", "project:rel", "--order-by", "created_at")["memories"]
+    kinds = {m["content"]: m["memory_type"] for m in listed}
+    assert kinds == {
+        "Deploys freeze on Fridays after 3 pm": "fact",
+        "Rollbacks go through the release channel": "decision",  # the line's own value wins
+    }
+    before = run_json("count")["count"]
+    assert "not both" in fails("store", "Also this", "--from-file", str(source))
+    assert "Missing argument CONTENT" in fails("store", "-n", "project:rel")
+    assert run_json("count")["count"] == before
