@@ -35,6 +35,13 @@ class Settings(BaseSettings):
     candidate_pool: int = 60
     hnsw_ef_search: int = 100
 
+    # No call waits forever (seconds; 0 = no limit): a statement running longer is cancelled,
+    # and a wait for a lock another transaction holds (a row, a namespace's write turn) ends,
+    # either way with an error that says so, and nothing of the call written. Migrations
+    # (index builds) are exempt from the statement limit.
+    statement_timeout_s: float = Field(default=300.0, ge=0)
+    lock_timeout_s: float = Field(default=30.0, ge=0)
+
     # The context-assembly debugger: how long traces are kept (`memsys maintain` prunes older
     # ones) and when monitoring raises an alert (S004's thresholds).
     trace_retention_days: int = 30

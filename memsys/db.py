@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from memsys import deferred, tenancy
 from memsys.config import Settings, get_settings
-from memsys.errors import DatabaseUnavailable, Protected
+from memsys.errors import DatabaseUnavailable, Protected, TimedOut
 from memsys.runtime_info import pid_alive
 
 log = logging.getLogger(__name__)
@@ -184,9 +184,12 @@ def make_engine(url: str, settings: Settings | None = None) -> Engine:
     settings = settings or get_settings()
     # Session settings go in as connection options so that prepared statements see them.
     # relaxed_order iterative scans keep filtered HNSW queries from returning too few rows.
+    # statement_timeout and lock_timeout: no request hangs (timed_out() says what happened).
     options = (
         f"-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search={settings.hnsw_ef_search} "
-        f"-c timezone=UTC {tenancy.CONNECTION_OPTIONS}"
+        f"-c timezone=UTC {tenancy.CONNECTION_OPTIONS} "
+        f"-c statement_timeout={round(settings.statement_timeout_s * 1000)} "
+        f"-c lock_timeout={round(settings.lock_timeout_s * 1000)}"
     )
     return create_engine(
         url,
@@ -258,6 +261,9 @@ def session_scope() -> Iterator[Session]:
             session.rollback()
             if getattr(exc.orig, "sqlstate", None) == _DENIED and not tenancy.current().admin:
                 raise Protected(tenancy.denied_message()) from None
+            late = timed_out(exc)
+            if late is not None:
+                raise late from None
             raise
         with suppress(DBAPIError):  # the connection is gone: nothing was committed
             session.rollback()
@@ -331,6 +337,30 @@ def connection_lost(exc: DBAPIError) -> DatabaseUnavailable | None:
         return None
     first = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else str(exc)
     return DatabaseUnavailable(f"Database unavailable: {first}")
+
+
+# query_canceled (statement_timeout, or a cancel request) and lock_not_available (lock_timeout).
+_TIMED_OUT = {
+    "57014": (
+        "The database cancelled a statement of this call after {s} s "
+        "(MEMSYS_STATEMENT_TIMEOUT_S); nothing of the call was written."
+    ),
+    "55P03": (
+        "Another transaction held what this call needs for more than {s} s "
+        "(MEMSYS_LOCK_TIMEOUT_S): nothing of the call was written; try again."
+    ),
+}
+
+
+def timed_out(exc: DBAPIError) -> TimedOut | None:
+    """The error every front end shows (HTTP 503, the MCP envelope, CLI exit 1) when a
+    statement or a lock wait passed its limit; None for any other error."""
+    template = _TIMED_OUT.get(str(getattr(exc.orig, "sqlstate", None)))
+    if template is None:
+        return None
+    settings = get_settings()
+    limit = settings.statement_timeout_s if "STATEMENT" in template else settings.lock_timeout_s
+    return TimedOut(template.format(s=f"{limit:g}"))
 
 
 def pgvector_problem(available: str | None, server_version_num: int) -> str | None:

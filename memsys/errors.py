@@ -27,6 +27,13 @@ class Protected(MemsysError):
     status_code = 403
 
 
+class TimedOut(MemsysError):
+    """A statement or a lock wait passed its limit (MEMSYS_STATEMENT_TIMEOUT_S,
+    MEMSYS_LOCK_TIMEOUT_S); the transaction was rolled back."""
+
+    status_code = 503
+
+
 class DatabaseUnavailable(MemsysError):
     """The database cannot be reached or lacks what memsys needs (e.g. pgvector)."""
 

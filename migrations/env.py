@@ -30,6 +30,8 @@ def _run(connection) -> None:  # type: ignore[no-untyped-def]
     )
     with context.begin_transaction():
         connection.execute(text("SET LOCAL lock_timeout = '10s'"))
+        # An index build over every row may take long: not held to MEMSYS_STATEMENT_TIMEOUT_S.
+        connection.execute(text("SET LOCAL statement_timeout = 0"))
         context.run_migrations()
 
 

@@ -103,3 +103,70 @@ def test_a_query_error_is_not_mistaken_for_a_lost_connection() -> None:
     with pytest.raises(DBAPIError) as raised, session_scope() as session:
         session.execute(text("SELECT 1 / 0"))
     assert connection_lost(raised.value) is None
+
+
+@pytest.fixture
+def short_limits(embedder, monkeypatch) -> Iterator[None]:
+    """memsys with a 0.5 s statement limit and a 0.3 s lock-wait limit."""
+    from memsys import db
+    from memsys.config import get_settings
+
+    monkeypatch.setenv("MEMSYS_STATEMENT_TIMEOUT_S", "0.5")
+    monkeypatch.setenv("MEMSYS_LOCK_TIMEOUT_S", "0.3")
+    get_settings.cache_clear()
+    db.set_engine(db.make_engine(db.database_url()))
+    try:
+        yield
+    finally:
+        monkeypatch.undo()
+        get_settings.cache_clear()
+        db.set_engine(None)  # the next session reconnects with the usual limits
+
+
+def test_a_call_waiting_on_another_transactions_lock_gives_up_and_says_so(
+    short_limits: None,
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from memsys import db
+    from memsys.api.app import create_app
+    from memsys.mcp.server import call
+    from memsys.operations import BY_NAME
+    from tests.cli.helpers import fails
+
+    other = db.make_engine(db.database_url())  # another client, holding a table lock
+    try:
+        with TestClient(create_app(background=False), base_url="http://127.0.0.1:8700") as c:
+            before = c.get("/v1/memories/count").json()["count"]
+            with other.connect() as holder:
+                holder.execute(text("LOCK TABLE chunk IN SHARE MODE"))  # writers must wait
+                answer = c.post("/v1/memories", json={"content": "written while locked"})
+                assert answer.status_code == 503
+                assert answer.json()["success"] is False
+                assert "held what this call needs for more than 0.3 s" in answer.json()["error"]
+                envelope = call(BY_NAME["memory_store"], {"content": "written while locked"})
+                assert envelope["success"] is False
+                assert "MEMSYS_LOCK_TIMEOUT_S" in envelope["error"]
+                line = fails("store", "written while locked", code=1)
+                assert "MEMSYS_LOCK_TIMEOUT_S" in line and "SELECT" not in line
+                # Readers are not held up by it.
+                assert c.get("/v1/memories/count").json()["count"] == before
+                holder.rollback()
+            assert c.get("/v1/memories/count").json()["count"] == before  # nothing written
+            assert c.post("/v1/memories", json={"content": "written after"}).status_code == 201
+    finally:
+        other.dispose()
+
+
+def test_a_statement_past_the_limit_is_cancelled_with_a_clear_error(short_limits: None) -> None:
+    from memsys.db import session_scope
+    from memsys.errors import TimedOut
+
+    with pytest.raises(TimedOut) as raised, session_scope() as session:
+        session.execute(text("SELECT pg_sleep(5)"))
+    assert raised.value.message == (
+        "The database cancelled a statement of this call after 0.5 s "
+        "(MEMSYS_STATEMENT_TIMEOUT_S); nothing of the call was written."
+    )
+    with session_scope() as session:  # the connection is fine afterwards
+        assert session.execute(text("SELECT 1")).scalar() == 1

@@ -25,7 +25,7 @@ from memsys.cli import (
     trace,
     vault,
 )
-from memsys.errors import DatabaseUnavailable, MemsysError
+from memsys.errors import DatabaseUnavailable, MemsysError, TimedOut
 
 EXIT_DATABASE = 1
 EXIT_INPUT = 2
@@ -82,7 +82,7 @@ class MemsysGroup(TyperGroup):
     def invoke(self, ctx: Any) -> Any:  # Any: typer's vendored click.Context is private
         try:
             return super().invoke(ctx)
-        except DatabaseUnavailable as exc:
+        except (DatabaseUnavailable, TimedOut) as exc:
             raise fail(exc.message, EXIT_DATABASE) from None
         except MemsysError as exc:
             raise fail(exc.message, EXIT_INPUT) from None
