@@ -246,16 +246,12 @@ def item(c: Chunk, access_count: int) -> MemoryItem:
 def list_memories(session: Session, params: MemoryListIn) -> MemoryListOut:
     namespaces.require(session, params.namespace)
     total = count(session, params).count
-    # Accesses since the last fold count too: the live figure is what the list shows.
-    column = (
-        access.live_count()
-        if params.order_by == "access_count"
-        else getattr(Chunk, params.order_by)
-    )
+    # Accesses since the last fold count too: the live figure is what the list shows (and
+    # orders by), read in the same statement as the rows.
+    live = access.live_count().label("live_access_count")
+    column = live if params.order_by == "access_count" else getattr(Chunk, params.order_by)
     order = column.desc() if params.descending else column.asc()
-    stmt = _filtered(live_memories(), params).order_by(order, Chunk.id)
-    rows = session.scalars(stmt.limit(params.limit).offset(params.offset)).all()
-    counts = access.live(session, [(c.namespace, c.id) for c in rows])
-    # A row purged since this statement began is missing from `counts`: its stored counter.
-    items = [item(c, counts.get((c.namespace, c.id), c).access_count) for c in rows]
+    stmt = _filtered(live_memories().add_columns(live), params).order_by(order, Chunk.id)
+    rows = session.execute(stmt.limit(params.limit).offset(params.offset)).all()
+    items = [item(c, int(n)) for c, n in rows]
     return MemoryListOut(memories=items, total=total, limit=params.limit, offset=params.offset)

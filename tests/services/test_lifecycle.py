@@ -14,7 +14,7 @@ from memsys import deferred, runner
 from memsys.db import session_scope
 from memsys.models import Chunk, Edge, Event, MemoryAccess, MemoryChange, QueryTrace
 from memsys.retrieval import pipeline, rank
-from memsys.schemas import MemoryForgetIn, MemoryRecallIn
+from memsys.schemas import MemoryForgetIn, MemoryListIn, MemoryRecallIn
 from memsys.schemas.learning import MemoryOutcomeIn
 from memsys.schemas.lifecycle import MemoryGetIn
 from memsys.schemas.query import QueryIn
@@ -208,6 +208,21 @@ def test_decisions_see_accesses_not_folded_yet(embedder: Any) -> None:
     with session_scope() as s:
         [seen] = [r for r in decay_rules.batch_after(s, None, ("", ""), 50) if r.id == memory]
     assert seen.access_count == 3 and seen.last_accessed_at is not None
+
+
+def test_the_listing_shows_and_orders_by_accesses_not_folded_yet(embedder: Any) -> None:
+    quiet = store("The build cache lives in S3", namespace="project:list").id
+    busy = store("The release train leaves on Tuesdays", namespace="project:list").id
+    uncounted(busy, 2)
+    uncounted(quiet, 1)
+    with session_scope() as s:  # one counter folded, the other's accesses still in the log
+        s.execute(update(Chunk).where(Chunk.id == quiet).values(access_count=4))
+    listing = runner.execute(
+        memories.list_memories,
+        MemoryListIn,
+        {"namespace": "project:list", "order_by": "access_count", "descending": True},
+    )
+    assert [(m.id, m.access_count) for m in listing.memories] == [(quiet, 5), (busy, 2)]
 
 
 def test_a_fold_takes_the_log_a_bounded_batch_at_a_time(embedder: Any) -> None:
