@@ -339,27 +339,33 @@ def connection_lost(exc: DBAPIError) -> DatabaseUnavailable | None:
     return DatabaseUnavailable(f"Database unavailable: {first}")
 
 
-# query_canceled (statement_timeout, or a cancel request) and lock_not_available (lock_timeout).
+# query_canceled (statement_timeout, or an operator's cancel request) and lock_not_available
+# (lock_timeout).
 _TIMED_OUT = {
     "57014": (
-        "The database cancelled a statement of this call after {s} s "
-        "(MEMSYS_STATEMENT_TIMEOUT_S); nothing of the call was written."
+        "A statement of this call ran past the statement timeout "
+        "(MEMSYS_STATEMENT_TIMEOUT_S, {s} s) and was cancelled; nothing of the call was written."
     ),
     "55P03": (
         "Another transaction held what this call needs for more than {s} s "
         "(MEMSYS_LOCK_TIMEOUT_S): nothing of the call was written; try again."
     ),
 }
+_CANCELLED = "The database cancelled this call (a cancel request); nothing of it was written."
 
 
 def timed_out(exc: DBAPIError) -> TimedOut | None:
     """The error every front end shows (HTTP 503, the MCP envelope, CLI exit 1) when a
-    statement or a lock wait passed its limit; None for any other error."""
-    template = _TIMED_OUT.get(str(getattr(exc.orig, "sqlstate", None)))
+    statement or a lock wait passed its limit, or an operator cancelled the statement; None
+    for any other error."""
+    sqlstate = str(getattr(exc.orig, "sqlstate", None))
+    template = _TIMED_OUT.get(sqlstate)
     if template is None:
         return None
+    if sqlstate == "57014" and "statement timeout" not in str(exc.orig):
+        return TimedOut(_CANCELLED)  # pg_cancel_backend, not the limit
     settings = get_settings()
-    limit = settings.statement_timeout_s if "STATEMENT" in template else settings.lock_timeout_s
+    limit = settings.statement_timeout_s if sqlstate == "57014" else settings.lock_timeout_s
     return TimedOut(template.format(s=f"{limit:g}"))
 
 
