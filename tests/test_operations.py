@@ -119,6 +119,9 @@ def test_cli_command_offers_every_field_with_help(op: Operation) -> None:
             expected |= set(core_type(field.annotation).model_fields)
         elif name not in op.cli.hidden:
             expected.add(name)
+    if op.cli.from_file is not None:  # --from-file: many inputs from a JSON-lines file
+        assert params["from_file"].help
+        expected.add("from_file")
     assert set(params) - {"as_json"} == expected
     for name in expected:
         assert params[name].help, (op.cli.name, name)
