@@ -1,14 +1,17 @@
 """The retrieval harness: store a corpus through the batch write path, ask every question
 through `memsys.retrieval.pipeline.retrieve` (what memory_recall, memory_query and
 search_nodes call), and tabulate every channel alone, the fused order, the ablations
-(re-fused on the same candidates without a channel or with another weight) and the two
-baselines computed in the same run. Everything happens in one transaction that is rolled
+(re-fused on the same candidates without a channel or with another weight) and the
+baselines computed in the same run: exact dense, a textbook BM25, and BM25 over
+PostgreSQL's own analysis of the stored chunks scored exhaustively (what the lexical channel
+computes without its candidate budget). Everything happens in one transaction that is rolled
 back at the end: the user's memories are never touched and nothing is left behind.
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -21,14 +24,15 @@ from sqlalchemy.orm import Session
 from memsys.benchmark import scoring, sets
 from memsys.benchmark.sets import Corpus
 from memsys.embeddings import embed_query, get_embedder
-from memsys.retrieval import fusion, pipeline
+from memsys.retrieval import fusion, lexical, pipeline
 from memsys.schemas import MemoryStoreBatchIn, MemoryStoreIn
 from memsys.services import memories
 from memsys.vault.evals.base import probe_namespace, scratch
 
 METRIC = {"locomo": "R@10", "hotpotqa": "R@5", "hotpotqa_2wiki": "R@5", "scifact": "nDCG@10"}
 ROWS = (
-    "baseline_dense", "baseline_bm25", "dense", "lexical", "graph", "neighbours", "rrf",
+    "baseline_dense", "baseline_bm25", "baseline_bm25_pg",
+    "dense", "lexical", "graph", "neighbours", "rrf",
     "fused_dense_lex", "fused_no_graph", "fused_no_near", "fused_flat_graph", "fused_ungated",
     "fused_no_time",
     "fused_time_1", "fused",
@@ -116,11 +120,34 @@ def rankings(session: Session, ns: str, corpus: Corpus, query: str) -> dict[str,
     }
 
 
+_ANALYSED = text(
+    """
+    SELECT c.id, c.doc_len, u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf
+    FROM chunk c, unnest(c.tsv) u
+    WHERE c.namespace = :namespace AND c.valid_to IS NULL AND c.doc_type = 'memory'
+    ORDER BY c.id
+    """
+)
+
+
+def analysed_bm25(session: Session, ns: str) -> tuple[scoring.OkapiBM25, list[str]]:
+    """Exhaustive Okapi BM25 over the stored chunks as PostgreSQL's English configuration
+    analysed them (the lexical channel's tokens and lengths), and the chunk ids in its order."""
+    docs: dict[str, Counter[str]] = {}
+    lengths: dict[str, int] = {}
+    for row in session.execute(_ANALYSED, {"namespace": ns}):
+        docs.setdefault(row.id, Counter())[row.lexeme] = int(row.tf)
+        lengths[row.id] = int(row.doc_len)
+    order = list(docs)
+    return scoring.OkapiBM25([docs[i] for i in order], [lengths[i] for i in order]), order
+
+
 def evaluate(
     session: Session, ns: str, corpus: Corpus, ids: list[str], vectors: np.ndarray
 ) -> dict[str, Any]:
     """Every ranking's table for one stored corpus, baselines included."""
     bm25 = scoring.PlainBM25(corpus.texts)
+    analysed, analysed_ids = analysed_bm25(session, ns)
     k = max(corpus.ks)
     runs: dict[str, list[tuple[set[str], list[str]]]] = {}
     started = time.perf_counter()
@@ -129,6 +156,8 @@ def evaluate(
         got = rankings(session, ns, corpus, query)
         got["baseline_dense"] = [ids[i] for i in scoring.dense_top(vectors, embed_query(query), k)]
         got["baseline_bm25"] = [ids[i] for i in bm25.top(query, k)]
+        lexemes = lexical.analyse(session, query, ns).lexemes
+        got["baseline_bm25_pg"] = [analysed_ids[i] for i in analysed.top_terms(lexemes, k)]
         for name, ranking in got.items():
             runs.setdefault(name, []).append((gold, ranking))
     return {

@@ -2,6 +2,9 @@
 
 - `PlainBM25`: Okapi BM25 the textbook way (k1 1.2, b 0.75, lowercase word tokens, English
   stop words removed, no stemming) — the lexical channel must match it;
+- `OkapiBM25`: the same formula over any documents' term counts: the harness gives it
+  PostgreSQL's English analysis of each stored chunk (the lexical channel's own tokens,
+  stemmed), scored exhaustively — what the channel computes without its candidate budget;
 - `dense_top`: exact cosine over the corpus's vectors (no index) — what HNSW approximates;
 - recall@k (share of a question's gold texts in the first k), nDCG@10, and the floor check:
   fused must not rank below the best single channel.
@@ -22,15 +25,14 @@ FLOOR_TOLERANCE = 0.005  # measurement noise allowed below the best channel
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-class PlainBM25:
-    """Okapi BM25 over one corpus (the baseline memsys must match)."""
+class OkapiBM25:
+    """Okapi BM25 (k1 1.2, b 0.75, the +1 IDF) over documents given as term counts, every
+    document containing a query term scored."""
 
-    def __init__(self, texts: list[str]) -> None:
-        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-        self.stop = ENGLISH_STOP_WORDS
-        self.docs = [Counter(self.tokens(t)) for t in texts]
-        self.lengths = np.array([sum(d.values()) for d in self.docs], dtype=np.float64)
+    def __init__(self, docs: list[Counter[str]], lengths: list[float] | None = None) -> None:
+        self.docs = docs
+        sizes = lengths if lengths is not None else [sum(d.values()) for d in docs]
+        self.lengths = np.array(sizes, dtype=np.float64)
         self.avgdl = float(self.lengths.mean()) if len(self.docs) else 1.0
         df: Counter[str] = Counter()
         self.postings: dict[str, list[int]] = {}
@@ -41,17 +43,33 @@ class PlainBM25:
         n = len(self.docs)
         self.idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
 
-    def tokens(self, text: str) -> list[str]:
-        return [w for w in _WORD.findall(text.lower()) if w not in self.stop]
-
-    def top(self, query: str, k: int) -> list[int]:
+    def top_terms(self, terms: Iterable[str], k: int) -> list[int]:
+        """The `k` best documents for a query's (distinct) terms, by index (ties: the lower
+        index first)."""
         scores: dict[int, float] = {}
-        for term in set(self.tokens(query)):
+        for term in set(terms):
             for i in self.postings.get(term, []):
                 tf = self.docs[i][term]
                 norm = tf + 1.2 * (1 - 0.75 + 0.75 * self.lengths[i] / self.avgdl)
                 scores[i] = scores.get(i, 0.0) + self.idf[term] * tf * 2.2 / norm
-        return sorted(scores, key=lambda i: -scores[i])[:k]
+        return sorted(scores, key=lambda i: (-scores[i], i))[:k]
+
+
+class PlainBM25(OkapiBM25):
+    """Okapi BM25 over one corpus's texts, tokenised the textbook way (the baseline memsys
+    must match)."""
+
+    def __init__(self, texts: list[str]) -> None:
+        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+        self.stop = ENGLISH_STOP_WORDS
+        super().__init__([Counter(self.tokens(t)) for t in texts])
+
+    def tokens(self, text: str) -> list[str]:
+        return [w for w in _WORD.findall(text.lower()) if w not in self.stop]
+
+    def top(self, query: str, k: int) -> list[int]:
+        return self.top_terms(self.tokens(query), k)
 
 
 def dense_top(vectors: np.ndarray, query: np.ndarray, k: int) -> list[int]:

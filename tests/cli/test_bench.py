@@ -53,8 +53,9 @@ def test_a_run_scores_every_ranking_and_leaves_nothing_behind(data: Path) -> Non
     table = json.loads(result.stdout)["sets"]["hotpotqa"]
     assert table["questions"] == 2 and table["documents"] == len(PASSAGES)
     # Both supporting passages of each question are in the first five, by every memsys order
-    # and both baselines; the floor compares fused with the best channel.
-    for ranking in ("fused", "dense", "lexical", "baseline_dense", "baseline_bm25"):
+    # and every baseline; the floor compares fused with the best channel.
+    rankings = ("fused", "dense", "lexical", "baseline_dense", "baseline_bm25", "baseline_bm25_pg")
+    for ranking in rankings:
         assert table[ranking]["R@5"] == 1.0, ranking
     assert table["floor"] == {
         "metric": "R@5", "fused": 1.0, "best_channel": 1.0, "holds": True

@@ -55,6 +55,30 @@ def test_bm25_matches_a_hand_computed_example(embedder) -> None:
     assert sorted(scores.values())[0] == pytest.approx(bm25(1, 3))
 
 
+def test_the_channel_is_exhaustive_bm25_over_postgresqls_own_analysis(embedder) -> None:
+    """On a store where every query term fits the candidate budget, the channel's ranking is
+    Okapi BM25 over the chunks' English tsvectors computed in Python, document by document."""
+    from memsys.benchmark.harness import analysed_bm25
+
+    for content in (
+        "Deploying the billing service needs the staging database migrated first",
+        "The deploy pipeline runs migrations, then restarts every service",
+        "Rollbacks of a failed deployment restore the previous database snapshot",
+        "Billing invoices are generated nightly by the reporting service",
+        "A failed migration blocks the deploy until someone rolls it back",
+        "The reporting database is a read replica refreshed hourly",
+    ):
+        store(content, namespace=NS)
+    with session_scope() as s:
+        exhaustive, ids = analysed_bm25(s, NS)
+        for query in ("deploying services", "rolled back a failed migration", "billing database"):
+            terms = lexical.analyse(s, query, NS)
+            found = lexical.search(s, terms, {"namespace": NS}, None, pool=10)
+            expected = [ids[i] for i in exhaustive.top_terms(terms.lexemes, 10)]
+            assert [key[1] for key, _ in found] == expected, query
+            assert len(expected) >= 3  # stems matched: "deploying" finds "deploy", "deployment"
+
+
 def test_statistics_follow_insert_forget_and_purge(embedder) -> None:
     first = store("the migration runbook covers rollback", namespace=NS)
     second = store("rollback needs the previous wheel", namespace=NS)
