@@ -35,12 +35,14 @@ class Settings(BaseSettings):
     candidate_pool: int = 60
     hnsw_ef_search: int = 100
 
-    # No call waits forever (seconds; 0 = no limit): a statement running longer is cancelled,
-    # and a wait for a lock another transaction holds (a row, a namespace's write turn) ends,
-    # either way with an error that says so, and nothing of the call written. Migrations
-    # (index builds) are exempt from the statement limit.
-    statement_timeout_s: float = Field(default=300.0, ge=0)
-    lock_timeout_s: float = Field(default=30.0, ge=0)
+    # No call waits forever (seconds; 0 = no limit): a statement running longer — waiting for
+    # a lock another transaction holds included — is cancelled and its transaction rolled
+    # back, with an error that says so. The lock limit (off by default) ends lock waits
+    # sooner: a long import or indexing run holds its namespace's term statistics until it
+    # commits, and writers to that namespace queue behind it. Migrations (index builds) are
+    # exempt from the statement limit.
+    statement_timeout_s: float = Field(default=300.0, ge=0, le=2_000_000)
+    lock_timeout_s: float = Field(default=0.0, ge=0, le=2_000_000)
 
     # The context-assembly debugger: how long traces are kept (`memsys maintain` prunes older
     # ones) and when monitoring raises an alert (S004's thresholds).

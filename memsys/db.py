@@ -188,8 +188,8 @@ def make_engine(url: str, settings: Settings | None = None) -> Engine:
     options = (
         f"-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search={settings.hnsw_ef_search} "
         f"-c timezone=UTC {tenancy.CONNECTION_OPTIONS} "
-        f"-c statement_timeout={round(settings.statement_timeout_s * 1000)} "
-        f"-c lock_timeout={round(settings.lock_timeout_s * 1000)}"
+        f"-c statement_timeout={_milliseconds(settings.statement_timeout_s)} "
+        f"-c lock_timeout={_milliseconds(settings.lock_timeout_s)}"
     )
     return create_engine(
         url,
@@ -199,6 +199,11 @@ def make_engine(url: str, settings: Settings | None = None) -> Engine:
         connect_args={"options": options},
         json_serializer=json_text,
     )
+
+
+def _milliseconds(seconds: float) -> int:
+    """A limit in PostgreSQL's unit; 0 stays "none", anything above it at least 1 ms."""
+    return 0 if seconds == 0 else max(1, round(seconds * 1000))
 
 
 def get_engine() -> Engine:
@@ -339,31 +344,28 @@ def connection_lost(exc: DBAPIError) -> DatabaseUnavailable | None:
     return DatabaseUnavailable(f"Database unavailable: {first}")
 
 
-# query_canceled (statement_timeout, or an operator's cancel request) and lock_not_available
-# (lock_timeout).
+# query_canceled (statement_timeout, or an operator's cancel request: the server's message
+# tells them apart only in its own language) and lock_not_available (lock_timeout).
 _TIMED_OUT = {
     "57014": (
-        "A statement of this call ran past the statement timeout "
-        "(MEMSYS_STATEMENT_TIMEOUT_S, {s} s) and was cancelled; nothing of the call was written."
+        "The database cancelled a statement of this call: it ran past the statement timeout "
+        "(MEMSYS_STATEMENT_TIMEOUT_S, {s} s; a wait for another transaction's lock counts), "
+        "or an operator cancelled it. Its transaction was rolled back."
     ),
     "55P03": (
         "Another transaction held what this call needs for more than {s} s "
-        "(MEMSYS_LOCK_TIMEOUT_S): nothing of the call was written; try again."
+        "(MEMSYS_LOCK_TIMEOUT_S). Its transaction was rolled back; try again."
     ),
 }
-_CANCELLED = "The database cancelled this call (a cancel request); nothing of it was written."
 
 
 def timed_out(exc: DBAPIError) -> TimedOut | None:
     """The error every front end shows (HTTP 503, the MCP envelope, CLI exit 1) when a
-    statement or a lock wait passed its limit, or an operator cancelled the statement; None
-    for any other error."""
+    statement or a lock wait passed its limit; None for any other error."""
     sqlstate = str(getattr(exc.orig, "sqlstate", None))
     template = _TIMED_OUT.get(sqlstate)
     if template is None:
         return None
-    if sqlstate == "57014" and "statement timeout" not in str(exc.orig):
-        return TimedOut(_CANCELLED)  # pg_cancel_backend, not the limit
     settings = get_settings()
     limit = settings.statement_timeout_s if sqlstate == "57014" else settings.lock_timeout_s
     return TimedOut(template.format(s=f"{limit:g}"))

@@ -123,20 +123,24 @@ def rankings(session: Session, ns: str, corpus: Corpus, query: str) -> dict[str,
 _ANALYSED = text(
     """
     SELECT c.id, c.doc_len, u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf
-    FROM chunk c, unnest(c.tsv) u
-    WHERE c.namespace = :namespace AND c.valid_to IS NULL AND c.doc_type = 'memory'
+    FROM chunk c
+    LEFT JOIN LATERAL unnest(c.tsv) u ON true  -- a chunk of stop words only still counts
+    WHERE c.namespace = :namespace AND c.valid_to IS NULL
     ORDER BY c.id
     """
 )
 
 
 def analysed_bm25(session: Session, ns: str) -> tuple[scoring.OkapiBM25, list[str]]:
-    """Exhaustive Okapi BM25 over the stored chunks as PostgreSQL's English configuration
-    analysed them (the lexical channel's tokens and lengths), and the chunk ids in its order."""
+    """Exhaustive Okapi BM25 over the namespace's live chunks as PostgreSQL's English
+    configuration analysed them (the lexical channel's tokens, lengths and corpus: every live
+    chunk, as corpus_stat counts them), and the chunk ids in its order."""
     docs: dict[str, Counter[str]] = {}
     lengths: dict[str, int] = {}
     for row in session.execute(_ANALYSED, {"namespace": ns}):
-        docs.setdefault(row.id, Counter())[row.lexeme] = int(row.tf)
+        counts = docs.setdefault(row.id, Counter())
+        if row.lexeme is not None:
+            counts[row.lexeme] = int(row.tf)
         lengths[row.id] = int(row.doc_len)
     order = list(docs)
     return scoring.OkapiBM25([docs[i] for i in order], [lengths[i] for i in order]), order

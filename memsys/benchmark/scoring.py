@@ -27,7 +27,9 @@ _WORD = re.compile(r"[a-z0-9]+")
 
 class OkapiBM25:
     """Okapi BM25 (k1 1.2, b 0.75, the +1 IDF) over documents given as term counts, every
-    document containing a query term scored."""
+    document containing a query term scored. Written out here rather than importing the
+    lexical channel's constants and formula: a baseline that shared the code it checks
+    would agree with it by construction."""
 
     def __init__(self, docs: list[Counter[str]], lengths: list[float] | None = None) -> None:
         self.docs = docs
@@ -46,13 +48,18 @@ class OkapiBM25:
     def top_terms(self, terms: Iterable[str], k: int) -> list[int]:
         """The `k` best documents for a query's (distinct) terms, by index (ties: the lower
         index first)."""
+        scores = self.scores(terms)
+        return sorted(scores, key=lambda i: (-scores[i], i))[:k]
+
+    def scores(self, terms: Iterable[str]) -> dict[int, float]:
+        """Each document holding a query term: its score."""
         scores: dict[int, float] = {}
-        for term in set(terms):
+        for term in sorted(set(terms)):  # a fixed summing order: repeatable scores
             for i in self.postings.get(term, []):
                 tf = self.docs[i][term]
                 norm = tf + 1.2 * (1 - 0.75 + 0.75 * self.lengths[i] / self.avgdl)
                 scores[i] = scores.get(i, 0.0) + self.idf[term] * tf * 2.2 / norm
-        return sorted(scores, key=lambda i: (-scores[i], i))[:k]
+        return scores
 
 
 class PlainBM25(OkapiBM25):

@@ -72,6 +72,8 @@ class Param:
         # With --from-file the positional arguments may come from the file instead.
         required = self.required and not (self.positional and cli.from_file)
         help_text = info.description or ""
+        if self.required and not required:
+            help_text += " (required unless --from-file is given)"
         if not self.required and info.default is not None:
             shown = str(info.default).lower() if isinstance(info.default, bool) else info.default
             help_text += f" (default {shown})"

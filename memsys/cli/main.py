@@ -127,7 +127,9 @@ def _database_error(exc: Exception) -> typer.Exit | None:
     """PostgreSQL errors a user fixes without a traceback: no schema yet, server gone."""
     if "sqlalchemy" not in sys.modules:
         return None
-    from sqlalchemy.exc import OperationalError
+    from sqlalchemy.exc import DBAPIError, OperationalError
+
+    from memsys.db import timed_out
 
     if _no_schema(exc):
         return fail(
@@ -135,6 +137,9 @@ def _database_error(exc: Exception) -> typer.Exit | None:
             "(`memsys serve` and `memsys mcp` do it on start)",
             EXIT_DATABASE,
         )
+    late = timed_out(exc) if isinstance(exc, DBAPIError) else None
+    if late is not None:  # a path outside db.session_scope (bench, eval)
+        return fail(late.message, EXIT_DATABASE)
     if isinstance(exc, OperationalError):
         first = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
         return fail(f"database unavailable: {first}", EXIT_DATABASE)

@@ -20,7 +20,7 @@ from memsys.cli.output import (
     show_records,
     show_table,
 )
-from memsys.errors import InvalidInput
+from memsys.errors import InvalidInput, MemsysError
 
 if TYPE_CHECKING:
     from memsys.schemas import (
@@ -158,11 +158,19 @@ def store_file(path: str, defaults: dict[str, Any], as_json: bool) -> None:
     if not items:
         raise InvalidInput(f"No memories in {path}")
     op = BY_NAME["memory_store_batch"]
-    results = []
+    results: list[MemoryStoreOut] = []
     with progress_bar(progress_wanted(as_json)) as report:
         for start in range(0, len(items), FILE_BATCH):
             data = {"memories": items[start : start + FILE_BATCH]}
-            done = remote.run(op, data)
+            try:
+                done = remote.run(op, data)
+            except MemsysError as exc:
+                if not results:
+                    raise
+                # The batches before this one are stored; storing the file again skips them
+                # (duplicates).
+                stored = f"{plural(len(results), 'line')} of {len(items)} stored before this"
+                raise type(exc)(f"{stored}: {exc.message}") from None
             assert isinstance(done, MemoryStoreBatchOut)
             results.extend(done.results)
             if report:

@@ -137,7 +137,12 @@ def excerpt(text: str, max_lines: int = 12, limit: int = 800) -> str:
 
 
 def plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+    """`n word` or `n words` (memory → memories, entry → entries)."""
+    if n == 1:
+        return f"{n} {word}"
+    if word.endswith("y") and word[-2:-1] not in "aeiou":
+        return f"{n} {word[:-1]}ies"
+    return f"{n} {word}s"
 
 
 def score(value: float | None) -> str:

@@ -148,7 +148,13 @@ CORE_OPERATIONS: tuple[Operation, ...] = (
         output=s.MemoryStoreBatchOut,
         effect="write",
         rest=(Rest("POST", "/memories/batch"),),
-        cli=Cli("store-batch", command=f"{MEMORY_CLI}:store_batch"),
+        cli=Cli(
+            "store-batch",
+            command=f"{MEMORY_CLI}:store_batch",
+            help="Store every memory of a JSON-lines file (any size), embedded in batches: "
+            "every line is checked first, then batches of 500 are stored, each all or "
+            "nothing. The same as `memsys store --from-file`.",
+        ),
     ),
     Operation(
         name="memory_recall",

@@ -196,7 +196,37 @@ def test_store_from_file_applies_the_options_to_every_line(tmp_path) -> None:
         "Deploys freeze on Fridays after 3 pm": "fact",
         "Rollbacks go through the release channel": "decision",  # the line's own value wins
     }
+    again = run("store", "--from-file", str(source), "-n", "project:rel")
+    assert again.stdout.strip() == "Stored 0 memories; 2 duplicates already there"
     before = run_json("count")["count"]
     assert "not both" in fails("store", "Also this", "--from-file", str(source))
     assert "Missing argument CONTENT" in fails("store", "-n", "project:rel")
     assert run_json("count")["count"] == before
+
+
+def test_a_file_that_fails_halfway_says_how_much_was_stored(tmp_path, monkeypatch) -> None:
+    from memsys.cli import remote
+    from memsys.errors import TimedOut
+
+    source = tmp_path / "many.jsonl"
+    source.write_text(
+        "".join(f'{{"content": "Runbook step {i} of the failover"}}\n' for i in range(501))
+    )
+    real, calls = remote.run, []
+
+    def second_batch_times_out(op, data):  # type: ignore[no-untyped-def]
+        calls.append(len(data["memories"]))
+        if len(calls) == 2:
+            raise TimedOut("The database cancelled a statement of this call.")
+        return real(op, data)
+
+    monkeypatch.setattr(remote, "run", second_batch_times_out)
+    line = fails("store", "--from-file", str(source), "-n", "project:halfway", code=1)
+    assert line == (
+        "error: 500 lines of 501 stored before this: "
+        "The database cancelled a statement of this call."
+    )
+    monkeypatch.setattr(remote, "run", real)
+    assert run_json("count", "-n", "project:halfway")["count"] == 500
+    again = run_json("store", "--from-file", str(source), "-n", "project:halfway")
+    assert (again["stored"], again["duplicates"]) == (1, 500)  # storing it again completes it

@@ -67,6 +67,7 @@ def test_the_channel_is_exhaustive_bm25_over_postgresqls_own_analysis(embedder) 
         "Billing invoices are generated nightly by the reporting service",
         "A failed migration blocks the deploy until someone rolls it back",
         "The reporting database is a read replica refreshed hourly",
+        "So was I!",  # stop words only: no lexemes, still a document of the corpus
     ):
         store(content, namespace=NS)
     with session_scope() as s:
@@ -76,6 +77,8 @@ def test_the_channel_is_exhaustive_bm25_over_postgresqls_own_analysis(embedder) 
             found = lexical.search(s, terms, {"namespace": NS}, None, pool=10)
             expected = [ids[i] for i in exhaustive.top_terms(terms.lexemes, 10)]
             assert [key[1] for key, _ in found] == expected, query
+            by_id = {ids[i]: v for i, v in exhaustive.scores(terms.lexemes).items()}
+            assert [score for _, score in found] == pytest.approx([by_id[i] for i in expected])
             assert len(expected) >= 3  # stems matched: "deploying" finds "deploy", "deployment"
 
 
