@@ -16,6 +16,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from memsys.config import get_settings
+from memsys.db import rowcount
 from memsys.errors import NotFound
 from memsys.models import Event, QueryTrace
 from memsys.retrieval import trace as shape
@@ -178,18 +179,31 @@ def prune_traces(session: Session, now: datetime, older_than_days: int | None = 
     their query events; returns how many traces went. `memsys maintain` calls this."""
     days = older_than_days or get_settings().trace_retention_days
     cutoff = now - timedelta(days=days)
-    gone = session.execute(
-        delete(QueryTrace).where(QueryTrace.created_at < cutoff).returning(QueryTrace.id)
-    ).scalars()
-    count = len(list(gone))
-    session.execute(
-        delete(Event).where(
-            Event.event_type.in_(("query", FEEDBACK)),
-            Event.subject_kind == "query_trace",
-            Event.occurred_at < cutoff,
-        )
+    # In batches: each statement stays short (MEMSYS_STATEMENT_TIMEOUT_S) however long
+    # pruning was put off; all of them are one transaction still.
+    traces = select(QueryTrace.id).where(QueryTrace.created_at < cutoff)
+    events = select(Event.id).where(
+        Event.event_type.in_(("query", FEEDBACK)),
+        Event.subject_kind == "query_trace",
+        Event.occurred_at < cutoff,
     )
+    count = _delete_in_batches(session, QueryTrace, traces)
+    _delete_in_batches(session, Event, events)
     return count
+
+
+PRUNE_BATCH = 5_000
+
+
+def _delete_in_batches(session: Session, model: type[QueryTrace] | type[Event], ids: Any) -> int:
+    """Delete the rows `ids` selects, PRUNE_BATCH at a time; how many went."""
+    total = 0
+    while True:
+        batch = ids.limit(PRUNE_BATCH).scalar_subquery()
+        gone = rowcount(session, delete(model).where(model.id.in_(batch)))
+        total += gone
+        if gone < PRUNE_BATCH:
+            return total
 
 
 def prune(session: Session, params: PruneTracesIn) -> PruneTracesOut:

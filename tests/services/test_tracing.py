@@ -115,7 +115,8 @@ def test_a_refused_call_leaves_no_trace(memories_stored: Any) -> None:
     assert traces() == []
 
 
-def test_prune_keeps_the_retention_window(memories_stored: Any) -> None:
+def test_prune_keeps_the_retention_window(memories_stored: Any, monkeypatch: Any) -> None:
+    monkeypatch.setattr(debug, "PRUNE_BATCH", 1)  # two old traces: deleted batch by batch
     for query in ("backups", "plant", "bucket"):
         runner.execute(memories.recall, MemoryRecallIn, {"query": query})
     with session_scope() as s:
