@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -53,11 +54,18 @@ def value_of(text: str) -> Any:
 
 
 def read_input(path: str) -> str:
-    """The text of a file (- is stdin), or a one-line error naming it."""
+    """The text of a regular file (- is stdin), or a one-line error naming it. A pipe, socket
+    or device is refused before it is read (a FIFO would block forever, /dev/zero never
+    ends); it is opened without blocking, so a FIFO with no writer cannot hang the open."""
     if path == "-":
         return sys.stdin.read()
     try:
-        return Path(path).expanduser().read_text(encoding="utf-8")
+        fd = os.open(Path(path).expanduser(), os.O_RDONLY | os.O_NONBLOCK)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise InvalidInput(f"Not a regular file: {path} (a directory, pipe or device)")
+        with os.fdopen(fd, "rb") as file:
+            return file.read().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"Cannot read {path}: {exc}") from None
 

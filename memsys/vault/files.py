@@ -105,6 +105,8 @@ def open_snapshot(path: str | Path) -> Snapshot:
     if where.is_dir():
         form: Form = "vault"
         version, source, line = _vault_version(where)
+    elif not where.is_file():  # a FIFO would block the read forever; a device never ends
+        raise InvalidInput(f"Not a regular file: {path} (a pipe, socket or device)")
     else:
         form, version, source, line = _file_version(where)
     upgrade.check_readable(version, f"{source}:{line}")
@@ -115,6 +117,8 @@ def _vault_version(root: Path) -> tuple[str, str, int]:
     manifest = root / MANIFEST
     if not manifest.exists():  # a plain S003 vault: the current format
         return SCHEMA_VERSION, str(manifest), 1
+    if not manifest.is_file():
+        raise InvalidInput(f"{manifest}:1: not a regular file (a directory, pipe or device)")
     try:
         data = yaml.safe_load(manifest.read_text(encoding="utf-8")) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
@@ -220,6 +224,9 @@ def vault_files(root: Path) -> Iterator[tuple[Path, str]]:
 def _vault_items(root: Path) -> Iterator[Item]:
     for path, role in vault_files(root):
         source = str(path.relative_to(root))
+        if not path.is_file():  # a directory named *.md, a pipe, a device: never read
+            yield Problem(source, None, "not a regular file (a directory, pipe or device)")
+            continue
         try:
             text = path.read_text(encoding="utf-8")
             if role == "edge":
@@ -231,7 +238,9 @@ def _vault_items(root: Path) -> Iterator[Item]:
         except UnicodeDecodeError:
             yield Problem(source, None, "not UTF-8 text")
     prefs = root / PREFERENCES_FILE
-    if prefs.exists():
+    if prefs.exists() and not prefs.is_file():
+        yield Problem(PREFERENCES_FILE, None, "not a regular file (a directory, pipe or device)")
+    elif prefs.exists():
         yield from _preference_items(prefs, PREFERENCES_FILE)
 
 

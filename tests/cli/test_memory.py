@@ -230,3 +230,22 @@ def test_a_file_that_fails_halfway_says_how_much_was_stored(tmp_path, monkeypatc
     assert run_json("count", "-n", "project:halfway")["count"] == 500
     again = run_json("store", "--from-file", str(source), "-n", "project:halfway")
     assert (again["stored"], again["duplicates"]) == (1, 500)  # storing it again completes it
+
+
+def test_a_file_argument_that_is_not_a_regular_file_is_refused(tmp_path) -> None:
+    import os
+
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)  # no writer: reading it would block forever
+    loop = tmp_path / "loop.jsonl"
+    loop.symlink_to(tmp_path / "loop.jsonl")
+    before = run_json("count")["count"]
+    for path, reason in (
+        (fifo, "Not a regular file"),
+        ("/dev/zero", "Not a regular file"),  # a device that never ends
+        (tmp_path, "Not a regular file"),
+        (loop, "Too many levels of symbolic links"),
+    ):
+        assert reason in fails("store", "--from-file", str(path)), path
+        assert reason in fails("store-batch", str(path)), path
+    assert run_json("count")["count"] == before

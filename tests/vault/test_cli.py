@@ -142,3 +142,27 @@ def test_migrate_dry_run_prints_sql_and_migrate_upgrades_files(tmp_path: Path) -
     text = (tmp_path / "new.json").read_text()
     assert '"schema_version": "1.0"' in text and '"type": "fact"' in text
     assert '"memory_type"' not in text
+
+
+def test_pipes_and_devices_are_refused_never_read(tmp_path: Path, embedder: object) -> None:
+    import os
+
+    seed()
+    pipe = tmp_path / "snap.jsonl"
+    os.mkfifo(pipe)  # no writer: reading it would block forever
+    for args in (["import", str(pipe)], ["import", "/dev/zero"], ["diff", str(pipe)]):
+        assert "Not a regular file" in fails(*args), args
+    vault = tmp_path / "vault"
+    run("export", str(vault))
+    memory = next((vault / "graph").rglob("*.md"))
+    os.mkfifo(memory.parent / "pipe.md")
+    (vault / "vault" / "preferences.yaml").unlink(missing_ok=True)
+    os.mkfifo(vault / "vault" / "preferences.yaml")
+    before = table_counts()
+    refused = run("import", str(vault))
+    assert refused.exit_code == 2
+    for name in (f"{memory.parent.relative_to(vault)}/pipe.md", "vault/preferences.yaml"):
+        assert f"{name}: not a regular file" in refused.stdout + refused.stderr, name
+    assert table_counts() == before
+    lint = run("lint", str(vault))
+    assert lint.exit_code == 1 and "pipe.md: error: not a regular file" in lint.stdout
