@@ -114,7 +114,10 @@ def migrate_command(
         if output == "-":
             result = service.upgrade_file(Path(file), sys.stdout)
         else:
-            with Path(output).expanduser().open("w", encoding="utf-8") as out:
+            target = Path(output).expanduser()
+            if target.exists() and not target.is_file():  # a FIFO without a reader blocks
+                raise InvalidInput(f"Not a regular file: {output} (a directory, pipe or device)")
+            with target.open("w", encoding="utf-8") as out:
                 result = service.upgrade_file(Path(file), out)
         if output != "-":
             if as_json:

@@ -68,6 +68,8 @@ def export_to(
     else:
         if where.is_dir():
             raise InvalidInput(f"{where} is a folder: give a file name for {form}")
+        if where.exists() and not where.is_file():  # a FIFO without a reader blocks the open
+            raise InvalidInput(f"Not a regular file: {where} (a pipe, socket or device)")
         where.parent.mkdir(parents=True, exist_ok=True)
         with where.open("w", encoding="utf-8", newline="\n") as out:
             counts = exporting.to_stream(session, out, form, namespace)

@@ -150,7 +150,15 @@ def test_pipes_and_devices_are_refused_never_read(tmp_path: Path, embedder: obje
     seed()
     pipe = tmp_path / "snap.jsonl"
     os.mkfifo(pipe)  # no writer: reading it would block forever
-    for args in (["import", str(pipe)], ["import", "/dev/zero"], ["diff", str(pipe)]):
+    good = tmp_path / "good.jsonl"
+    run("export", str(good))
+    for args in (
+        ["import", str(pipe)],
+        ["import", "/dev/zero"],
+        ["diff", str(pipe)],
+        ["export", str(pipe), "--format", "jsonl"],  # no reader: opening it would block
+        ["migrate", "--file", str(good), "--output", str(pipe)],
+    ):
         assert "Not a regular file" in fails(*args), args
     vault = tmp_path / "vault"
     run("export", str(vault))
