@@ -16,7 +16,6 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from memsys.config import get_settings
-from memsys.db import rowcount
 from memsys.errors import NotFound
 from memsys.models import Event, QueryTrace
 from memsys.retrieval import trace as shape
@@ -196,14 +195,13 @@ PRUNE_BATCH = 5_000
 
 
 def _delete_in_batches(session: Session, model: type[QueryTrace] | type[Event], ids: Any) -> int:
-    """Delete the rows `ids` selects, PRUNE_BATCH at a time; how many went."""
-    total = 0
-    while True:
-        batch = ids.limit(PRUNE_BATCH).scalar_subquery()
-        gone = rowcount(session, delete(model).where(model.id.in_(batch)))
-        total += gone
-        if gone < PRUNE_BATCH:
-            return total
+    """Delete the rows `ids` selects, read once, then PRUNE_BATCH at a time by primary key (a
+    `LIMIT` re-run per batch would step over the rows already deleted in this transaction
+    again each time); how many went."""
+    found = list(session.scalars(ids))
+    for start in range(0, len(found), PRUNE_BATCH):
+        session.execute(delete(model).where(model.id.in_(found[start : start + PRUNE_BATCH])))
+    return len(found)
 
 
 def prune(session: Session, params: PruneTracesIn) -> PruneTracesOut:
