@@ -368,6 +368,8 @@ def timed_out(exc: DBAPIError) -> TimedOut | None:
         return None
     settings = get_settings()
     limit = settings.statement_timeout_s if sqlstate == "57014" else settings.lock_timeout_s
+    if limit == 0:  # no limit set: only a cancel request ends a statement
+        return TimedOut("The database cancelled this call; its transaction was rolled back.")
     return TimedOut(template.format(s=f"{limit:g}"))
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from memsys import regular_files
 from memsys.cli.output import read_input, short
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ def export(
     if path == "-":
         sys.stdout.write(text)
     else:
-        Path(path).expanduser().write_text(text, encoding="utf-8")
+        regular_files.writable(Path(path).expanduser(), path).write_text(text, encoding="utf-8")
         typer.echo(f"Exported {len(graph.entities)} entities, {len(graph.relations)} relations")
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from memsys import regular_files
 from memsys.cli import remote
 from memsys.cli.output import Json, echo, emit, given, plural, short, show_table
 from memsys.errors import InvalidInput
@@ -106,7 +107,7 @@ def brief(
     target = out / result.filename
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(result.text, encoding="utf-8")
+        regular_files.writable(target).write_text(result.text, encoding="utf-8")
     except OSError as exc:
         raise InvalidInput(f"Cannot write {target}: {exc.strerror}") from None
     emit(result, as_json, lambda r: echo(f"Wrote {target} ({plural(r.entries, 'entry')})"))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,6 +16,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from memsys import regular_files
 from memsys.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -54,18 +54,12 @@ def value_of(text: str) -> Any:
 
 
 def read_input(path: str) -> str:
-    """The text of a regular file (- is stdin), or a one-line error naming it. A pipe, socket
-    or device is refused before it is read (a FIFO would block forever, /dev/zero never
-    ends); it is opened without blocking, so a FIFO with no writer cannot hang the open."""
+    """The text of a regular file (- is stdin), or a one-line error naming it; a pipe or
+    device is refused, never read (memsys.regular_files)."""
     if path == "-":
         return sys.stdin.read()
     try:
-        fd = os.open(Path(path).expanduser(), os.O_RDONLY | os.O_NONBLOCK)
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            raise InvalidInput(f"Not a regular file: {path} (a directory, pipe or device)")
-        with os.fdopen(fd, "rb") as file:
-            return file.read().decode("utf-8")
+        return regular_files.read_bytes(Path(path).expanduser(), path).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"Cannot read {path}: {exc}") from None
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from memsys import regular_files
 from memsys.cli.output import Json, Namespace, echo, emit
 from memsys.cli.vault import EXIT_FOUND, in_session
 
@@ -114,9 +115,7 @@ def migrate_command(
         if output == "-":
             result = service.upgrade_file(Path(file), sys.stdout)
         else:
-            target = Path(output).expanduser()
-            if target.exists() and not target.is_file():  # a FIFO without a reader blocks
-                raise InvalidInput(f"Not a regular file: {output} (a directory, pipe or device)")
+            target = regular_files.writable(Path(output).expanduser(), output)
             with target.open("w", encoding="utf-8") as out:
                 result = service.upgrade_file(Path(file), out)
         if output != "-":

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, tuple_
 from sqlalchemy.orm import Session
 
 from memsys.config import get_settings
@@ -181,26 +181,29 @@ def prune_traces(session: Session, now: datetime, older_than_days: int | None = 
     # In batches: each statement stays short (MEMSYS_STATEMENT_TIMEOUT_S) however long
     # pruning was put off; all of them are one transaction still.
     traces = select(QueryTrace.id).where(QueryTrace.created_at < cutoff)
-    events = select(Event.id).where(
+    events = select(Event.namespace, Event.id).where(
         Event.event_type.in_(("query", FEEDBACK)),
         Event.subject_kind == "query_trace",
         Event.occurred_at < cutoff,
     )
-    count = _delete_in_batches(session, QueryTrace, traces)
-    _delete_in_batches(session, Event, events)
+    count = _delete_in_batches(session, QueryTrace, traces, (QueryTrace.id,))
+    _delete_in_batches(session, Event, events, (Event.namespace, Event.id))
     return count
 
 
 PRUNE_BATCH = 5_000
 
 
-def _delete_in_batches(session: Session, model: type[QueryTrace] | type[Event], ids: Any) -> int:
-    """Delete the rows `ids` selects, read once, then PRUNE_BATCH at a time by primary key (a
-    `LIMIT` re-run per batch would step over the rows already deleted in this transaction
-    again each time); how many went."""
-    found = list(session.scalars(ids))
+def _delete_in_batches(
+    session: Session, model: type[QueryTrace] | type[Event], keys: Any, key: tuple[Any, ...]
+) -> int:
+    """Delete the rows whose primary key (`key`'s columns) `keys` selects: read once, then
+    PRUNE_BATCH at a time by that key (a `LIMIT` re-run per batch would step over the rows
+    already deleted in this transaction again each time); how many went."""
+    found = [tuple(row) for row in session.execute(keys)]
     for start in range(0, len(found), PRUNE_BATCH):
-        session.execute(delete(model).where(model.id.in_(found[start : start + PRUNE_BATCH])))
+        batch = found[start : start + PRUNE_BATCH]
+        session.execute(delete(model).where(tuple_(*key).in_(batch)))
     return len(found)
 
 

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 
 from sqlalchemy.orm import Session
 
+from memsys import regular_files
 from memsys.errors import InvalidInput
 from memsys.services import briefs as summaries
 from memsys.vault import files, live, markdown
@@ -65,7 +66,8 @@ class _Writer:
         path = self.root / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         data = text.encode("utf-8")
-        if not path.exists() or path.read_bytes() != data:  # git sees only real changes
+        # git sees only real changes; a pipe or device in the way is refused, never opened.
+        if not path.exists() or regular_files.read_bytes(path, relative) != data:
             path.write_bytes(data)
         self.done.written.add(relative)
         self.done.files += 1
@@ -142,8 +144,8 @@ INDEX = "_index.json"  # derived, gitignored: the paths the last export wrote
 
 def _previous(root: Path) -> dict[str, Any]:
     try:
-        found = json.loads((root / INDEX).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        found = json.loads(regular_files.read_bytes(root / INDEX))
+    except (OSError, ValueError, InvalidInput):
         return {}
     return found if isinstance(found, dict) else {}
 

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 
 from sqlalchemy.orm import Session
 
+from memsys import regular_files
 from memsys.errors import InvalidInput
 from memsys.schemas.vault import (
     MAX_LISTED,
@@ -68,8 +69,7 @@ def export_to(
     else:
         if where.is_dir():
             raise InvalidInput(f"{where} is a folder: give a file name for {form}")
-        if where.exists() and not where.is_file():  # a FIFO without a reader blocks the open
-            raise InvalidInput(f"Not a regular file: {where} (a pipe, socket or device)")
+        regular_files.writable(where)  # a FIFO without a reader would block the open
         where.parent.mkdir(parents=True, exist_ok=True)
         with where.open("w", encoding="utf-8", newline="\n") as out:
             counts = exporting.to_stream(session, out, form, namespace)

@@ -174,3 +174,7 @@ def test_pipes_and_devices_are_refused_never_read(tmp_path: Path, embedder: obje
     assert table_counts() == before
     lint = run("lint", str(vault))
     assert lint.exit_code == 1 and "pipe.md: error: not a regular file" in lint.stdout
+    memory.unlink()
+    os.mkfifo(memory)  # where the export writes that memory again: it would block reading it
+    rel = memory.relative_to(vault).as_posix()
+    assert f"Not a regular file: {rel}" in fails("export", str(vault))

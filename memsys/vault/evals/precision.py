@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 from sqlalchemy.orm import Session
 
+from memsys import regular_files
 from memsys.embeddings import get_embedder
 from memsys.errors import InvalidInput
 from memsys.schemas import MemoryStoreBatchIn, MemoryStoreIn
@@ -82,7 +83,7 @@ def labelled(data: dict[str, Any] | None = None) -> list[Figure]:
 def locomo(path: str) -> Figure:
     """LoCoMo evidence recall@10 on the first conversation (its first LOCOMO_TURNS turns)."""
     try:
-        sample = json.loads(Path(path).expanduser().read_text(encoding="utf-8"))[0]
+        sample = json.loads(regular_files.read_bytes(Path(path).expanduser(), path))[0]
     except (OSError, ValueError, IndexError, KeyError) as exc:
         raise InvalidInput(f"--locomo: cannot read {path}: {exc}") from None
     convo = sample["conversation"]
