@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from typer.testing import CliRunner, Result
@@ -10,6 +13,27 @@ from typer.testing import CliRunner, Result
 from memsys.cli.main import app
 
 _runner = CliRunner()
+
+
+class Hung(Exception):
+    """A command did not return within its deadline."""
+
+
+@contextmanager
+def deadline(seconds: int) -> Iterator[None]:
+    """Fail, not hang: a command still blocked after `seconds` (an open() on a FIFO) is
+    interrupted with Hung, which the command's run reports as its error."""
+
+    def expired(signum: int, frame: object) -> None:
+        raise Hung(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def run(*args: str) -> Result:
