@@ -16,6 +16,7 @@ from pathlib import Path
 from memsys.errors import InvalidInput
 
 HINT = "(a directory, pipe or device; use - for stdin or stdout)"
+NOT_REGULAR = "not a regular file (a directory, pipe or device)"  # a problem inside a vault
 
 
 def _refuse(shown: str) -> InvalidInput:
@@ -25,9 +26,7 @@ def _refuse(shown: str) -> InvalidInput:
 def read_bytes(path: Path, shown: str | None = None) -> bytes:
     """The bytes of a regular file; InvalidInput for anything else (OSError propagates)."""
     shown = shown or str(path)
-    if path.exists() and not path.is_file():
-        raise _refuse(shown)
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    fd = os.open(regular_or_missing(path, shown), os.O_RDONLY | os.O_NONBLOCK)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise _refuse(shown)
@@ -38,9 +37,9 @@ def read_bytes(path: Path, shown: str | None = None) -> bytes:
         os.close(fd)
 
 
-def writable(path: Path, shown: str | None = None) -> Path:
-    """`path`, when it is missing or a regular file (to be written over); InvalidInput when
-    it is a directory, pipe or device."""
+def regular_or_missing(path: Path, shown: str | None = None) -> Path:
+    """`path`, when it is missing (to be written) or a regular file; InvalidInput when it is
+    a directory, pipe or device — checked by stat, before anything opens it."""
     if path.exists() and not path.is_file():
         raise _refuse(shown or str(path))
     return path

@@ -73,7 +73,8 @@ def export(
     if path == "-":
         sys.stdout.write(text)
     else:
-        regular_files.writable(Path(path).expanduser(), path).write_text(text, encoding="utf-8")
+        target = regular_files.regular_or_missing(Path(path).expanduser(), path)
+        target.write_text(text, encoding="utf-8")
         typer.echo(f"Exported {len(graph.entities)} entities, {len(graph.relations)} relations")
 
 

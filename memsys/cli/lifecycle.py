@@ -107,7 +107,7 @@ def brief(
     target = out / result.filename
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        regular_files.writable(target).write_text(result.text, encoding="utf-8")
+        regular_files.regular_or_missing(target).write_text(result.text, encoding="utf-8")
     except OSError as exc:
         raise InvalidInput(f"Cannot write {target}: {exc.strerror}") from None
     emit(result, as_json, lambda r: echo(f"Wrote {target} ({plural(r.entries, 'entry')})"))

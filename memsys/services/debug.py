@@ -180,30 +180,30 @@ def prune_traces(session: Session, now: datetime, older_than_days: int | None = 
     cutoff = now - timedelta(days=days)
     # In batches: each statement stays short (MEMSYS_STATEMENT_TIMEOUT_S) however long
     # pruning was put off; all of them are one transaction still.
-    traces = select(QueryTrace.id).where(QueryTrace.created_at < cutoff)
-    events = select(Event.namespace, Event.id).where(
+    count = _delete_in_batches(session, (QueryTrace.id,), QueryTrace.created_at < cutoff)
+    _delete_in_batches(
+        session,
+        (Event.namespace, Event.id),
         Event.event_type.in_(("query", FEEDBACK)),
         Event.subject_kind == "query_trace",
         Event.occurred_at < cutoff,
     )
-    count = _delete_in_batches(session, QueryTrace, traces, (QueryTrace.id,))
-    _delete_in_batches(session, Event, events, (Event.namespace, Event.id))
     return count
 
 
 PRUNE_BATCH = 5_000
 
 
-def _delete_in_batches(
-    session: Session, model: type[QueryTrace] | type[Event], keys: Any, key: tuple[Any, ...]
-) -> int:
-    """Delete the rows whose primary key (`key`'s columns) `keys` selects: read once, then
-    PRUNE_BATCH at a time by that key (a `LIMIT` re-run per batch would step over the rows
-    already deleted in this transaction again each time); how many went."""
-    found = [tuple(row) for row in session.execute(keys)]
+def _delete_in_batches(session: Session, key: tuple[Any, ...], *where: Any) -> int:
+    """Delete the rows matching `where` of the table whose primary-key columns are `key`:
+    their keys read once, then PRUNE_BATCH rows at a time by key (a `LIMIT` re-run per batch
+    would step over the rows already deleted in this transaction again each time); how many
+    went."""
+    table = key[0].table
+    found = [tuple(row) for row in session.execute(select(*key).where(*where))]
     for start in range(0, len(found), PRUNE_BATCH):
         batch = found[start : start + PRUNE_BATCH]
-        session.execute(delete(model).where(tuple_(*key).in_(batch)))
+        session.execute(delete(table).where(tuple_(*key).in_(batch)))
     return len(found)
 
 

@@ -16,6 +16,7 @@ from typing import Any, Literal, TextIO
 
 import yaml
 
+from memsys import regular_files
 from memsys.errors import InvalidInput
 from memsys.vault import markdown, upgrade
 from memsys.vault.records import FORMAT, SCHEMA_VERSION, Located, Problem, Record, ordered
@@ -105,9 +106,8 @@ def open_snapshot(path: str | Path) -> Snapshot:
     if where.is_dir():
         form: Form = "vault"
         version, source, line = _vault_version(where)
-    elif not where.is_file():  # a FIFO would block the read forever; a device never ends
-        raise InvalidInput(f"Not a regular file: {path} (a pipe, socket or device)")
-    else:
+    else:  # a FIFO would block the read forever; a device never ends
+        regular_files.regular_or_missing(where, str(path))
         form, version, source, line = _file_version(where)
     upgrade.check_readable(version, f"{source}:{line}")
     return Snapshot(where, form, version)
@@ -118,7 +118,7 @@ def _vault_version(root: Path) -> tuple[str, str, int]:
     if not manifest.exists():  # a plain S003 vault: the current format
         return SCHEMA_VERSION, str(manifest), 1
     if not manifest.is_file():
-        raise InvalidInput(f"{manifest}:1: not a regular file (a directory, pipe or device)")
+        raise InvalidInput(f"{manifest}:1: {regular_files.NOT_REGULAR}")
     try:
         data = yaml.safe_load(manifest.read_text(encoding="utf-8")) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
@@ -225,7 +225,7 @@ def _vault_items(root: Path) -> Iterator[Item]:
     for path, role in vault_files(root):
         source = str(path.relative_to(root))
         if not path.is_file():  # a directory named *.md, a pipe, a device: never read
-            yield Problem(source, None, "not a regular file (a directory, pipe or device)")
+            yield Problem(source, None, regular_files.NOT_REGULAR)
             continue
         try:
             text = path.read_text(encoding="utf-8")
@@ -239,7 +239,7 @@ def _vault_items(root: Path) -> Iterator[Item]:
             yield Problem(source, None, "not UTF-8 text")
     prefs = root / PREFERENCES_FILE
     if prefs.exists() and not prefs.is_file():
-        yield Problem(PREFERENCES_FILE, None, "not a regular file (a directory, pipe or device)")
+        yield Problem(PREFERENCES_FILE, None, regular_files.NOT_REGULAR)
     elif prefs.exists():
         yield from _preference_items(prefs, PREFERENCES_FILE)
 

@@ -69,7 +69,7 @@ def export_to(
     else:
         if where.is_dir():
             raise InvalidInput(f"{where} is a folder: give a file name for {form}")
-        regular_files.writable(where)  # a FIFO without a reader would block the open
+        regular_files.regular_or_missing(where)  # a FIFO without a reader would block the open
         where.parent.mkdir(parents=True, exist_ok=True)
         with where.open("w", encoding="utf-8", newline="\n") as out:
             counts = exporting.to_stream(session, out, form, namespace)
