@@ -35,7 +35,7 @@ ROWS = (
     "dense", "lexical", "graph", "neighbours", "rrf",
     "fused_dense_lex", "fused_no_graph", "fused_no_near", "fused_flat_graph", "fused_ungated",
     "fused_no_time",
-    "fused_time_1", "fused",
+    "fused_time_1", "fused_no_seat", "fused",
 )  # fmt: skip
 BATCH = 500
 ANALYZED = ("chunk", "edge", "entity", "term_stat", "corpus_stat")
@@ -117,7 +117,19 @@ def rankings(session: Session, ns: str, corpus: Corpus, query: str) -> dict[str,
             fusion.add_channel(fusion.zfuse(sims, lex, now, ppr, near), found.temporal, 1.0)
         ),
         "rrf": order(fusion.rrf(sims, lex)),
+        "fused_no_seat": _unseated(found)[:k],
     }
+
+
+def _unseated(found: pipeline.Retrieval) -> list[str]:
+    """The fused order as it was before the entry seat moved a hit up (duplicates left out)."""
+    order = [i for i, _ in found.ranked]
+    seated = found.fusion.get("seated")
+    if seated:
+        order.remove(seated["id"])
+        order.insert(seated["from"] - 1, seated["id"])
+    dropped = set(found.duplicates)
+    return [i for i in order if i not in dropped]
 
 
 _ANALYSED = text(

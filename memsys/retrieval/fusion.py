@@ -18,11 +18,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 
-# zfuse-4: zfuse-3 with the neighbourhood channel weighted by how alike rows written together
-# are in this store (neighbours.py, the gate). zfuse-3: zfuse-2t with the walk seeded by the
-# best 3 hits (not 5), restart .3 (not .5), and the graph weighted ×10 for a query naming the
-# subject of a stored memory.
-FUSION_VERSION = "zfuse-4"
+# zfuse-5: zfuse-4 with the entry seat (`entry_seat`). zfuse-4: zfuse-3 with the
+# neighbourhood channel weighted by how alike rows written together are in this store
+# (neighbours.py, the gate). zfuse-3: zfuse-2t with the walk seeded by the best 3 hits (not
+# 5), restart .3 (not .5), and the graph weighted ×10 for a query naming the subject of a
+# stored memory.
+FUSION_VERSION = "zfuse-5"
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,13 @@ class Weights:
     # memory opens with it: an entry about that thing), where the walk's order beats the
     # other channels' (multi-hop questions about a named thing's links).
     graph_subject: float = 10.0
+    # The entry seat: the walk's best *entry* (graph.Walk.entries: the one memory about a name
+    # the walk went through) that fusion left below this 1-based place is moved up to it; 0 =
+    # off. A multi-hop question's second step — the entry about the thing the best hit names —
+    # shares few words with the question, so dense and BM25 rank it low and their agreement
+    # on the first step outvotes the walk; one seat gives the walk's answer a place without
+    # handing it the whole list (benchmarks/README.md, "The entry seat").
+    entry_seat: int = 5
     # Neighbourhood channel (neighbours.py): the best `neighbour_seeds` hits after the other
     # channels pull in up to `neighbour_width` rows on each side, written within
     # `neighbour_gap_s` seconds (memories) or chunks of the same document.
@@ -68,16 +76,18 @@ class Weights:
 
 
 CURRENT = Weights()
-# Earlier versions a trace may name (replay uses them): zfuse-3 did not gate the
-# neighbourhood; zfuse-2t walked from the best 5 hits
+# Earlier versions a trace may name (replay uses them): zfuse-4 had no entry seat; zfuse-3
+# did not gate the neighbourhood; zfuse-2t walked from the best 5 hits
 # at restart .5 with one graph weight for every named query; zfuse-2 is zfuse-2t without the
 # temporal channel.
-_ZFUSE_3 = replace(CURRENT, version="zfuse-3", neighbour_gated=False)
+_ZFUSE_4 = replace(CURRENT, version="zfuse-4", entry_seat=0)
+_ZFUSE_3 = replace(_ZFUSE_4, version="zfuse-3", neighbour_gated=False)
 _ZFUSE_2T = replace(
     _ZFUSE_3, version="zfuse-2t", graph_seeds=5, graph_restart=0.5, graph_subject=1.0
 )
 KNOWN = {
     CURRENT.version: CURRENT,
+    "zfuse-4": _ZFUSE_4,
     "zfuse-3": _ZFUSE_3,
     "zfuse-2t": _ZFUSE_2T,
     "zfuse-2": replace(_ZFUSE_2T, version="zfuse-2", temporal=0.0),
@@ -127,6 +137,19 @@ def add_channel(
 ) -> list[float]:
     """`fused` plus one more channel's weighted, floored z-scores (the temporal channel)."""
     return [f + weight * max(z, floor) for f, z in zip(fused, _signal(scores), strict=True)]
+
+
+def seat(order: list[int], entries: Sequence[int], place: int) -> tuple[list[int], int | None]:
+    """`order` with the first of `entries` (best first) that is not above `place` (1-based)
+    moved up to it, and the candidate moved (None: nothing to move, or `place` is 0)."""
+    if place < 1:
+        return order, None
+    above = set(order[: place - 1])
+    chosen = next((i for i in entries if i not in above), None)
+    if chosen is None or order.index(chosen) < place:
+        return order, None
+    rest = [i for i in order[place - 1 :] if i != chosen]
+    return [*order[: place - 1], chosen, *rest], chosen
 
 
 def ranks(scores: Sequence[float | None]) -> list[int | None]:

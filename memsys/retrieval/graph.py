@@ -147,6 +147,17 @@ def seeds(
     return weights
 
 
+@dataclass
+class Walk:
+    """The walk's chunks by PageRank, best first, and which of them is *the* entry about one
+    of the walked names: the only chunk (under the caller's filters) that opens with it — an
+    encyclopedia-style entry, a note about one thing. A conversation's turns are not entries
+    of their speaker: many turns open with the same name."""
+
+    hits: list[tuple[Key, float]] = field(default_factory=list)
+    entries: set[Key] = field(default_factory=set)
+
+
 def search(
     session: Session,
     seed_weights: dict[Key, float],
@@ -154,10 +165,10 @@ def search(
     as_of: datetime | None,
     pool: int,
     restart: float = RESTART,
-) -> list[tuple[Key, float]]:
+) -> Walk:
     """Chunks by PageRank personalised on `seed_weights`, best first."""
     if not seed_weights:
-        return []
+        return Walk()
     entities = list(seed_weights)
     statement = _sql(_NEIGHBOURS, as_of, where=sql_filters.where(filters, as_of))
     params = {
@@ -171,10 +182,16 @@ def search(
         for r in session.execute(statement, params)
     }
     if not edges:
-        return []
+        return Walk()
     scores = personalized_pagerank(edges, seed_weights, restart)
-    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0][1]))
-    return ranked[:pool]
+    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0][1]))[:pool]
+    about: dict[Key, list[Key]] = {}  # entity → the chunks opening with its name
+    for (chunk, entity), weight in edges.items():
+        if weight > 1:
+            about.setdefault(entity, []).append(chunk)
+    kept = {chunk for chunk, _ in ranked}
+    entries = {c[0] for c in about.values() if len(c) == 1 and c[0] in kept}
+    return Walk(ranked, entries)
 
 
 def personalized_pagerank(

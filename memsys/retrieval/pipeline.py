@@ -6,7 +6,6 @@ benchmark never changes the data. `as_of` makes every channel see only the rows 
 
 from __future__ import annotations
 
-import itertools
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -176,7 +175,7 @@ def retrieve(
     clock.lap("details_ms")
 
     graph_scores: dict[Key, float] = {}
-    graph_hits: list[tuple[Key, float]] = []
+    walk = graph.Walk()
     if weights.graph > 0 and keys:
         if not names.keys:  # a walk seeded only by the hits themselves mostly echoes them
             weights = replace(weights, graph=weights.graph * weights.graph_unnamed)
@@ -191,9 +190,9 @@ def retrieve(
             [(keys[i], 1.0 / rank) for rank, i in enumerate(best, start=1)],
             as_of,
         )
-        graph_hits = graph.search(session, seeds, given, as_of, pool, weights.graph_restart)
-        graph_scores = dict(graph_hits)
-        new = [k for k, _ in graph_hits if k not in rows]
+        walk = graph.search(session, seeds, given, as_of, pool, weights.graph_restart)
+        graph_scores = dict(walk.hits)
+        new = [k for k, _ in walk.hits if k not in rows]
         keys += _complete(session, embedding, terms, new, bm25, rows)
     clock.lap("graph_ms")
 
@@ -237,7 +236,10 @@ def retrieve(
     vec_rank = {k: i for i, (k, _) in enumerate(dense_hits, start=1)}
     fts_rank = {k: i for i, (k, _) in enumerate(lexical_hits, start=1)}
     bm25_max = sum(terms.idf)
-    order = sorted(range(len(keys)), key=lambda i: (-fused[i], -(sims[i] or 0.0), keys[i][1]))
+    unseated = sorted(range(len(keys)), key=lambda i: (-fused[i], -(sims[i] or 0.0), keys[i][1]))
+    at = {k: i for i, k in enumerate(keys)}
+    entries = [at[k] for k, _ in walk.hits if k in walk.entries and k in at]
+    order, seated = fusion.seat(unseated, entries, weights.entry_seat)
     chosen: list[int] = []
     seen_content: set[str] = set()
     duplicates: list[str] = []
@@ -257,9 +259,16 @@ def retrieve(
         if keys[i] in details  # a purge committed since the features were read
     ]
     # Scores read down the list never rise: a hit is never shown as more relevant than one
-    # ranked above it.
-    for above, below in itertools.pairwise(hits):
-        below.score = min(below.score, above.score)
+    # ranked above it. The seated entry (fusion.seat) shows its own relevance, capped by the
+    # hit above it, and does not lower the hits below it: its place is the walk's, not a
+    # judgement on theirs.
+    seated_id = None if seated is None else keys[seated][1]
+    above: Hit | None = None
+    for hit in hits:
+        if above is not None:
+            hit.score = min(hit.score, above.score)
+        if hit.id != seated_id:
+            above = hit
     clock.lap("fuse_ms")
     return Retrieval(
         hits=hits,
@@ -272,7 +281,7 @@ def retrieve(
                 **terms.trace(),
                 "hits": [{"id": k[1], "bm25": round(s, 6)} for k, s in lexical_hits],
             },
-            "graph": [{"id": k[1], "ppr": round(s, 8)} for k, s in graph_hits],
+            "graph": [{"id": k[1], "ppr": round(s, 8)} for k, s in walk.hits],
             "neighbours": [{"id": k[1], "share": round(s, 6)} for k, s in near.hits],
             "temporal": {
                 "ranges": [span.as_dict() for span in spans],
@@ -286,6 +295,10 @@ def retrieve(
             "query_subjects": names.subjects,
             "neighbour_gate": round(near.gate, 4),
             "neighbour_lift": None if near.lift is None else round(near.lift, 4),
+            # The entry the seat moved up, and its place in fused order before it moved.
+            "seated": None
+            if seated is None
+            else {"id": seated_id, "from": unseated.index(seated) + 1},
         },
         features=[
             (k[1], sims[i], lex[i], graph_scores.get(k, 0.0), near_scores.get(k, 0.0))

@@ -115,7 +115,14 @@ def locate(record: dict[str, Any], chunk_id: str) -> dict[str, Any]:
         "fused_score": fused[1] if fused else None,
         "returned_rank": returned[0] if returned else None,
     }
-    if returned:
+    seated = fusion.get("seated") or {}
+    if returned and seated.get("id") == chunk_id:
+        out["stage"] = "returned"
+        out["reason"] = (
+            f"returned at rank {returned[0]}: the entry seat moved it up from fused rank "
+            f"{seated['from']} (the walk's best entry about a name it went through)"
+        )
+    elif returned:
         out["stage"], out["reason"] = "returned", f"returned at rank {returned[0]}"
     elif not fused:
         out["stage"] = "retrieval"

@@ -4,6 +4,7 @@ name leads to the chunk that is *about* that name, not to every chunk naming it 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -187,3 +188,92 @@ def test_a_query_about_a_stored_entry_trusts_the_walk_more(embedder) -> None:
     assert found.fusion["graph"] == base * fusion.CURRENT.graph_subject
     assert found.fusion["query_subjects"] == 1
     assert plain.fusion["graph"] == base and plain.fusion["query_subjects"] == 0
+
+
+# Census figures of other cities: they share the question's words ("2011 census",
+# "population", "city") far more than the town's own entry does.
+CENSUS = [
+    f"Census figures: At the 2011 census the city of {city} had a population of {n} people."
+    for city, n in [
+        ("Orange", "39,000"),
+        ("Dubbo", "38,000"),
+        ("Bathurst", "33,000"),
+        ("Albury", "47,000"),
+        ("Tamworth", "41,000"),
+        ("Goulburn", "22,000"),
+        ("Wagga Wagga", "46,000"),
+        ("Lismore", "28,000"),
+        ("Armidale", "24,000"),
+        ("Queanbeyan", "37,000"),
+        ("Broken Hill", "19,000"),
+        ("Griffith", "25,000"),
+    ]
+]
+UNNAMED = (
+    "At the 2011 census, what was the population of the city where the retired Australian "
+    "race walker born in 1961 was born?"
+)
+
+
+def _hops_with_census(ns: str) -> tuple[str, str]:
+    # Unrelated notes after the town's entry: written next to the bridge, the town would
+    # come in through the neighbourhood channel instead of the walk.
+    town = store(TOWN, namespace=ns).id
+    for i in range(3):
+        store(f"Note {i}: the quarterly report {i} lists office supplies.", namespace=ns)
+    bridge = store(BRIDGE, namespace=ns).id
+    for text in PASSING + CENSUS:
+        store(text, namespace=ns)
+    return bridge, town
+
+
+def test_the_entry_a_hit_leads_to_gets_the_seat(embedder) -> None:
+    """The question never names the town: dense and BM25 agree on the bridge and on other
+    cities' census figures, and the town's entry ranks below them. The walk goes from the
+    bridge to the one memory about Young; the seat gives it the fifth place."""
+    ns = "hops-seat"
+    bridge, town = _hops_with_census(ns)
+    with session_scope() as s:
+        seated = pipeline.retrieve(s, UNNAMED, filters={"namespace": ns}, limit=8)
+        plain = pipeline.retrieve(
+            s,
+            UNNAMED,
+            filters={"namespace": ns},
+            limit=8,
+            weights=replace(fusion.CURRENT, entry_seat=0),
+        )
+    unseated = [i for i, _ in plain.ranked]
+    assert unseated[0] == bridge and unseated.index(town) >= fusion.CURRENT.entry_seat
+    assert plain.fusion["seated"] is None
+    got = [h.id for h in seated.hits]
+    assert got[fusion.CURRENT.entry_seat - 1] == town
+    assert seated.fusion["seated"] == {"id": town, "from": unseated.index(town) + 1}
+    # Everything else keeps its order; the seated hit's score is its own, capped by the one
+    # above, and the hits below it are not lowered by it.
+    assert [i for i in got if i != town] == [i for i in unseated if i != town][: len(got) - 1]
+    scores = {h.id: h.score for h in plain.hits}
+    after = seated.hits[fusion.CURRENT.entry_seat :]
+    assert after and all(h.score == scores[h.id] for h in after)
+    above = seated.hits[fusion.CURRENT.entry_seat - 2]
+    assert seated.hits[fusion.CURRENT.entry_seat - 1].score <= above.score
+
+
+def test_turns_opening_with_the_same_speaker_are_not_entries(embedder) -> None:
+    """A conversation's turns all open with their speaker: none is *the* entry about them."""
+    ns = "hops-turns"
+    turns = [
+        "Caroline: I went to the LGBTQ support group yesterday.",
+        "Caroline: The support group meets every Tuesday in Boston.",
+        "Caroline: I am researching adoption agencies now.",
+    ]
+    for text in turns:
+        store(text, namespace=ns)
+    with session_scope() as s:
+        found = pipeline.retrieve(
+            s, "What did Caroline do at the support group?", filters={"namespace": ns}, limit=3
+        )
+        walk = graph.search(
+            s, graph.seeds(s, graph.named(s, "Caroline", ns).keys, []), {"namespace": ns}, None, 10
+        )
+    assert len(walk.hits) == 3 and walk.entries == set()
+    assert found.fusion["seated"] is None

@@ -34,6 +34,18 @@ def test_zfuse_rewards_agreement_and_a_confident_channel() -> None:
     assert fusion.rrf(dense, lexical)[1] > fusion.rrf(dense, lexical)[2]
 
 
+def test_the_seat_moves_the_walks_best_entry_up_to_its_place_and_nothing_else() -> None:
+    order = [7, 3, 9, 1, 4, 8, 2, 6]
+    # Entries best first: 3 is already above the seat, so 6 (8th) takes the 5th place.
+    assert fusion.seat(order, [3, 6, 8], 5) == ([7, 3, 9, 1, 6, 4, 8, 2], 6)
+    assert fusion.seat(order, [8, 6], 5) == ([7, 3, 9, 1, 8, 4, 2, 6], 8)
+    # Already at or above its place, no entry, or the seat off: the order is untouched.
+    assert fusion.seat(order, [4], 5) == (order, None)
+    assert fusion.seat(order, [3, 9], 5) == (order, None)
+    assert fusion.seat(order, [], 5) == (order, None)
+    assert fusion.seat(order, [6], 0) == (order, None)
+
+
 def test_relevance_is_low_for_unrelated_hits(embedder) -> None:
     store("Never commit secrets to the repository", memory_type="golden_rule")
     store("The user prefers dark mode in every editor", memory_type="preference")
@@ -90,7 +102,7 @@ def _floor(ns: str, questions: list[tuple[str, set[str]]], k: int) -> dict[str, 
 
 def _assert_floor(scores: dict[str, float]) -> None:
     best = max(v for name, v in scores.items() if name != "fused")
-    assert scores["fused"] >= best - 0.01, scores
+    assert scores["fused"] >= best, scores
 
 
 def _bulk(ns: str, texts: list[str]) -> list[str]:

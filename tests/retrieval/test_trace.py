@@ -46,6 +46,17 @@ def test_locate_names_the_stage_for_each_fate() -> None:
     assert shape.locate(trace, "zz")["stage"] == "retrieval"
 
 
+def test_locate_says_when_the_entry_seat_placed_a_hit() -> None:
+    trace = record(
+        fusion={"version": "zfuse-5", "request": {"limit": 2}, "seated": {"id": "b", "from": 9}},
+        retrieved=[{"id": "a", "score": 0.9}, {"id": "b", "score": 0.3}],
+    )
+    seated = shape.locate(trace, "b")
+    assert seated["stage"] == "returned" and seated["returned_rank"] == 2
+    assert "entry seat moved it up from fused rank 9" in seated["reason"]
+    assert shape.locate(trace, "a")["reason"] == "returned at rank 1"
+
+
 def test_diff_of_equal_traces_is_empty() -> None:
     assert shape.diff(record(), record()) == {
         "identical": True,
