@@ -19,7 +19,6 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from scipy import sparse
 from sqlalchemy import TextClause, text
 from sqlalchemy.orm import Session
 
@@ -29,7 +28,6 @@ from memsys.retrieval import filters as sql_filters
 Key = tuple[str, str]
 HUB_CAP = 40
 RESTART = 0.3  # the default; fusion.Weights.graph_restart is what the pipeline passes
-ITERATIONS = 40  # leaves (1 − restart)^40 of the mass unconverged: 6e-7 at restart .3
 
 # The query's names that the store knows, hubs excluded (a name in most chunks — a speaker's
 # name in their own conversation — says nothing about which chunk is meant).
@@ -198,35 +196,43 @@ def personalized_pagerank(
     edges: dict[tuple[Key, Key], float], seed_weights: dict[Key, float], alpha: float = RESTART
 ) -> dict[Key, float]:
     """PageRank with restarts (probability `alpha`) to the seed entities on the bipartite
-    chunk–entity graph; returns the chunks' scores (a probability distribution over the
-    walk's positions).
+    chunk–entity graph; returns the chunks' scores (their share of the walk's stationary
+    distribution).
 
     `edges` maps (chunk, entity) to the mention's weight. A chunk passes its mass evenly to
     the names it mentions; a name passes its mass to the chunks mentioning it in proportion to
     the weight, so most of it goes to the chunk that is *about* the name (its subject,
-    weighted `mentions.SUBJECT_WEIGHT`) rather than to every chunk that names it in passing."""
+    weighted `mentions.SUBJECT_WEIGHT`) rather than to every chunk that names it in passing.
+    A seed with no edges (a hub the walk skips) sends its mass back to the seeds.
+
+    Solved exactly rather than iterated: every step from a name leads to a chunk and back to
+    a name, so the entities' scores solve a linear system the size of the entities (the
+    seeds, a few dozen), r_e = αs + (1−α)²·(chunk→entity)(entity→chunk)·r_e + (1−α)·s·(mass
+    on edgeless seeds), and each chunk's score is (1−α) times what its names send it."""
     chunks = sorted({c for c, _ in edges})
     entities = sorted({e for _, e in edges} | set(seed_weights))
     ci = {c: i for i, c in enumerate(chunks)}
-    ei = {e: len(chunks) + i for i, e in enumerate(entities)}
-    size = len(chunks) + len(entities)
-    pairs = list(edges)
-    rows = [ci[c] for c, _ in pairs] + [ei[e] for _, e in pairs]
-    cols = [ei[e] for _, e in pairs] + [ci[c] for c, _ in pairs]
-    values = [1.0] * len(pairs) + [edges[p] for p in pairs]
-    adjacency = sparse.csr_matrix((values, (rows, cols)), shape=(size, size), dtype=np.float64)
-    out_degree = np.asarray(adjacency.sum(axis=1)).ravel()
-    inverse = np.divide(1.0, out_degree, out=np.zeros(size), where=out_degree > 0)
-    transition = sparse.diags(inverse) @ adjacency
-    restart = np.zeros(size)
+    ei = {e: i for i, e in enumerate(entities)}
+    c_at = np.fromiter((ci[c] for c, _ in edges), dtype=np.intp, count=len(edges))
+    e_at = np.fromiter((ei[e] for _, e in edges), dtype=np.intp, count=len(edges))
+    to_entity = np.zeros((len(entities), len(chunks)))
+    to_entity[e_at, c_at] = 1.0  # each (chunk, entity) pair is one key of `edges`
+    to_entity /= to_entity.sum(axis=0)  # every chunk here has an edge
+    to_chunk = np.zeros((len(chunks), len(entities)))
+    to_chunk[c_at, e_at] = np.fromiter(edges.values(), dtype=np.float64, count=len(edges))
+    sent = to_chunk.sum(axis=0)
+    np.divide(to_chunk, sent, out=to_chunk, where=sent > 0)
+    restart = np.zeros(len(entities))
     for entity, weight in seed_weights.items():
         restart[ei[entity]] = weight
     restart /= restart.sum()
-    dangling = out_degree == 0
-    backward = transition.T  # built once: scipy makes a new matrix object per `.T`
-    rank = restart.copy()
-    for _ in range(ITERATIONS):
-        # Mass at a node with no edges (an isolated seed) returns to the seeds.
-        lost = rank[dangling].sum()
-        rank = alpha * restart + (1 - alpha) * (backward @ rank + lost * restart)
-    return {chunk: float(rank[ci[chunk]]) for chunk in chunks}
+    edgeless = (sent == 0).astype(np.float64)
+    stay = 1 - alpha
+    system = (
+        np.eye(len(entities))
+        - stay * stay * (to_entity @ to_chunk)
+        - stay * np.outer(restart, edgeless)
+    )
+    on_entities = np.linalg.solve(system, alpha * restart)
+    on_chunks = stay * (to_chunk @ on_entities)
+    return {chunk: float(on_chunks[i]) for i, chunk in enumerate(chunks)}
