@@ -118,9 +118,12 @@ def run_size(n: int, data: Path, work: Path) -> dict[str, Any]:
     return out
 
 
-def import_measured(out: dict[str, Any], timed: Any, bodies: list[str], source: Path) -> None:
+def import_measured(
+    out: dict[str, Any], timed: Any, bodies: list[str], source: Path, restore: bool = False
+) -> None:
     """Time the model alone on a sample of `bodies`, then the import of `source` (those
-    bodies) into an empty database, with the import's own embedding time measured inside."""
+    bodies) into an empty database, with the import's own embedding time measured inside
+    (`restore`: in restore mode, the vector index built once after the writes)."""
     from sqlalchemy import text
 
     from memsys.db import get_engine
@@ -156,7 +159,9 @@ def import_measured(out: dict[str, Any], timed: Any, bodies: list[str], source: 
         report = timed(
             "import",
             lambda: _in_session(
-                lambda s: service.import_from(s, source, dry_run=False, partial=False)
+                lambda s: service.import_from(
+                    s, source, dry_run=False, partial=False, restore=restore
+                )
             ),
         )
     finally:
@@ -174,7 +179,7 @@ def import_measured(out: dict[str, Any], timed: Any, bodies: list[str], source: 
     common.progress(f"{n}: imported at {out['import_per_s']}/s")
 
 
-def import_size(n: int, data: Path, work: Path) -> dict[str, Any]:
+def import_size(n: int, data: Path, work: Path, restore: bool = False) -> dict[str, Any]:
     """Import n memories with embedding from a JSON-lines snapshot of the bench_memory
     pool's texts (the vault's own mix has ~13k distinct texts): throughput against the
     model's, and the process's peak memory (the import streams; it never holds the file)."""
@@ -184,9 +189,9 @@ def import_size(n: int, data: Path, work: Path) -> dict[str, Any]:
     bodies = pool[:n]
     source = work / f"pool-{n}.jsonl"
     snapshot(source, bodies)
-    out: dict[str, Any] = {"memories": n, "loadavg_start": common.loadavg()}
+    out: dict[str, Any] = {"memories": n, "restore": restore, "loadavg_start": common.loadavg()}
     out["snapshot_mb"] = round(source.stat().st_size / 1048576, 1)
-    import_measured(out, _timer(out), bodies, source)
+    import_measured(out, _timer(out), bodies, source, restore)
     out["loadavg_end"] = common.loadavg()
     return out
 
@@ -331,6 +336,9 @@ def main() -> None:
         default="",
         help="e.g. 100000: import (with embedding) of the bench_memory pool's texts",
     )
+    parser.add_argument(
+        "--restore", action="store_true", help="the --import-sizes imports in restore mode"
+    )
     parser.add_argument("--lint-files", default="", help="e.g. 100000: lint only, no database")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
@@ -344,7 +352,9 @@ def main() -> None:
             results["sizes"].append(run_size(n, args.data_dir, work))
             common.write_json("vault.json", results)
         for n in (int(s) for s in args.import_sizes.split(",") if s):
-            results.setdefault("imports", []).append(import_size(n, args.data_dir, work))
+            results.setdefault("imports", []).append(
+                import_size(n, args.data_dir, work, args.restore)
+            )
             common.write_json("vault.json", results)
             print(json.dumps(results["imports"][-1], indent=1))
         for n in (int(s) for s in args.lint_files.split(",") if s):

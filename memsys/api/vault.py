@@ -95,6 +95,13 @@ async def import_(
     partial: Annotated[
         bool, Query(description="Import the valid records even when others have problems")
     ] = False,
+    restore: Annotated[
+        bool,
+        Query(
+            description="Drop the vector index first and build it once after the writes; "
+            "every other call on memories waits until the import commits (admin only)"
+        ),
+    ] = False,
 ) -> Any:
     """Import a memsys export sent as the body (the JSON document or JSON lines). Every
     record is checked first; with problems nothing is written (422, each problem with its
@@ -110,7 +117,7 @@ async def import_(
             text.decode(b"", final=True)
         except UnicodeDecodeError:
             raise HTTPException(400, "The body is not UTF-8 text") from None
-        result = await run_in_threadpool(_import, spool, dry_run, partial)
+        result = await run_in_threadpool(_import, spool, dry_run, partial, restore)
     if result.problem_count and not partial:
         shown = "; ".join(f"line {p.line}: {p.message}" for p in result.problems[:5])
         body = envelope.failure(
@@ -121,10 +128,10 @@ async def import_(
     return result
 
 
-def _import(spool: Path, dry_run: bool, partial: bool) -> ImportOut:
+def _import(spool: Path, dry_run: bool, partial: bool, restore: bool) -> ImportOut:
     try:
         with session_scope() as session:
-            result = service.import_from(session, spool, dry_run, partial)
+            result = service.import_from(session, spool, dry_run, partial, restore)
     except MemsysError as exc:  # name the body, not the server's temporary file
         raise type(exc)(exc.message.replace(str(spool), "body")) from None
     for p in result.problems:  # the client never saw the temporary file's name

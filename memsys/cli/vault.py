@@ -105,6 +105,14 @@ def import_command(
         bool,
         typer.Option("--partial", help="Import the valid records even when others have problems."),
     ] = False,
+    restore: Annotated[
+        bool,
+        typer.Option(
+            "--restore",
+            help="Drop the vector index first and build it once after the writes (faster for "
+            "large imports); every other call on memories waits until the import commits.",
+        ),
+    ] = False,
     as_json: Json = False,
 ) -> None:
     """Import a snapshot: every record checked first; problems listed with file and line and
@@ -112,7 +120,7 @@ def import_command(
     from memsys.vault import service
 
     with _readable(path) as where:
-        result = in_session(lambda s: service.import_from(s, where, dry_run, partial))
+        result = in_session(lambda s: service.import_from(s, where, dry_run, partial, restore))
     emit(result, as_json, _imported)
     if result.problem_count and not partial:
         raise refuse(

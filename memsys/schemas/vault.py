@@ -54,6 +54,15 @@ class ImportIn(Input):
         bool,
         Field(description="Import the valid records even when others have problems"),
     ] = False
+    restore: Annotated[
+        bool,
+        Field(
+            description="Restore mode, for loading a database nobody is using: the vector "
+            "index is dropped first and built once after the writes (faster for large "
+            "imports), and every other call on memories waits until the import commits. "
+            "Admin only; not with dry_run"
+        ),
+    ] = False
 
 
 class ImportCounts(Output):

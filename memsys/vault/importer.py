@@ -11,6 +11,7 @@ changed memories become new versions. Only the two passes' id sets are held in m
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from memsys.vault import apply, records
+from memsys.vault import restore as restore_mode
 from memsys.vault.files import Snapshot
 from memsys.vault.records import Located, Problem, Record
 
@@ -219,14 +221,23 @@ def validate(session: Session, snapshot: Snapshot) -> tuple[_Seen, list[Problem]
 
 
 def run(
-    session: Session, snapshot: Snapshot, dry_run: bool = False, partial: bool = False
+    session: Session,
+    snapshot: Snapshot,
+    dry_run: bool = False,
+    partial: bool = False,
+    restore: bool = False,
 ) -> Report:
-    """Check the snapshot, then (unless told not to, or refused) apply it in this session."""
+    """Check the snapshot, then (unless told not to, or refused) apply it in this session;
+    `restore`: with the vector index built once after the writes (memsys/vault/restore.py)."""
     report = Report(dry_run=dry_run, partial=partial)
     seen, report.problems = validate(session, snapshot)
     if report.problems and not partial:
         return report
-    with apply.Plan(session, dry_run, report) as plan:
+    deferred = restore and not dry_run
+    with (
+        restore_mode.vector_index_built_after(session) if deferred else nullcontext(),
+        apply.Plan(session, dry_run, report) as plan,
+    ):
         batch: list[Record] = []
         for rec in _checked(snapshot, _Seen(), []):
             if rec["kind"] == "memory" and rec["id"] not in seen.bad:

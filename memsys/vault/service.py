@@ -13,8 +13,8 @@ from typing import Any, TextIO
 
 from sqlalchemy.orm import Session
 
-from memsys import regular_files
-from memsys.errors import InvalidInput
+from memsys import regular_files, tenancy
+from memsys.errors import InvalidInput, Protected
 from memsys.schemas.vault import (
     MAX_LISTED,
     DiffIn,
@@ -86,12 +86,26 @@ def export_to(
 
 def import_(session: Session, params: ImportIn) -> ImportOut:
     """Check a snapshot and (unless dry_run, or it has problems and partial is off) apply it."""
-    return import_from(session, resolved(params.path), params.dry_run, params.partial)
+    return import_from(
+        session, resolved(params.path), params.dry_run, params.partial, params.restore
+    )
 
 
-def import_from(session: Session, where: Path, dry_run: bool, partial: bool) -> ImportOut:
+def import_from(
+    session: Session, where: Path, dry_run: bool, partial: bool, restore: bool = False
+) -> ImportOut:
+    if restore and dry_run:
+        raise InvalidInput(
+            "restore mode applies to an import that writes: a dry run writes nothing "
+            "(set dry_run to false)"
+        )
+    if restore and not tenancy.current().admin:
+        raise Protected(
+            "restore mode locks every namespace's memories until the import commits: it "
+            "needs the admin token"
+        )
     snapshot = files.open_snapshot(where)
-    report = importer.run(session, snapshot, dry_run=dry_run, partial=partial)
+    report = importer.run(session, snapshot, dry_run=dry_run, partial=partial, restore=restore)
     data = report.as_dict()
     data["problem_count"] = len(data["problems"])
     data["problems"] = data["problems"][:MAX_LISTED]

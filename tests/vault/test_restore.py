@@ -1,0 +1,123 @@
+"""Restore mode: the vector index dropped at the start of the import's transaction and built
+once after the writes, from its own definition; a failed import gives it back with the
+rollback; refused for a dry run and for a scoped token; the same flag on every front."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import event, text
+
+from memsys import runner, tenancy
+from memsys.db import get_engine, session_scope
+from memsys.errors import InvalidInput, Protected
+from memsys.mcp.server import call
+from memsys.operations import BY_NAME
+from memsys.retrieval import pipeline
+from memsys.schemas.vault import ImportIn
+from memsys.vault import apply, service
+from tests.cli.helpers import run
+from tests.conftest import table_counts
+from tests.vault.helpers import import_
+from tests.vault.test_import_batches import TOPICS, memory, write_jsonl
+
+
+def vector_indexes() -> list[tuple[str, str]]:
+    with session_scope() as s:
+        rows = s.execute(
+            text(
+                "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'chunk' "
+                "AND indexdef LIKE '% USING hnsw %' ORDER BY indexname"
+            )
+        )
+        return [(r.indexname, r.indexdef) for r in rows]
+
+
+def snapshot(path: Path) -> Path:
+    write_jsonl(path, [memory(i, body) for i, body in enumerate(TOPICS)])
+    return path
+
+
+def test_restore_builds_the_vector_index_once_after_the_writes(
+    tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = vector_indexes()
+    assert before  # the migrations made one
+    statements: list[str] = []
+
+    def seen(conn: Any, cursor: Any, sql: str, *args: Any) -> None:
+        head = sql.lstrip()[:40].upper()
+        if head.startswith(("DROP INDEX", "CREATE INDEX", "INSERT INTO CHUNK")):
+            statements.append(head.split(" (")[0].split()[0] + " " + head.split()[1])
+
+    monkeypatch.setattr("memsys.vault.importer.BATCH", 4)  # several batches of memories
+    event.listen(get_engine(), "before_cursor_execute", seen)
+    try:
+        report = import_(snapshot(tmp_path / "snap.jsonl"), restore=True)
+    finally:
+        event.remove(get_engine(), "before_cursor_execute", seen)
+    assert report.applied and report.memories.new == len(TOPICS)
+    drops, builds = statements.count("DROP INDEX"), statements.count("CREATE INDEX")
+    assert drops == builds == len(before)
+    inserts = [i for i, s in enumerate(statements) if s == "INSERT INTO"]
+    assert len(inserts) > 1
+    dropped, built = statements.index("DROP INDEX"), statements.index("CREATE INDEX")
+    assert dropped < inserts[0] < inserts[-1] < built
+    assert vector_indexes() == before  # built again from its own definition
+    with session_scope() as s:
+        found = pipeline.retrieve(s, "which editor theme does Alice like", limit=3)
+    assert found.hits[0].content == TOPICS[2]
+
+
+def test_a_failed_restore_gives_the_index_back_and_writes_nothing(
+    tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before, counts = vector_indexes(), table_counts()
+    written = apply.Plan.memories
+
+    def fail_on_second(self: apply.Plan, batch: list[Any]) -> None:
+        if self.report.memories.new:
+            raise InvalidInput("the disk filled up")
+        written(self, batch)
+
+    monkeypatch.setattr("memsys.vault.importer.BATCH", 4)
+    monkeypatch.setattr(apply.Plan, "memories", fail_on_second)
+    with pytest.raises(InvalidInput, match="the disk filled up"):
+        import_(snapshot(tmp_path / "snap.jsonl"), restore=True)
+    assert vector_indexes() == before
+    assert table_counts() == counts
+
+
+def test_restore_is_refused_for_a_dry_run_and_for_a_scoped_token(tmp_path: Path) -> None:
+    path = snapshot(tmp_path / "snap.jsonl")
+    counts = table_counts()
+    with pytest.raises(InvalidInput, match="a dry run writes nothing"):
+        import_(path, restore=True, dry_run=True)
+    scope = tenancy.Scope(read=("project:*",), write=("project:*",), token_id="tok_restore")
+    with tenancy.using(scope), pytest.raises(Protected, match="needs the admin token"):
+        runner.execute(
+            service.import_, ImportIn, {"path": str(path), "dry_run": False, "restore": True}
+        )
+    assert table_counts() == counts
+    assert vector_indexes()
+
+
+def test_every_front_takes_the_restore_flag(
+    tmp_path: Path, embedder: Any, client: TestClient
+) -> None:
+    path = snapshot(tmp_path / "snap.jsonl")
+    mcp = call(BY_NAME["memory_import"], {"path": str(path), "restore": True})
+    assert not mcp["success"] and "dry run" in mcp["error"]  # MCP imports are dry by default
+    mcp = call(BY_NAME["memory_import"], {"path": str(path), "restore": True, "dry_run": False})
+    assert mcp["success"] and mcp["data"]["memories"]["new"] == len(TOPICS)
+    body = path.read_bytes().replace(b'"mem_0', b'"mem_1')  # other ids, the same texts
+    rest = client.post("/v1/import", params={"restore": True}, content=body)
+    assert rest.status_code == 200 and rest.json()["memories"]["duplicate"] == len(TOPICS)
+    refused = client.post("/v1/import", params={"restore": True, "dry_run": True}, content=body)
+    assert refused.status_code == 422 and "dry run" in refused.json()["error"]
+    cli = run("import", str(path), "--restore")
+    assert cli.exit_code == 0 and "unchanged" in cli.stdout, cli.output
+    assert vector_indexes()
