@@ -15,7 +15,7 @@ here must change it.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, replace
 
 # zfuse-5: zfuse-4 with the entry seat (`entry_seat`). zfuse-4: zfuse-3 with the
@@ -139,17 +139,23 @@ def add_channel(
     return [f + weight * max(z, floor) for f, z in zip(fused, _signal(scores), strict=True)]
 
 
-def seat(order: list[int], entries: Sequence[int], place: int) -> tuple[list[int], int | None]:
-    """`order` with the first of `entries` (best first) that is not above `place` (1-based)
-    moved up to it, and the candidate moved (None: nothing to move, or `place` is 0)."""
+def seat(
+    order: list[int], entries: Sequence[int], place: int, skipped: Collection[int] = ()
+) -> tuple[list[int], int | None]:
+    """`order` with the first of `entries` (best first) that is not among the first
+    `place` − 1 moved up to the `place`-th (1-based), and the candidate moved (None: nothing
+    to move, or `place` is 0). Places count only candidates not in `skipped` (the copies
+    dedup will drop), which are never moved."""
     if place < 1:
         return order, None
-    above = set(order[: place - 1])
-    chosen = next((i for i in entries if i not in above), None)
-    if chosen is None or order.index(chosen) < place:
+    counted = [i for i in order if i not in skipped]
+    above = counted[: place - 1]
+    chosen = next((i for i in entries if i not in above and i not in skipped), None)
+    if chosen is None or counted.index(chosen) < place:
         return order, None
-    rest = [i for i in order[place - 1 :] if i != chosen]
-    return [*order[: place - 1], chosen, *rest], chosen
+    rest = [i for i in order if i != chosen]
+    at = rest.index(above[-1]) + 1 if above else 0
+    return [*rest[:at], chosen, *rest[at:]], chosen
 
 
 def ranks(scores: Sequence[float | None]) -> list[int | None]:

@@ -205,12 +205,40 @@ def personalized_pagerank(
     weighted `mentions.SUBJECT_WEIGHT`) rather than to every chunk that names it in passing.
     A seed with no edges (a hub the walk skips) sends its mass back to the seeds.
 
-    Solved exactly rather than iterated: every step from a name leads to a chunk and back to
-    a name, so the entities' scores solve a linear system the size of the entities (the
-    seeds, a few dozen), r_e = αs + (1−α)²·(chunk→entity)(entity→chunk)·r_e + (1−α)·s·(mass
-    on edgeless seeds), and each chunk's score is (1−α) times what its names send it."""
+    Solved exactly rather than iterated. Every step from a name leads to a chunk and back to
+    a name, so with M = (chunk→entity)(entity→chunk) the entities' scores solve
+    r = αs + (1−α)²·M·r + (1−α)·s·(mass on edgeless seeds). No edge crosses a namespace, so
+    y = (I − (1−α)²M)⁻¹·s is solved one namespace at a time (a few dozen names each), and the
+    edgeless seeds' term only rescales it: r = α·y / (1 − (1−α)·Σ y over them), where y is s.
+    A chunk's score is (1−α) times what its names send it."""
+    total = sum(seed_weights.values())
+    stay = 1 - alpha
+    by_namespace: dict[str, dict[tuple[Key, Key], float]] = {}
+    if len({chunk[0] for chunk, _ in edges}) == 1:  # the usual case: no grouping to do
+        by_namespace[""] = edges
+    else:
+        for pair, weight in edges.items():
+            by_namespace.setdefault(pair[0][0], {})[pair] = weight
+    linked = {e for _, e in edges}
+    edgeless = sum(w for e, w in seed_weights.items() if e not in linked) / total
+    scale = alpha / (1 - stay * edgeless)
+    out: dict[Key, float] = {}
+    for part in by_namespace.values():
+        chunks, sent_on = _walk_block(part, seed_weights, total, stay)
+        out.update(zip(chunks, (stay * scale * sent_on).tolist(), strict=True))
+    return out
+
+
+def _walk_block(
+    edges: dict[tuple[Key, Key], float],
+    seed_weights: dict[Key, float],
+    total: float,
+    stay: float,
+) -> tuple[list[Key], np.ndarray]:
+    """One namespace's chunks and what their names send them: (entity→chunk)·y, with
+    y = (I − stay²·M)⁻¹·s over the block's entities (s: their share of the restart)."""
     chunks = sorted({c for c, _ in edges})
-    entities = sorted({e for _, e in edges} | set(seed_weights))
+    entities = sorted({e for _, e in edges})
     ci = {c: i for i, c in enumerate(chunks)}
     ei = {e: i for i, e in enumerate(entities)}
     c_at = np.fromiter((ci[c] for c, _ in edges), dtype=np.intp, count=len(edges))
@@ -220,19 +248,7 @@ def personalized_pagerank(
     to_entity /= to_entity.sum(axis=0)  # every chunk here has an edge
     to_chunk = np.zeros((len(chunks), len(entities)))
     to_chunk[c_at, e_at] = np.fromiter(edges.values(), dtype=np.float64, count=len(edges))
-    sent = to_chunk.sum(axis=0)
-    np.divide(to_chunk, sent, out=to_chunk, where=sent > 0)
-    restart = np.zeros(len(entities))
-    for entity, weight in seed_weights.items():
-        restart[ei[entity]] = weight
-    restart /= restart.sum()
-    edgeless = (sent == 0).astype(np.float64)
-    stay = 1 - alpha
-    system = (
-        np.eye(len(entities))
-        - stay * stay * (to_entity @ to_chunk)
-        - stay * np.outer(restart, edgeless)
-    )
-    on_entities = np.linalg.solve(system, alpha * restart)
-    on_chunks = stay * (to_chunk @ on_entities)
-    return {chunk: float(on_chunks[i]) for i, chunk in enumerate(chunks)}
+    to_chunk /= to_chunk.sum(axis=0)  # every entity here has an edge
+    restart = np.array([seed_weights.get(e, 0.0) / total for e in entities])
+    system = np.eye(len(entities)) - stay * stay * (to_entity @ to_chunk)
+    return chunks, to_chunk @ np.linalg.solve(system, restart)

@@ -66,7 +66,9 @@ class Hit:
     doc_type: str
     content: str
     token_count: int
-    score: float  # relevance in [0, 1] (fusion.relevance), non-increasing down the list
+    # relevance in [0, 1] (fusion.relevance), non-increasing down the list except for the
+    # entry the seat placed (Retrieval.fusion["seated"]), which shows its own
+    score: float
     similarity: float | None
     vec_rank: int | None
     fts_rank: int | None
@@ -237,18 +239,23 @@ def retrieve(
     fts_rank = {k: i for i, (k, _) in enumerate(lexical_hits, start=1)}
     bm25_max = sum(terms.idf)
     unseated = sorted(range(len(keys)), key=lambda i: (-fused[i], -(sims[i] or 0.0), keys[i][1]))
+    # The same text twice: the better-ranked copy is kept, the others are left out.
+    seen_content: set[str] = set()
+    copies: set[int] = set()
+    for i in unseated:
+        digest = rows[keys[i]]["content_hash"]
+        if digest in seen_content:
+            copies.add(i)
+        seen_content.add(digest)
     at = {k: i for i, k in enumerate(keys)}
     entries = [at[k] for k, _ in walk.hits if k in walk.entries and k in at]
-    order, seated = fusion.seat(unseated, entries, weights.entry_seat)
+    order, seated = fusion.seat(unseated, entries, weights.entry_seat, copies)
     chosen: list[int] = []
-    seen_content: set[str] = set()
     duplicates: list[str] = []
     for i in order:
-        digest = rows[keys[i]]["content_hash"]
-        if digest in seen_content:  # the same text twice: keep the better one
+        if i in copies:
             duplicates.append(keys[i][1])
             continue
-        seen_content.add(digest)
         chosen.append(i)
         if len(chosen) == limit:
             break

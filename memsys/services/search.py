@@ -167,7 +167,7 @@ def search_with_filters(session: Session, params: SearchWithFiltersIn) -> Search
 @retrieval_only
 @before_transaction(embed_query_of)
 def search_with_budget(session: Session, params: SearchWithBudgetIn) -> SearchBudgetOut:
-    """The best results whose content fits in max_tokens, highest score first.
+    """The best results whose content fits in max_tokens, in ranked order.
 
     A result too large for what is left is skipped (a smaller, lower-ranked one may still
     fit); `truncated_count` says how many candidates were left out.

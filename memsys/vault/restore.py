@@ -4,19 +4,25 @@ An HNSW index grows one insertion at a time, and each costs more as the index gr
 project's 2-core machine, a 100k import spends a fifth of its CPU in the server, most of it
 there (benchmarks/README.md). Restore mode drops the `chunk` table's HNSW indexes at the
 start of the import's transaction and creates them again, from their own definitions, once
-every record is written. Dropping an index locks the table: until the import commits, every
-other call that reads or writes memories waits (and gives up at its statement limit). So it
-is for loading a database nobody is using — a restore — and asked for by name. A failed
-import rolls back with its transaction, the indexes included.
+every record is written — over the whole table, memories already stored included. Dropping
+an index takes the table for itself: until the import commits, every other call that reads
+or writes memories waits (and gives up at its statement limit). So it is for loading a
+database nobody is using — a restore — and asked for by name. A failed import rolls back
+with its transaction, the indexes included.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from psycopg import errors as pg_errors
 from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
+
+from memsys.errors import Conflict
 
 _VECTOR_INDEXES = text(
     """
@@ -26,9 +32,32 @@ _VECTOR_INDEXES = text(
     ORDER BY indexname
     """
 )
-# What the build may use: pgvector builds the graph in memory when it fits (~0.5 GB for 100k
-# memories of 384 dimensions) and far more slowly when it does not.
-BUILD_MEMORY = "1GB"
+_SETTINGS = text(
+    "SELECT current_setting('lock_timeout') AS lock_timeout, "
+    "current_setting('statement_timeout') AS statement_timeout"
+)
+_SET = text("SELECT set_config(:name, :value, true)")
+# How long the drop waits for calls already using the table before it gives up: new calls
+# queue behind a waiting drop, so it must not wait long.
+LOCK_WAIT = "5s"
+# What the build may use, raised, never lowered: pgvector builds the graph in memory when it
+# fits (~0.5 GB for 100k memories of 384 dimensions) and far more slowly when it does not.
+_BUILD_MEMORY = text(
+    """
+    SELECT set_config('maintenance_work_mem', greatest(
+        pg_size_bytes(current_setting('maintenance_work_mem')), pg_size_bytes(:memory)
+    ) / 1024 || 'kB', true)
+    """
+)
+
+
+def build_memory() -> str:
+    """1 GB, or an eighth of this machine's memory where that is less (never below 64 MB)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return "1GB"
+    return f"{max(64, min(1024, total // 8 // 2**20))}MB"
 
 
 @contextmanager
@@ -37,18 +66,26 @@ def vector_index_built_after(session: Session) -> Iterator[None]:
     session's transaction; an error in the block leaves the build undone and the drop to
     the rollback)."""
     indexes = session.execute(_VECTOR_INDEXES).all()
-    for row in indexes:
-        session.execute(text(f"DROP INDEX {row.name}"))
+    before = session.execute(_SETTINGS).one()
+    session.execute(_SET, {"name": "lock_timeout", "value": LOCK_WAIT})
+    try:
+        for row in indexes:
+            session.execute(text(f"DROP INDEX {row.name}"))
+    except OperationalError as exc:
+        if not isinstance(exc.orig, pg_errors.LockNotAvailable):
+            raise
+        raise Conflict(
+            f"restore mode needs the memories to itself, and other calls kept using them for "
+            f"{LOCK_WAIT}: stop them (or import without restore mode) and try again"
+        ) from None
+    session.execute(_SET, {"name": "lock_timeout", "value": before.lock_timeout})
     yield
-    limit = session.scalar(text("SELECT current_setting('statement_timeout')"))
     # One statement builds the whole index: bounded by the data, not by a request's limit.
-    session.execute(
-        text(
-            "SELECT set_config('statement_timeout', '0', true), "
-            "set_config('maintenance_work_mem', :memory, true)"
-        ),
-        {"memory": BUILD_MEMORY},
-    )
+    # No parallel helpers: they need shared memory the size of the build's (a container's
+    # /dev/shm is often 64 MB, and the build would fail after the whole import).
+    session.execute(_SET, {"name": "statement_timeout", "value": "0"})
+    session.execute(_SET, {"name": "max_parallel_maintenance_workers", "value": "0"})
+    session.execute(_BUILD_MEMORY, {"memory": build_memory()})
     for row in indexes:
-        session.execute(text(row.indexdef))
-    session.execute(text("SELECT set_config('statement_timeout', :v, true)"), {"v": limit})
+        session.connection().exec_driver_sql(row.indexdef)
+    session.execute(_SET, {"name": "statement_timeout", "value": before.statement_timeout})

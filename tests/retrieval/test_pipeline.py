@@ -44,6 +44,10 @@ def test_the_seat_moves_the_walks_best_entry_up_to_its_place_and_nothing_else() 
     assert fusion.seat(order, [3, 9], 5) == (order, None)
     assert fusion.seat(order, [], 5) == (order, None)
     assert fusion.seat(order, [6], 0) == (order, None)
+    # Copies dedup will drop take no place: with 3 and 9 left out, the 5th place is after 8,
+    # and a copy is never seated.
+    assert fusion.seat(order, [6], 5, {3, 9}) == ([7, 3, 9, 1, 4, 8, 6, 2], 6)
+    assert fusion.seat(order, [2, 6], 5, {2}) == ([7, 3, 9, 1, 6, 4, 8, 2], 6)
 
 
 def test_relevance_is_low_for_unrelated_hits(embedder) -> None:

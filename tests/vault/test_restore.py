@@ -13,12 +13,12 @@ from sqlalchemy import event, text
 
 from memsys import runner, tenancy
 from memsys.db import get_engine, session_scope
-from memsys.errors import InvalidInput, Protected
+from memsys.errors import Conflict, InvalidInput, Protected
 from memsys.mcp.server import call
 from memsys.operations import BY_NAME
 from memsys.retrieval import pipeline
 from memsys.schemas.vault import ImportIn
-from memsys.vault import apply, service
+from memsys.vault import apply, restore, service
 from tests.cli.helpers import run
 from tests.conftest import table_counts
 from tests.vault.helpers import import_
@@ -30,7 +30,8 @@ def vector_indexes() -> list[tuple[str, str]]:
         rows = s.execute(
             text(
                 "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'chunk' "
-                "AND indexdef LIKE '% USING hnsw %' ORDER BY indexname"
+                "AND schemaname = current_schema() AND indexdef LIKE '% USING hnsw %' "
+                "ORDER BY indexname"
             )
         )
         return [(r.indexname, r.indexdef) for r in rows]
@@ -89,6 +90,23 @@ def test_a_failed_restore_gives_the_index_back_and_writes_nothing(
         import_(snapshot(tmp_path / "snap.jsonl"), restore=True)
     assert vector_indexes() == before
     assert table_counts() == counts
+
+
+def test_restore_gives_up_quickly_while_another_call_uses_the_memories(
+    tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The drop waits a moment for calls in flight, then refuses: new calls would queue
+    behind a drop that waits, for as long as it waits."""
+    path = snapshot(tmp_path / "snap.jsonl")
+    before, counts = vector_indexes(), table_counts()
+    monkeypatch.setattr(restore, "LOCK_WAIT", "300ms")
+    with get_engine().connect() as reader:
+        reader.execute(text("SELECT count(*) FROM chunk"))  # its transaction stays open
+        with pytest.raises(Conflict, match="needs the memories to itself"):
+            import_(path, restore=True)
+    assert vector_indexes() == before
+    assert table_counts() == counts
+    assert import_(path, restore=True).memories.new == len(TOPICS)  # once it is alone
 
 
 def test_restore_is_refused_for_a_dry_run_and_for_a_scoped_token(tmp_path: Path) -> None:
