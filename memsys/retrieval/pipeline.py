@@ -239,14 +239,7 @@ def retrieve(
     fts_rank = {k: i for i, (k, _) in enumerate(lexical_hits, start=1)}
     bm25_max = sum(terms.idf)
     unseated = sorted(range(len(keys)), key=lambda i: (-fused[i], -(sims[i] or 0.0), keys[i][1]))
-    # The same text twice: the better-ranked copy is kept, the others are left out.
-    seen_content: set[str] = set()
-    copies: set[int] = set()
-    for i in unseated:
-        digest = rows[keys[i]]["content_hash"]
-        if digest in seen_content:
-            copies.add(i)
-        seen_content.add(digest)
+    copies = _copies(unseated, keys, rows)
     at = {k: i for i, k in enumerate(keys)}
     entries = [at[k] for k, _ in walk.hits if k in walk.entries and k in at]
     order, seated = fusion.seat(unseated, entries, weights.entry_seat, copies)
@@ -265,17 +258,8 @@ def retrieve(
         for i in chosen
         if keys[i] in details  # a purge committed since the features were read
     ]
-    # Scores read down the list never rise: a hit is never shown as more relevant than one
-    # ranked above it. The seated entry (fusion.seat) shows its own relevance, capped by the
-    # hit above it, and does not lower the hits below it: its place is the walk's, not a
-    # judgement on theirs.
     seated_id = None if seated is None else keys[seated][1]
-    above: Hit | None = None
-    for hit in hits:
-        if above is not None:
-            hit.score = min(hit.score, above.score)
-        if hit.id != seated_id:
-            above = hit
+    _never_rising(hits, seated_id)
     clock.lap("fuse_ms")
     return Retrieval(
         hits=hits,
@@ -315,6 +299,31 @@ def retrieve(
         duplicates=duplicates,
         temporal=[time_scores.get(k, 0.0) for k in keys],
     )
+
+
+def _copies(order: list[int], keys: list[Key], rows: dict[Key, Any]) -> set[int]:
+    """The candidates whose text a better-ranked one already has (dedup leaves them out)."""
+    seen: set[str] = set()
+    copies: set[int] = set()
+    for i in order:
+        digest = rows[keys[i]]["content_hash"]
+        if digest in seen:
+            copies.add(i)
+        seen.add(digest)
+    return copies
+
+
+def _never_rising(hits: list[Hit], seated_id: str | None) -> None:
+    """Scores read down the list never rise: a hit is never shown as more relevant than one
+    ranked above it. The seated entry (fusion.seat) shows its own relevance, capped by the
+    hit above it, and does not lower the hits below it: its place is the walk's, not a
+    judgement on theirs."""
+    above: Hit | None = None
+    for hit in hits:
+        if above is not None:
+            hit.score = min(hit.score, above.score)
+        if hit.id != seated_id:
+            above = hit
 
 
 def _similarity(row: Any) -> float | None:
