@@ -96,8 +96,8 @@ def import_from(
 ) -> ImportOut:
     if restore and dry_run:
         raise InvalidInput(
-            "restore mode applies to an import that writes: a dry run writes nothing "
-            "(set dry_run to false)"
+            "restore mode applies to an import that writes, and a dry run writes nothing: "
+            "drop --dry-run (REST and MCP: dry_run=false)"
         )
     if restore and not tenancy.current().admin:
         raise Protected(

@@ -138,4 +138,6 @@ def test_every_front_takes_the_restore_flag(
     assert refused.status_code == 422 and "dry run" in refused.json()["error"]
     cli = run("import", str(path), "--restore")
     assert cli.exit_code == 0 and "unchanged" in cli.stdout, cli.output
+    dry = run("import", str(path), "--restore", "--dry-run")
+    assert dry.exit_code == 2 and "drop --dry-run" in dry.output
     assert vector_indexes()
