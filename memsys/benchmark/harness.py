@@ -122,14 +122,15 @@ def rankings(session: Session, ns: str, corpus: Corpus, query: str) -> dict[str,
 
 
 def _unseated(found: pipeline.Retrieval) -> list[str]:
-    """The fused order as it was before the entry seat moved a hit up (duplicates left out)."""
-    order = [i for i, _ in found.ranked]
+    """The fused order as it was before the entry seat moved a hit up (duplicates left out,
+    as the seat's places count them)."""
+    dropped = set(found.duplicates)
+    order = [i for i, _ in found.ranked if i not in dropped]
     seated = found.fusion.get("seated")
     if seated:
         order.remove(seated["id"])
         order.insert(seated["from"] - 1, seated["id"])
-    dropped = set(found.duplicates)
-    return [i for i in order if i not in dropped]
+    return order
 
 
 _ANALYSED = text(

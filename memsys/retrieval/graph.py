@@ -248,7 +248,7 @@ def _walk_block(
     to_entity /= to_entity.sum(axis=0)  # every chunk here has an edge
     to_chunk = np.zeros((len(chunks), len(entities)))
     to_chunk[c_at, e_at] = np.fromiter(edges.values(), dtype=np.float64, count=len(edges))
-    to_chunk /= to_chunk.sum(axis=0)  # every entity here has an edge
+    to_chunk /= to_chunk.sum(axis=0)  # every entity here has an edge (weights 1 or 4)
     restart = np.array([seed_weights.get(e, 0.0) / total for e in entities])
     system = np.eye(len(entities)) - stay * stay * (to_entity @ to_chunk)
     return chunks, to_chunk @ np.linalg.solve(system, restart)

@@ -242,7 +242,8 @@ def retrieve(
     copies = _copies(unseated, keys, rows)
     at = {k: i for i, k in enumerate(keys)}
     entries = [at[k] for k, _ in walk.hits if k in walk.entries and k in at]
-    order, seated = fusion.seat(unseated, entries, weights.entry_seat, copies)
+    place = weights.entry_seat if limit >= weights.entry_seat else 0  # a seat past the cut
+    order, seated = fusion.seat(unseated, entries, place, copies)
     chosen: list[int] = []
     duplicates: list[str] = []
     for i in order:
@@ -286,10 +287,14 @@ def retrieve(
             "query_subjects": names.subjects,
             "neighbour_gate": round(near.gate, 4),
             "neighbour_lift": None if near.lift is None else round(near.lift, 4),
-            # The entry the seat moved up, and its place in fused order before it moved.
+            # The entry the seat moved up, and its place before it moved (copies dedup left
+            # out are not counted, as the seat does not count them).
             "seated": None
             if seated is None
-            else {"id": seated_id, "from": unseated.index(seated) + 1},
+            else {
+                "id": seated_id,
+                "from": [i for i in unseated if i not in copies].index(seated) + 1,
+            },
         },
         features=[
             (k[1], sims[i], lex[i], graph_scores.get(k, 0.0), near_scores.get(k, 0.0))

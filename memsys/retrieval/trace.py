@@ -119,7 +119,7 @@ def locate(record: dict[str, Any], chunk_id: str) -> dict[str, Any]:
     if returned and seated.get("id") == chunk_id:
         out["stage"] = "returned"
         out["reason"] = (
-            f"returned at rank {returned[0]}: the entry seat moved it up from fused rank "
+            f"returned at rank {returned[0]}: the entry seat moved it up from place "
             f"{seated['from']} (the walk's best entry about a name it went through)"
         )
     elif returned:

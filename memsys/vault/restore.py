@@ -13,7 +13,6 @@ with its transaction, the indexes included.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -22,6 +21,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
+from memsys import db
+from memsys.config import get_settings
 from memsys.errors import Conflict
 
 _VECTOR_INDEXES = text(
@@ -52,12 +53,12 @@ _BUILD_MEMORY = text(
 
 
 def build_memory() -> str:
-    """1 GB, or an eighth of this machine's memory where that is less (never below 64 MB)."""
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
+    """1 GB; with the embedded server (on this machine) an eighth of its memory or of the
+    container's limit where that is less, never below 64 MB. A server elsewhere gets 1 GB:
+    its memory is not this process's to read."""
+    if get_settings().database_url:
         return "1GB"
-    return f"{max(64, min(1024, total // 8 // 2**20))}MB"
+    return f"{max(64, min(1024, db.memory_bytes() // 8 // 2**20))}MB"
 
 
 @contextmanager
@@ -72,7 +73,8 @@ def vector_index_built_after(session: Session) -> Iterator[None]:
         for row in indexes:
             session.execute(text(f"DROP INDEX {row.name}"))
     except OperationalError as exc:
-        if not isinstance(exc.orig, pg_errors.LockNotAvailable):
+        # Another restore that read the table too is a deadlock, found after 1 s.
+        if not isinstance(exc.orig, (pg_errors.LockNotAvailable, pg_errors.DeadlockDetected)):
             raise
         raise Conflict(
             f"restore mode needs the memories to itself, and other calls kept using them for "
@@ -87,5 +89,8 @@ def vector_index_built_after(session: Session) -> Iterator[None]:
     session.execute(_SET, {"name": "max_parallel_maintenance_workers", "value": "0"})
     session.execute(_BUILD_MEMORY, {"memory": build_memory()})
     for row in indexes:
-        session.connection().exec_driver_sql(row.indexdef)
+        # As written: a partial index's definition may hold '%' (LIKE), not a placeholder.
+        session.connection().exec_driver_sql(
+            row.indexdef, execution_options={"no_parameters": True}
+        )
     session.execute(_SET, {"name": "statement_timeout", "value": before.statement_timeout})

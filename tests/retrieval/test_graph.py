@@ -280,6 +280,7 @@ def test_the_entry_a_hit_leads_to_gets_the_seat(embedder) -> None:
     bridge, town = _hops_with_census(ns)
     with session_scope() as s:
         seated = pipeline.retrieve(s, UNNAMED, filters={"namespace": ns}, limit=8)
+        short = pipeline.retrieve(s, UNNAMED, filters={"namespace": ns}, limit=4)
         plain = pipeline.retrieve(
             s,
             UNNAMED,
@@ -293,6 +294,9 @@ def test_the_entry_a_hit_leads_to_gets_the_seat(embedder) -> None:
     got = [h.id for h in seated.hits]
     assert got[fusion.CURRENT.entry_seat - 1] == town
     assert seated.fusion["seated"] == {"id": town, "from": unseated.index(town) + 1}
+    # Fewer results asked for than the seat's place: nothing moves, nothing is recorded.
+    assert short.fusion["seated"] is None
+    assert [h.id for h in short.hits] == [h.id for h in plain.hits][:4]
     # Everything else keeps its order; the seated hit's score is its own, capped by the one
     # above, and the hits below it are not lowered by it.
     assert [i for i in got if i != town] == [i for i in unseated if i != town][: len(got) - 1]

@@ -53,7 +53,7 @@ def test_locate_says_when_the_entry_seat_placed_a_hit() -> None:
     )
     seated = shape.locate(trace, "b")
     assert seated["stage"] == "returned" and seated["returned_rank"] == 2
-    assert "entry seat moved it up from fused rank 9" in seated["reason"]
+    assert "entry seat moved it up from place 9" in seated["reason"]
     assert shape.locate(trace, "a")["reason"] == "returned at rank 1"
 
 

@@ -4,6 +4,9 @@ rollback; refused for a dry run and for a scoped token; the same flag on every f
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +76,27 @@ def test_restore_builds_the_vector_index_once_after_the_writes(
     assert found.hits[0].content == TOPICS[2]
 
 
+def test_restore_rebuilds_a_partial_index_whose_definition_holds_a_percent_sign(
+    tmp_path: Path, embedder: Any
+) -> None:
+    """An operator's own HNSW index, partial on a LIKE pattern: built again as written."""
+    with session_scope() as s:
+        s.execute(
+            text(
+                "CREATE INDEX ix_test_project_hnsw ON chunk USING hnsw (embedding "
+                "vector_cosine_ops) WHERE namespace LIKE 'project:%'"
+            )
+        )
+    try:
+        before = vector_indexes()
+        assert len(before) == 2
+        assert import_(snapshot(tmp_path / "snap.jsonl"), restore=True).applied
+        assert vector_indexes() == before
+    finally:
+        with session_scope() as s:
+            s.execute(text("DROP INDEX IF EXISTS ix_test_project_hnsw"))
+
+
 def test_a_failed_restore_gives_the_index_back_and_writes_nothing(
     tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -107,6 +131,46 @@ def test_restore_gives_up_quickly_while_another_call_uses_the_memories(
     assert vector_indexes() == before
     assert table_counts() == counts
     assert import_(path, restore=True).memories.new == len(TOPICS)  # once it is alone
+
+
+def test_two_restores_at_once_end_in_one_import_and_one_conflict(
+    tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each has read the table (its checks) when it asks for it alone: a deadlock, which the
+    one PostgreSQL picks is refused like a lock wait (409), and the other goes on."""
+    first = snapshot(tmp_path / "a.jsonl")
+    second = tmp_path / "b.jsonl"
+    write_jsonl(second, [memory(100 + i, f"{body} (copy two)") for i, body in enumerate(TOPICS)])
+    both_checked = threading.Barrier(2, timeout=60)
+    original = restore.vector_index_built_after
+
+    @contextmanager
+    def together(session: Any) -> Iterator[None]:
+        both_checked.wait()
+        with original(session):
+            yield
+
+    monkeypatch.setattr(restore, "vector_index_built_after", together)
+    outcomes: list[Any] = []
+
+    def run_one(path: Path) -> None:
+        try:
+            outcomes.append(import_(path, restore=True))
+        except Exception as exc:  # the outcome is what the test checks
+            outcomes.append(exc)
+
+    threads = [threading.Thread(target=run_one, args=(p,)) for p in (first, second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert len(outcomes) == 2, outcomes
+    refused = [o for o in outcomes if isinstance(o, Conflict)]
+    done = [o for o in outcomes if not isinstance(o, Exception)]
+    assert len(refused) == 1 and len(done) == 1, outcomes
+    assert "needs the memories to itself" in refused[0].message
+    assert done[0].memories.new == len(TOPICS)
+    assert vector_indexes()
 
 
 def test_restore_is_refused_for_a_dry_run_and_for_a_scoped_token(tmp_path: Path) -> None:
