@@ -233,9 +233,9 @@ def run(
     seen, report.problems = validate(session, snapshot)
     if report.problems and not partial:
         return report
-    deferred = restore and not dry_run
+    rebuild = restore and not dry_run
     with (
-        restore_mode.vector_index_built_after(session) if deferred else nullcontext(),
+        restore_mode.vector_index_built_after(session) if rebuild else nullcontext(),
         apply.Plan(session, dry_run, report) as plan,
     ):
         batch: list[Record] = []

@@ -41,13 +41,19 @@ _SET = text("SELECT set_config(:name, :value, true)")
 # How long the drop waits for calls already using the table before it gives up: new calls
 # queue behind a waiting drop, so it must not wait long.
 LOCK_WAIT = "5s"
-# What the build may use, raised, never lowered: pgvector builds the graph in memory when it
-# fits (~0.5 GB for 100k memories of 384 dimensions) and far more slowly when it does not.
-_BUILD_MEMORY = text(
+# The build's settings, for the rest of the transaction. One statement builds the whole
+# index: bounded by the data, not by a request's limit. No parallel helpers: they need shared
+# memory the size of the build's (a container's /dev/shm is often 64 MB, and the build would
+# fail after the whole import). Its memory raised, never lowered: pgvector builds the graph
+# in memory when it fits (~0.5 GB for 100k memories of 384 dimensions), far more slowly when
+# it does not.
+_BUILD_SETTINGS = text(
     """
-    SELECT set_config('maintenance_work_mem', greatest(
-        pg_size_bytes(current_setting('maintenance_work_mem')), pg_size_bytes(:memory)
-    ) / 1024 || 'kB', true)
+    SELECT set_config('statement_timeout', '0', true),
+           set_config('max_parallel_maintenance_workers', '0', true),
+           set_config('maintenance_work_mem', greatest(
+               pg_size_bytes(current_setting('maintenance_work_mem')), pg_size_bytes(:memory)
+           ) / 1024 || 'kB', true)
     """
 )
 
@@ -82,12 +88,7 @@ def vector_index_built_after(session: Session) -> Iterator[None]:
         ) from None
     session.execute(_SET, {"name": "lock_timeout", "value": before.lock_timeout})
     yield
-    # One statement builds the whole index: bounded by the data, not by a request's limit.
-    # No parallel helpers: they need shared memory the size of the build's (a container's
-    # /dev/shm is often 64 MB, and the build would fail after the whole import).
-    session.execute(_SET, {"name": "statement_timeout", "value": "0"})
-    session.execute(_SET, {"name": "max_parallel_maintenance_workers", "value": "0"})
-    session.execute(_BUILD_MEMORY, {"memory": build_memory()})
+    session.execute(_BUILD_SETTINGS, {"memory": build_memory()})
     for row in indexes:
         # As written: a partial index's definition may hold '%' (LIKE), not a placeholder.
         session.connection().exec_driver_sql(
