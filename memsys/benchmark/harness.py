@@ -221,9 +221,13 @@ def render(name: str, result: dict[str, Any]) -> list[str]:
     ]
     lines += [f"{r:<16}" + "".join(f"{result[r][m]:>9.3f}" for m in metrics) for r in ROWS]
     floor = result["floor"]
-    verdict = "holds" if floor["holds"] else "BROKEN"
+    verdict = "holds on every metric" if floor["holds"] else "BROKEN"
     lines.append(
         f"floor ({floor['metric']}): fused {floor['fused']:.3f} vs best channel "
         f"{floor['best_channel']:.3f} — {verdict}"
     )
+    lines += [
+        f"  below on {b['metric']}: fused {b['fused']:.3f} vs best channel {b['best_channel']:.3f}"
+        for b in floor["below"]
+    ]
     return lines

@@ -127,12 +127,19 @@ def merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def floor_check(result: dict[str, Any], metric: str) -> dict[str, Any]:
-    """Fused against every channel alone, each in its own order: it holds when fused is not
-    below the best of them (no tolerance: one passage under is under)."""
-    best = max(result[name][metric] for name in CHANNELS)
+    """Fused against every channel alone, each in its own order, on every metric the table
+    has (each cut-off, "all gold in the first k", nDCG): it holds when fused is below the
+    best channel on none of them (no tolerance: one passage under is under). `metric` is the
+    set's headline, reported first."""
+    below = []
+    for name in result["fused"]:
+        best = max(result[channel][name] for channel in CHANNELS)
+        if result["fused"][name] < best:
+            below.append({"metric": name, "fused": result["fused"][name], "best_channel": best})
     return {
         "metric": metric,
         "fused": result["fused"][metric],
-        "best_channel": best,
-        "holds": result["fused"][metric] >= best,
+        "best_channel": max(result[name][metric] for name in CHANNELS),
+        "below": below,
+        "holds": not below,
     }

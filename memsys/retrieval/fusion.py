@@ -18,12 +18,14 @@ import math
 from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, replace
 
-# zfuse-5: zfuse-4 with the entry seat (`entry_seat`). zfuse-4: zfuse-3 with the
+# zfuse-6: zfuse-5 with half the graph weight for a query that names no stored subject (.25,
+# not .5; a subject's query keeps 5). zfuse-5: zfuse-4 with the entry seat (`entry_seat`).
+# zfuse-4: zfuse-3 with the
 # neighbourhood channel weighted by how alike rows written together are in this store
 # (neighbours.py, the gate). zfuse-3: zfuse-2t with the walk seeded by the best 3 hits (not
 # 5), restart .3 (not .5), and the graph weighted ×10 for a query naming the subject of a
 # stored memory.
-FUSION_VERSION = "zfuse-5"
+FUSION_VERSION = "zfuse-6"
 
 
 @dataclass(frozen=True)
@@ -31,7 +33,11 @@ class Weights:
     version: str = FUSION_VERSION
     dense: float = 1.0
     lexical: float = 1.0
-    graph: float = 0.5
+    # A walk from the hits alone mostly re-ranks their own neighbourhood, and its scores are
+    # sparse: the one chunk it likes stands ~10 standard deviations out among ~100
+    # candidates, so at .5 its favourite outvoted the first place that BM25 and dense agreed
+    # on (LoCoMo R@1 .320 against .328 for BM25 alone; benchmarks/README.md, "zfuse-6").
+    graph: float = 0.25
     graph_seeds: int = 3  # first-stage hits whose entities seed the graph walk
     graph_restart: float = 0.3  # the walk's restart probability (PageRank's 1 − damping)
     # The graph weight is multiplied by this when the query names no stored, non-hub entity.
@@ -39,7 +45,7 @@ class Weights:
     # ... and by this when one of the names it gives is the subject of a stored memory (a
     # memory opens with it: an entry about that thing), where the walk's order beats the
     # other channels' (multi-hop questions about a named thing's links).
-    graph_subject: float = 10.0
+    graph_subject: float = 20.0  # a weight of 5, as in zfuse-3 to zfuse-5
     # The entry seat: the walk's best *entry* (graph.Walk.entries: the one memory about a name
     # the walk went through) that fusion left below this 1-based place is moved up to it; 0 =
     # off. A multi-hop question's second step — the entry about the thing the best hit names —
@@ -76,17 +82,20 @@ class Weights:
 
 
 CURRENT = Weights()
-# Earlier versions a trace may name (replay uses them): zfuse-4 had no entry seat; zfuse-3
+# Earlier versions a trace may name (replay uses them): zfuse-5 weighed the graph .5 (×10
+# for a subject's query); zfuse-4 had no entry seat; zfuse-3
 # did not gate the neighbourhood; zfuse-2t walked from the best 5 hits
 # at restart .5 with one graph weight for every named query; zfuse-2 is zfuse-2t without the
 # temporal channel.
-_ZFUSE_4 = replace(CURRENT, version="zfuse-4", entry_seat=0)
+_ZFUSE_5 = replace(CURRENT, version="zfuse-5", graph=0.5, graph_subject=10.0)
+_ZFUSE_4 = replace(_ZFUSE_5, version="zfuse-4", entry_seat=0)
 _ZFUSE_3 = replace(_ZFUSE_4, version="zfuse-3", neighbour_gated=False)
 _ZFUSE_2T = replace(
     _ZFUSE_3, version="zfuse-2t", graph_seeds=5, graph_restart=0.5, graph_subject=1.0
 )
 KNOWN = {
     CURRENT.version: CURRENT,
+    "zfuse-5": _ZFUSE_5,
     "zfuse-4": _ZFUSE_4,
     "zfuse-3": _ZFUSE_3,
     "zfuse-2t": _ZFUSE_2T,

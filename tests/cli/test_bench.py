@@ -58,7 +58,7 @@ def test_a_run_scores_every_ranking_and_leaves_nothing_behind(data: Path) -> Non
     for ranking in rankings:
         assert table[ranking]["R@5"] == 1.0, ranking
     assert table["floor"] == {
-        "metric": "R@5", "fused": 1.0, "best_channel": 1.0, "holds": True
+        "metric": "R@5", "fused": 1.0, "best_channel": 1.0, "below": [], "holds": True
     }  # fmt: skip
     assert _memories() == 0  # stored in a transaction that was rolled back
     human = run("bench", "retrieval", "--data-dir", str(data), "--sets", "hotpotqa")
@@ -79,3 +79,26 @@ def test_bad_arguments_exit_2_with_one_line(data: Path, args: list[str], reason:
     line = fails("bench", "retrieval", "--data-dir", str(data), *args)
     assert reason in line
     assert _memories() == 0
+
+
+def test_the_floor_is_broken_by_any_metric_not_only_the_headline() -> None:
+    """Fused above every channel at R@5 but under BM25 alone at R@1: the floor does not hold,
+    and the table names the metric."""
+    from memsys.benchmark import harness, scoring
+
+    row = {"R@1": 0.3, "R@5": 0.5, "all@1": 0.2, "nDCG@10": 0.4}
+    result: dict[str, object] = {name: dict(row) for name in scoring.CHANNELS}
+    result["lexical"] = {**row, "R@1": 0.33}
+    result["fused"] = {"R@1": 0.32, "R@5": 0.66, "all@1": 0.2, "nDCG@10": 0.5}
+    floor = scoring.floor_check(result, "R@5")
+    assert floor["holds"] is False
+    assert (floor["fused"], floor["best_channel"]) == (0.66, 0.5)  # the headline holds
+    assert floor["below"] == [{"metric": "R@1", "fused": 0.32, "best_channel": 0.33}]
+    result["fused"] = {**result["fused"], "R@1": 0.33}  # level with the best is not below
+    assert scoring.floor_check(result, "R@5")["holds"] is True
+    table = {**result, "questions": 1, "documents": 1, "floor": floor}
+    table.update({r: dict(row) for r in harness.ROWS if r not in table})
+    lines = harness.render("hotpotqa", table)
+    assert "BROKEN" in lines[-2] and lines[-1] == (
+        "  below on R@1: fused 0.320 vs best channel 0.330"
+    )
