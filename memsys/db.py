@@ -297,6 +297,12 @@ def transaction_time(session: Session) -> datetime:
     return cast(datetime, cached[1])
 
 
+def remember_transaction_time(session: Session, now: datetime) -> None:
+    """Keep the transaction's now() that a statement read along with something else, so
+    that `transaction_time` needs no round trip of its own."""
+    session.info["memsys_now"] = (id(session.get_transaction()), now)
+
+
 _NOW = text("SELECT now()")
 
 

@@ -37,21 +37,23 @@ CANDIDATE_CAP = POSTINGS_BUDGET
 # What traces written before these were recorded used (a replay of one scores as it did).
 _EARLIER = {"budget": 20_000, "cap": 4_000}
 
+# The query's terms with their document frequencies and the corpus's size and total length,
+# in one statement (one row with a NULL lexeme when the query has no term).
 _TERMS = text(
     """
-    SELECT q.lexeme,
-           coalesce((SELECT sum(t.df) FROM term_stat t
-                     WHERE t.lexeme = q.lexeme
-                       AND (CAST(:namespace AS text) IS NULL OR t.namespace = :namespace)), 0)
-               AS df
-    FROM (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', :query))) q
+    SELECT corpus.n, corpus.total, q.lexeme, q.df
+    FROM (SELECT coalesce(sum(doc_count), 0) AS n, coalesce(sum(total_len), 0) AS total
+          FROM corpus_stat
+          WHERE CAST(:namespace AS text) IS NULL OR namespace = :namespace) corpus
+    LEFT JOIN LATERAL (
+        SELECT q.lexeme,
+               coalesce((SELECT sum(t.df) FROM term_stat t
+                         WHERE t.lexeme = q.lexeme
+                           AND (CAST(:namespace AS text) IS NULL OR t.namespace = :namespace)),
+                        0) AS df
+        FROM (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', :query))) q
+    ) q ON true
     ORDER BY q.lexeme
-    """
-)
-_CORPUS = text(
-    """
-    SELECT coalesce(sum(doc_count), 0) AS n, coalesce(sum(total_len), 0) AS total
-    FROM corpus_stat WHERE CAST(:namespace AS text) IS NULL OR namespace = :namespace
     """
 )
 
@@ -135,10 +137,9 @@ def idf(df: int, n: int) -> float:
 def analyse(session: Session, query: str, namespace: str | None) -> QueryTerms:
     params = {"query": query, "namespace": namespace}
     rows = session.execute(_TERMS, params).all()
-    corpus = session.execute(_CORPUS, {"namespace": namespace}).one()
-    n, total = int(corpus.n), int(corpus.total)
-    lexemes = [r.lexeme for r in rows]
-    dfs = [int(r.df) for r in rows]
+    n, total = int(rows[0].n), int(rows[0].total)
+    lexemes = [r.lexeme for r in rows if r.lexeme is not None]
+    dfs = [int(r.df) for r in rows if r.lexeme is not None]
     return QueryTerms(
         lexemes=lexemes,
         df=dfs,
