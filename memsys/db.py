@@ -289,10 +289,12 @@ def transaction_time(session: Session) -> datetime:
     """now() of the session's transaction, read once per transaction: the time a deferred
     write records (what an inline write's now() would have been)."""
     session.connection()  # begins the transaction if it has not begun
-    key = id(session.get_transaction())
+    # Keyed by the transaction object itself (held here), not its id(): a later transaction
+    # of the same session may be given a freed one's id.
+    transaction = session.get_transaction()
     cached = session.info.get("memsys_now")
-    if cached is None or cached[0] != key:
-        cached = (key, session.scalar(_NOW))
+    if cached is None or cached[0] is not transaction:
+        cached = (transaction, session.scalar(_NOW))
         session.info["memsys_now"] = cached
     return cast(datetime, cached[1])
 
@@ -300,7 +302,7 @@ def transaction_time(session: Session) -> datetime:
 def remember_transaction_time(session: Session, now: datetime) -> None:
     """Keep the transaction's now() that a statement read along with something else, so
     that `transaction_time` needs no round trip of its own."""
-    session.info["memsys_now"] = (id(session.get_transaction()), now)
+    session.info["memsys_now"] = (session.get_transaction(), now)
 
 
 _NOW = text("SELECT now()")

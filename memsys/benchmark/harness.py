@@ -221,7 +221,7 @@ def render(name: str, result: dict[str, Any]) -> list[str]:
     ]
     lines += [f"{r:<16}" + "".join(f"{result[r][m]:>9.3f}" for m in metrics) for r in ROWS]
     floor = result["floor"]
-    verdict = "holds on every metric" if floor["holds"] else "BROKEN"
+    verdict = "holds on every metric" if floor["holds"] else "BROKEN (below)"
     lines.append(
         f"floor ({floor['metric']}): fused {floor['fused']:.3f} vs best channel "
         f"{floor['best_channel']:.3f} — {verdict}"

@@ -38,7 +38,7 @@ def retrieval(
 ) -> None:
     """Recall@k / nDCG of every channel, the fused order and its ablations, with the dense
     and plain-BM25 baselines computed in the same run; exit 1 when fused ranks below its best
-    single channel on a set."""
+    single channel on any metric of any set."""
     from memsys.benchmark import harness
     from memsys.benchmark.sets import SETS
 

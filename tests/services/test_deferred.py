@@ -89,6 +89,26 @@ def test_deferred_rows_carry_the_calls_transaction_time(embedder: Any) -> None:
     assert accessed == called_at
 
 
+def test_each_transaction_of_a_session_gets_its_own_time() -> None:
+    """The time a call's deferred rows carry is its own transaction's, never the one before
+    it on the same session (whose freed object a new transaction may reuse the id of)."""
+    from sqlalchemy.orm import Session
+
+    from memsys.db import transaction_time
+    from memsys.services import namespaces
+
+    seen = []
+    with Session(get_engine()) as session:
+        with session.begin():
+            namespaces.ensure(session, "times")
+        for _ in range(20):
+            with session.begin():
+                namespaces.require(session, "times")  # reads now() along
+            with session.begin():
+                seen.append((transaction_time(session), session.scalar(text("SELECT now()"))))
+    assert all(kept == actual for kept, actual in seen)
+
+
 def test_the_next_call_sees_the_last_ones_deferred_writes(embedder: Any) -> None:
     memory = store("The deploy window is Tuesday afternoon")
     out = runner.run(memories.recall, MemoryRecallIn(query="when can we deploy"))
