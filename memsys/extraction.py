@@ -76,9 +76,13 @@ def extract(text: str) -> list[Mention]:
             found[key] = Mention(key=key, name=name.strip())
 
     for match in _NAME.finditer(text):
-        words = _trim(match.group(0).split())
-        if words:
-            add(" ".join(words))
+        words = match.group(0).split()
+        doubled = _doubled(words)
+        parts = [doubled[0], doubled[1]] if doubled else [words]
+        for part in parts:
+            trimmed = _trim(part)
+            if trimmed:
+                add(" ".join(trimmed))
     for match in _QUOTED.finditer(text):
         inner = match.group(1).strip()
         if 1 <= len(inner.split()) <= 6:
@@ -93,6 +97,25 @@ def extract(text: str) -> list[Mention]:
 _DELIMITED = re.compile(r"[ \t]*(?:[:,;(\n\u2013\u2014]|-\s|$)")
 
 
+_ARTICLES = ("the", "a", "an")
+
+
+def _doubled(words: list[str]) -> tuple[list[str], list[str]] | None:
+    """A name of two words or more written twice in a row, the second time perhaps after an
+    article — an entry's title joined to its text by a space, where the text opens with the
+    same name ("Demon Dice Demon Dice, originally…", "The Hythrun Chronicles The Hythrun
+    Chronicles is…") —, as (the name once, the words after the second copy); else None.
+    One-word names are left alone: "Chori Chori" and "Duran Duran" are names."""
+    low = [w.lower() for w in words]
+    for k in range(len(words) // 2, 1, -1):
+        for skip in (0, 1):
+            if skip and (low[k] not in _ARTICLES or low[0] in _ARTICLES):
+                continue
+            if low[k + skip : 2 * k + skip] == low[:k]:
+                return words[:k], words[2 * k + skip :]
+    return None
+
+
 def subject(text: str) -> str | None:
     """The key of the name a text opens with ("Young, New South Wales: Young is a town…",
     "# Deploy notes", "Caroline: I went…"), or None. A chunk that opens with a name set off
@@ -105,12 +128,16 @@ def subject(text: str) -> str | None:
     match = _NAME.match(text, opening.end())
     if match is None:
         return None
-    if not _DELIMITED.match(text, match.end()):
+    doubled = _doubled(match.group(0).split())
+    if doubled is not None:  # a title is what its text repeats at once
+        whole = doubled[0]
+    elif not _DELIMITED.match(text, match.end()):
         return None  # "Rapamycin delays aging…", "Effect of …": a sentence's first word
-    whole = match.group(0).split()
+    else:
+        whole = match.group(0).split()
     words = _trim(whole)
     dropped = {w.lower() for w in whole[: len(whole) - len(words)]}
-    if not words or not dropped <= {"the", "a", "an"}:
+    if not words or not dropped <= set(_ARTICLES):
         return None  # "In 1986 …", "When Paris …": a sentence, not a name
     norm = normalise(" ".join(words))
     if len(norm) < 2 or norm.isdigit() or len(norm) > 80:

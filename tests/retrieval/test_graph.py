@@ -131,10 +131,26 @@ def test_a_mention_in_passing_weighs_the_same_as_before_without_a_subject() -> N
         ("Kerry Saxby-Junna (born 1961) is a race walker.", "concept#kerry saxby-junna"),
         ("Rapamycin delays aging in fruit flies.", None),  # a sentence's first word
         ("Effect of Vitamin D on bone density", None),
+        # A title joined to its entry by a space, the entry opening with the same name:
+        ("Demon Dice Demon Dice, originally published as Chaos Progenitus", "concept#demon dice"),
+        (
+            "The Hythrun Chronicles The Hythrun Chronicles is a fantasy series",
+            "concept#hythrun chronicles",
+        ),
+        ("Leyenda de Azul The Leyenda de Azul is a tournament", "concept#leyenda de azul"),
+        ("Duran Duran: an English band", "concept#duran duran"),  # a one-word name twice is a name
     ],
 )
 def test_the_subject_is_the_name_a_text_opens_with(text: str, key: str | None) -> None:
     assert extraction.subject(text) == key
+
+
+def test_a_title_written_before_its_entry_is_one_mention_not_a_doubled_name() -> None:
+    text = "Maha Sona Maha Sona or Maha Sohona is a demon of Sinhala folklore."
+    keys = [m.key for m in extraction.extract(text)]
+    assert keys[:2] == ["concept#maha sona", "concept#maha sohona"]
+    assert not any("maha sona maha" in k for k in keys)
+    assert extraction.subject(text) == "concept#maha sona"
 
 
 BRIDGE = (
