@@ -78,7 +78,12 @@ def extract(text: str) -> list[Mention]:
     for match in _NAME.finditer(text):
         words = match.group(0).split()
         doubled = _doubled(words)
-        parts = [doubled[0], doubled[1]] if doubled else [words]
+        # The name once, then the second copy with what follows it ("Bank of America Bank
+        # of America Tower": the bank and the tower, not a "Tower" of its own).
+        parts = [words]
+        if doubled is not None:
+            first, rest = doubled
+            parts = [first, words[len(words) - len(rest) - len(first) :]]
         for part in parts:
             trimmed = _trim(part)
             if trimmed:
@@ -98,6 +103,7 @@ _DELIMITED = re.compile(r"[ \t]*(?:[:,;(\n\u2013\u2014]|-\s|$)")
 
 
 _ARTICLES = ("the", "a", "an")
+_NAME_WORDS = 12  # the longest name looked for twice (a key holds at most 80 characters)
 
 
 def _doubled(words: list[str]) -> tuple[list[str], list[str]] | None:
@@ -106,12 +112,12 @@ def _doubled(words: list[str]) -> tuple[list[str], list[str]] | None:
     same name ("Demon Dice Demon Dice, originally…", "The Hythrun Chronicles The Hythrun
     Chronicles is…") —, as (the name once, the words after the second copy); else None.
     One-word names are left alone: "Chori Chori" and "Duran Duran" are names."""
-    low = [w.lower() for w in words]
-    for k in range(len(words) // 2, 1, -1):
+    low = [w.lower() for w in words[: 2 * _NAME_WORDS + 1]]  # a run may be a whole text
+    for k in range(min(len(low) // 2, _NAME_WORDS), 1, -1):
         for skip in (0, 1):
             if skip and (low[k] not in _ARTICLES or low[0] in _ARTICLES):
                 continue
-            if low[k + skip : 2 * k + skip] == low[:k]:
+            if low[k + skip] == low[0] and low[k + skip : 2 * k + skip] == low[:k]:
                 return words[:k], words[2 * k + skip :]
     return None
 

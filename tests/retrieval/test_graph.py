@@ -151,6 +151,9 @@ def test_a_title_written_before_its_entry_is_one_mention_not_a_doubled_name() ->
     assert keys[:2] == ["concept#maha sona", "concept#maha sohona"]
     assert not any("maha sona maha" in k for k in keys)
     assert extraction.subject(text) == "concept#maha sona"
+    # What follows the second copy stays part of its name, never a name of its own.
+    keys = [m.key for m in extraction.extract("Bank of America Bank of America Tower is tall.")]
+    assert keys == ["concept#bank of america", "concept#bank of america tower"]
 
 
 BRIDGE = (
