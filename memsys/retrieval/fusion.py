@@ -20,11 +20,10 @@ from dataclasses import asdict, dataclass, replace
 
 # zfuse-6: zfuse-5 with half the graph weight for a query that names no stored subject (.25,
 # not .5; a subject's query keeps 5). zfuse-5: zfuse-4 with the entry seat (`entry_seat`).
-# zfuse-4: zfuse-3 with the
-# neighbourhood channel weighted by how alike rows written together are in this store
-# (neighbours.py, the gate). zfuse-3: zfuse-2t with the walk seeded by the best 3 hits (not
-# 5), restart .3 (not .5), and the graph weighted ×10 for a query naming the subject of a
-# stored memory.
+# zfuse-4: zfuse-3 with the neighbourhood channel weighted by how alike rows written together
+# are in this store (neighbours.py, the gate). zfuse-3: zfuse-2t with the walk seeded by the
+# best 3 hits (not 5), restart .3 (not .5), and the graph weighted ×10 for a query naming the
+# subject of a stored memory.
 FUSION_VERSION = "zfuse-6"
 
 
@@ -83,10 +82,9 @@ class Weights:
 
 CURRENT = Weights()
 # Earlier versions a trace may name (replay uses them): zfuse-5 weighed the graph .5 (×10
-# for a subject's query); zfuse-4 had no entry seat; zfuse-3
-# did not gate the neighbourhood; zfuse-2t walked from the best 5 hits
-# at restart .5 with one graph weight for every named query; zfuse-2 is zfuse-2t without the
-# temporal channel.
+# for a subject's query); zfuse-4 had no entry seat; zfuse-3 did not gate the neighbourhood;
+# zfuse-2t walked from the best 5 hits at restart .5 with one graph weight for every named
+# query; zfuse-2 is zfuse-2t without the temporal channel.
 _ZFUSE_5 = replace(CURRENT, version="zfuse-5", graph=0.5, graph_subject=10.0)
 _ZFUSE_4 = replace(_ZFUSE_5, version="zfuse-4", entry_seat=0)
 _ZFUSE_3 = replace(_ZFUSE_4, version="zfuse-3", neighbour_gated=False)
