@@ -214,11 +214,8 @@ def personalized_pagerank(
     total = sum(seed_weights.values())
     stay = 1 - alpha
     by_namespace: dict[str, dict[tuple[Key, Key], float]] = {}
-    if len({chunk[0] for chunk, _ in edges}) == 1:  # the usual case: no grouping to do
-        by_namespace[""] = edges
-    else:
-        for pair, weight in edges.items():
-            by_namespace.setdefault(pair[0][0], {})[pair] = weight
+    for pair, weight in edges.items():
+        by_namespace.setdefault(pair[0][0], {})[pair] = weight
     linked = {e for _, e in edges}
     edgeless = sum(w for e, w in seed_weights.items() if e not in linked) / total
     scale = alpha / (1 - stay * edgeless)
