@@ -40,7 +40,6 @@ TRACE_KEYS = (
     "embed_ms",
     "dense_ms",
     "lexical_ms",
-    "details_ms",
     "graph_ms",
     "neighbours_ms",
     "fuse_ms",

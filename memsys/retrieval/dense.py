@@ -1,18 +1,18 @@
 """The dense channel: cosine similarity by pgvector's HNSW index (iterative scans are on for
-every connection, so a filtered search still returns `pool` rows)."""
+every connection, so a filtered search still returns `pool` rows).
+
+The channel is a subquery (`KNN`), not a statement of its own: the pipeline reads the
+candidates' features in the same statement (pipeline._FIRST), one round trip fewer.
+"""
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
-
 import numpy as np
-from sqlalchemy.orm import Session
 
-from memsys.retrieval import filters as sql_filters
-
-_KNN = """
-SELECT c.namespace, c.id, 1 - (c.embedding <=> CAST(:embedding AS vector)) AS similarity
+# The `pool` chunks nearest to :embedding under the caller's filters ({where}), with their
+# cosine distance. Iterative scans return them in relaxed order: whoever ranks them sorts.
+KNN = """
+SELECT c.namespace, c.id, c.embedding <=> CAST(:embedding AS vector) AS distance
 FROM chunk c
 WHERE c.embedding IS NOT NULL AND {where}
 ORDER BY c.embedding <=> CAST(:embedding AS vector)
@@ -25,18 +25,3 @@ def literal(vector: np.ndarray) -> str:
     text by every statement that compares with it: formatting 384 floats costs ~0.2 ms, and
     a recall runs up to five such statements."""
     return "[" + ",".join(map(repr, vector.tolist())) + "]"
-
-
-def search(
-    session: Session,
-    embedding: str,
-    filters: dict[str, Any],
-    as_of: datetime | None,
-    pool: int,
-) -> list[tuple[tuple[str, str], float]]:
-    """The `pool` chunks nearest to `embedding` (`literal`): ((namespace, id), cosine
-    similarity), best first."""
-    statement = sql_filters.statement(_KNN, filters, as_of)
-    params = {**sql_filters.binds(filters, as_of), "embedding": embedding, "pool": pool}
-    rows = session.execute(statement, params).all()
-    return [((r.namespace, r.id), float(r.similarity)) for r in rows]

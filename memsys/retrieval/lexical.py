@@ -38,24 +38,28 @@ CANDIDATE_CAP = POSTINGS_BUDGET
 _EARLIER = {"budget": 20_000, "cap": 4_000}
 
 # The query's terms with their document frequencies and the corpus's size and total length,
-# in one statement (one row with a NULL lexeme when the query has no term).
-_TERMS = text(
-    """
+# in one statement (one row with a NULL lexeme when the query has no term). Two statements,
+# for one namespace and for all: with "(:namespace IS NULL OR …)" PostgreSQL planned the
+# statement anew on every call instead of reusing one plan (0.39 -> 0.26 ms at 10k).
+_TERMS_SQL = """
     SELECT corpus.n, corpus.total, q.lexeme, q.df
     FROM (SELECT coalesce(sum(doc_count), 0) AS n, coalesce(sum(total_len), 0) AS total
           FROM corpus_stat
-          WHERE CAST(:namespace AS text) IS NULL OR namespace = :namespace) corpus
+          WHERE {scope}) corpus
     LEFT JOIN LATERAL (
         SELECT q.lexeme,
                coalesce((SELECT sum(t.df) FROM term_stat t
-                         WHERE t.lexeme = q.lexeme
-                           AND (CAST(:namespace AS text) IS NULL OR t.namespace = :namespace)),
-                        0) AS df
+                         WHERE t.lexeme = q.lexeme AND {t_scope}), 0) AS df
         FROM (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', :query))) q
     ) q ON true
     ORDER BY q.lexeme
-    """
-)
+"""
+_TERMS = {
+    True: text(
+        _TERMS_SQL.format(scope="namespace = :namespace", t_scope="t.namespace = :namespace")
+    ),
+    False: text(_TERMS_SQL.format(scope="true", t_scope="true")),
+}
 
 # BM25 of one candidate `cand` (columns tsv, doc_len) as a scalar expression, 0 when it holds
 # no query term: Σ over query terms in the chunk of
@@ -136,7 +140,7 @@ def idf(df: int, n: int) -> float:
 
 def analyse(session: Session, query: str, namespace: str | None) -> QueryTerms:
     params = {"query": query, "namespace": namespace}
-    rows = session.execute(_TERMS, params).all()
+    rows = session.execute(_TERMS[namespace is not None], params).all()
     n, total = int(rows[0].n), int(rows[0].total)
     lexemes = [r.lexeme for r in rows if r.lexeme is not None]
     dfs = [int(r.df) for r in rows if r.lexeme is not None]

@@ -28,9 +28,10 @@ Nothing here reads benchmark metadata: only what any store has (created_at, chun
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -44,6 +45,9 @@ GATE_HIGH = 0.04  # ... and from which the channel has its full weight
 
 # {where} is the caller's filters and validity for the neighbour `c`; each side is one index
 # range scan on (namespace, doc_type, created_at) or (namespace, document_id).
+# <width> is written in as a number, not bound: with a bound LIMIT PostgreSQL estimated its
+# reusable (generic) plan dearer than one made for the values and planned the statement anew
+# on every call (~1 ms of a 4-5 ms statement at 10k; benchmarks/README.md).
 # `coherence`: the cosine of seed and neighbour; `apart`: the neighbour's mean cosine with the
 # other seeds it is not a neighbour of (NULL with a single seed or without embeddings).
 # A stored embedding mostly lives out of line (TOAST: a row with its text passes 2 kB), and
@@ -69,7 +73,7 @@ CROSS JOIN LATERAL (
            WHERE seed.doc_type = 'memory' AND c.namespace = seed.namespace
              AND c.doc_type = 'memory' AND (c.created_at, c.id) < (seed.created_at, seed.id)
              AND c.created_at >= seed.created_at - CAST(:gap AS interval) AND {{where}}
-           ORDER BY c.created_at DESC, c.id DESC LIMIT :width) b)
+           ORDER BY c.created_at DESC, c.id DESC LIMIT <width>) b)
     UNION ALL
     (SELECT b.id, b.embedding, row_number() OVER (ORDER BY b.created_at, b.id) AS distance
      FROM (SELECT c.id, c.created_at, subvector(c.embedding, 1, {DIMENSIONS}) AS embedding
@@ -77,14 +81,14 @@ CROSS JOIN LATERAL (
            WHERE seed.doc_type = 'memory' AND c.namespace = seed.namespace
              AND c.doc_type = 'memory' AND (c.created_at, c.id) > (seed.created_at, seed.id)
              AND c.created_at <= seed.created_at + CAST(:gap AS interval) AND {{where}}
-           ORDER BY c.created_at, c.id LIMIT :width) b)
+           ORDER BY c.created_at, c.id LIMIT <width>) b)
     UNION ALL
     (SELECT c.id, subvector(c.embedding, 1, {DIMENSIONS}) AS embedding,
             abs(c.chunk_index - seed.chunk_index) AS distance
      FROM chunk c
      WHERE seed.document_id IS NOT NULL AND c.namespace = seed.namespace
        AND c.document_id = seed.document_id AND c.id <> seed.id
-       AND c.chunk_index BETWEEN seed.chunk_index - :width AND seed.chunk_index + :width
+       AND c.chunk_index BETWEEN seed.chunk_index - <width> AND seed.chunk_index + <width>
        AND {{where}})
 ) n
 ), apart AS (
@@ -98,8 +102,31 @@ CROSS JOIN LATERAL (
     GROUP BY d.namespace, d.id
 )
 SELECT near.namespace, near.seed_id, near.id, near.distance, near.coherence, apart.apart
+       <also columns>
 FROM near LEFT JOIN apart ON apart.namespace = near.namespace AND apart.id = near.id
+<also join>
 """
+# `Also`: more columns of each neighbour not among the keys the caller knows, read in the
+# same statement (the pipeline's features of a new candidate: one round trip fewer). The
+# neighbour's chunk row is `cand`, its embedding (the copy above) `near.embedding`.
+_ALSO_JOIN = """
+LEFT JOIN LATERAL (
+    SELECT <columns> FROM chunk cand
+    WHERE cand.namespace = near.namespace AND cand.id = near.id
+      AND (near.namespace, near.id) NOT IN (
+          SELECT * FROM unnest(CAST(:known_namespaces AS text[]), CAST(:known_ids AS text[])))
+) also ON true
+"""
+
+
+@dataclass(frozen=True)
+class Also:
+    """Columns to read of every neighbour not in `known`: a select list over `cand` (its
+    chunk row) and `near.embedding`, without braces, and the binds it uses."""
+
+    columns: str
+    params: dict[str, Any]
+    known: Collection[Key]
 
 
 @dataclass
@@ -109,6 +136,8 @@ class Near:
     hits: list[tuple[Key, float]] = field(default_factory=list)
     gate: float = 1.0
     lift: float | None = None  # mean cosine with own neighbours minus with rows apart
+    # With `Also`: each neighbour the caller did not know, its row with the columns asked for.
+    rows: dict[Key, Any] = field(default_factory=dict)
 
 
 def gate(lift: float | None) -> float:
@@ -129,6 +158,7 @@ def search(
     gap: timedelta,
     decay: float,
     coherence: float,
+    also: Also | None = None,
 ) -> Near:
     """Neighbours of `seeds` ((key, strength > 0)), scored max over seeds of
     strength · decay^(distance − 1) · max(0, cos(seed, neighbour))^coherence; best first,
@@ -136,25 +166,44 @@ def search(
     strength = {key: s for key, s in seeds if s > 0}
     if not strength or width < 1:
         return Near()
-    statement = sql_filters.statement(_NEIGHBOURS, filters, as_of)
+    template = _statement(int(width), None if also is None else also.columns)
+    statement = sql_filters.statement(template, filters, as_of)
     params = {
         **sql_filters.binds(filters, as_of),
         "namespaces": [k[0] for k in strength],
         "ids": [k[1] for k in strength],
-        "width": width,
         "gap": gap,
     }
+    rows: dict[Key, Any] = {}
+    if also is not None:
+        known = list(also.known)
+        params |= also.params
+        params |= {"known_namespaces": [k[0] for k in known], "known_ids": [k[1] for k in known]}
     scores: dict[Key, float] = {}
     own: list[float] = []
     apart: list[float] = []
-    for row in session.execute(statement, params):
-        cosine = 0.0 if row.coherence is None else float(row.coherence)
-        share = strength[(row.namespace, row.seed_id)] * decay ** (int(row.distance) - 1)
+    for row in session.execute(statement, params).mappings():
+        key = (row["namespace"], row["id"])
+        if also is not None and key not in also.known:
+            rows[key] = row
+        cosine = 0.0 if row["coherence"] is None else float(row["coherence"])
+        share = strength[(row["namespace"], row["seed_id"])] * decay ** (int(row["distance"]) - 1)
         share *= max(0.0, cosine) ** coherence
-        key = (row.namespace, row.id)
         scores[key] = max(scores.get(key, 0.0), share)
-        if row.coherence is not None and row.apart is not None:
+        if row["coherence"] is not None and row["apart"] is not None:
             own.append(cosine)
-            apart.append(float(row.apart))
+            apart.append(float(row["apart"]))
     lift = sum(own) / len(own) - sum(apart) / len(apart) if own else None
-    return Near(sorted(scores.items(), key=lambda kv: (-kv[1], kv[0][1])), gate(lift), lift)
+    hits = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0][1]))
+    return Near(hits, gate(lift), lift, rows)
+
+
+@lru_cache(maxsize=8)
+def _statement(width: int, also: str | None) -> str:
+    """The channel's statement (a format template for sql_filters) for a width, with the
+    `Also` columns if asked."""
+    sql = _NEIGHBOURS.replace("<width>", str(width))
+    if also is None:
+        return sql.replace("<also columns>", "").replace("<also join>", "")
+    join = _ALSO_JOIN.replace("<columns>", also)
+    return sql.replace("<also columns>", ", also.*").replace("<also join>", join)

@@ -23,28 +23,68 @@ from memsys.tokens import count_tokens
 
 Key = tuple[str, str]
 
-# What fusion needs of each candidate, in one statement: exact similarity to the query and
-# BM25 (lexical.BM25_OF, 0 without a query term). Content and the other columns are read
-# only for the hits returned (_DETAILS): a query weighs ~100-200 candidates and returns ~5.
+# What fusion needs of each candidate: exact similarity to the query and BM25
+# (lexical.BM25_OF, NULL where the lexical channel scored it already). Content and the other
+# columns are read only for the hits returned (_DETAILS): a query weighs ~100-200 candidates
+# and returns ~5. `cand` is the candidates' chunk rows, `k` their keys.
+_CANDIDATE_COLUMNS = """
+    c.namespace, c.id, k.scored, c.doc_type, c.tsv, c.doc_len, c.content_hash,
+    c.confidence, c.importance, c.stage, coalesce(c.occurred_at, c.created_at) AS happened
+"""
+_SIMILARITY = """
+    CASE WHEN c.embedding IS NULL THEN NULL
+         ELSE 1 - (c.embedding <=> CAST(:embedding AS vector)) END
+"""
+_FEATURE_COLUMNS = f"""
+    cand.namespace, cand.id, cand.doc_type, cand.content_hash, cand.confidence,
+    cand.importance, cand.stage, cand.happened, cand.similarity,
+    CASE WHEN cand.scored THEN NULL ELSE {lexical.BM25_OF} END AS bm25
+"""
+
+# Candidates the graph and temporal channels add (the neighbourhood reads its own: below).
 _FEATURES = text(
     f"""
     WITH cand AS (
-        SELECT c.namespace, c.id, k.scored, c.doc_type, c.tsv, c.doc_len, c.content_hash,
-               c.confidence, c.importance, c.stage,
-               coalesce(c.occurred_at, c.created_at) AS happened,
-               CASE WHEN c.embedding IS NULL THEN NULL
-                    ELSE 1 - (c.embedding <=> CAST(:embedding AS vector)) END AS similarity
+        SELECT {_CANDIDATE_COLUMNS}, {_SIMILARITY} AS similarity
         FROM chunk c
         JOIN unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[]),
                     CAST(:scored AS boolean[])) AS k(namespace, id, scored)
           ON c.namespace = k.namespace AND c.id = k.id
     )
-    SELECT cand.namespace, cand.id, cand.doc_type, cand.content_hash, cand.confidence,
-           cand.importance, cand.stage, cand.happened, cand.similarity,
-           CASE WHEN cand.scored THEN NULL ELSE {lexical.BM25_OF} END AS bm25
-    FROM cand
+    SELECT {_FEATURE_COLUMNS} FROM cand
     """
 )
+
+# The same of a neighbour the neighbourhood channel found, read in its statement
+# (neighbours.Also: the chunk row is `cand`, its embedding `near.embedding`).
+_NEIGHBOUR_FEATURES = f"""
+    cand.doc_type, cand.content_hash, cand.confidence, cand.importance, cand.stage,
+    coalesce(cand.occurred_at, cand.created_at) AS happened,
+    1 - (near.embedding <=> CAST(:embedding AS vector)) AS similarity,
+    {lexical.BM25_OF} AS bm25
+"""
+
+# The dense channel (dense.KNN) and the features of its hits and the lexical channel's
+# (:namespaces, :ids) in one statement; a dense hit's similarity is its distance from the
+# search. A format template: sql_filters.statement fills the channel's {where}.
+_FIRST = f"""
+WITH knn AS MATERIALIZED ({dense.KNN}),
+k AS (
+    SELECT coalesce(knn.namespace, lex.namespace) AS namespace,
+           coalesce(knn.id, lex.id) AS id, knn.distance, lex.id IS NOT NULL AS scored
+    FROM knn
+    FULL JOIN unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])) AS lex(namespace, id)
+      ON knn.namespace = lex.namespace AND knn.id = lex.id
+),
+cand AS (
+    SELECT {_CANDIDATE_COLUMNS}, k.distance,
+           CASE WHEN k.distance IS NOT NULL THEN 1 - k.distance ELSE {_SIMILARITY} END
+             AS similarity
+    FROM chunk c
+    JOIN k ON c.namespace = k.namespace AND c.id = k.id
+)
+SELECT {_FEATURE_COLUMNS}, cand.distance FROM cand
+"""
 
 _DETAILS = text(
     """
@@ -167,14 +207,11 @@ def retrieve(
         vector = embed_query(query)
     clock.lap("embed_ms")  # what is left to wait for
     embedding = dense.literal(vector)
-    dense_hits = dense.search(session, embedding, given, as_of, pool)
-    clock.lap("dense_ms")
-
-    keys: list[Key] = list(dict.fromkeys([k for k, _ in dense_hits] + [k for k, _ in lexical_hits]))
     bm25 = dict(lexical_hits)
     rows: dict[Key, Any] = {}
-    keys = _complete(session, embedding, terms, keys, bm25, rows)
-    clock.lap("details_ms")
+    dense_hits = _first(session, embedding, terms, given, as_of, pool, bm25, rows)
+    keys = list(dict.fromkeys([k for k, _ in dense_hits] + [k for k, _ in lexical_hits]))
+    clock.lap("dense_ms")  # the dense channel and every candidate's features so far
 
     graph_scores: dict[Key, float] = {}
     walk = graph.Walk()
@@ -221,13 +258,19 @@ def retrieve(
             gap=timedelta(seconds=weights.neighbour_gap_s),
             decay=weights.neighbour_decay,
             coherence=weights.neighbour_coherence,
+            also=neighbours.Also(
+                _NEIGHBOUR_FEATURES, {**lexical.score_params(terms), "embedding": embedding}, rows
+            ),
         )
         # Write order is evidence only where rows written together are alike (the gate).
         if weights.neighbour_gated:
             weights = replace(weights, neighbours=weights.neighbours * near.gate)
         near_scores = dict(near.hits)
-        new = [k for k, _ in near.hits if k not in rows]
-        keys += _complete(session, embedding, terms, new, bm25, rows)
+        new = [k for k, _ in near.hits if k in near.rows]  # read with the neighbours
+        for key in new:
+            rows[key] = near.rows[key]
+            bm25[key] = float(near.rows[key]["bm25"])
+        keys += new
     clock.lap("neighbours_ms")
 
     time_scores = temporal.inside(spans, {k: rows[k]["happened"] for k in keys})
@@ -333,6 +376,39 @@ def _never_rising(hits: list[Hit], seated_id: str | None) -> None:
 
 def _similarity(row: Any) -> float | None:
     return None if row["similarity"] is None else float(row["similarity"])
+
+
+def _first(
+    session: Session,
+    embedding: str,
+    terms: lexical.QueryTerms,
+    given: dict[str, Any],
+    as_of: datetime | None,
+    pool: int,
+    bm25: dict[Key, float],
+    rows: dict[Key, Any],
+) -> list[tuple[Key, float]]:
+    """The dense channel's hits, ((namespace, id), similarity) nearest first (ties by id),
+    with every row of them and of the lexical channel's hits (`bm25`) read into `rows`."""
+    statement = sql_filters.statement(_FIRST, given, as_of)
+    params = {
+        **sql_filters.binds(given, as_of),
+        **lexical.score_params(terms),
+        "embedding": embedding,
+        "pool": pool,
+        "namespaces": [k[0] for k in bm25],
+        "ids": [k[1] for k in bm25],
+    }
+    nearest: list[tuple[float, Key]] = []
+    for row in session.execute(statement, params).mappings():
+        key = (row["namespace"], row["id"])
+        rows[key] = row
+        if key not in bm25:
+            bm25[key] = float(row["bm25"])
+        if row["distance"] is not None:
+            nearest.append((row["distance"], key))
+    nearest.sort(key=lambda d: (d[0], d[1][1], d[1][0]))
+    return [(key, float(rows[key]["similarity"])) for _, key in nearest]
 
 
 def _complete(

@@ -13,7 +13,7 @@ from memsys.db import session_scope
 from memsys.errors import NotFound
 from memsys.models import Event, QueryTrace
 from memsys.operations import BY_NAME, OPERATIONS, Operation
-from memsys.retrieval import dense, fusion
+from memsys.retrieval import fusion, pipeline
 from memsys.retrieval import trace as shape
 from memsys.schemas import MemoryRecallIn
 from memsys.services import debug, memories
@@ -86,14 +86,14 @@ def test_forget_by_query_is_traced_too(memories_stored: Any) -> None:
 def test_a_failed_retrieval_keeps_its_trace(memories_stored: Any, monkeypatch: Any) -> None:
     """A real statement timeout in the dense channel: the call fails, its writes roll back,
     and its trace is written afterwards in a transaction of its own."""
-    real = dense.search
+    real = pipeline._first
 
     def slow(session: Any, *args: Any) -> Any:
         session.execute(text("SET LOCAL statement_timeout = '20ms'"))
         session.execute(text("SELECT pg_sleep(1)"))
         return real(session, *args)
 
-    monkeypatch.setattr(dense, "search", slow)
+    monkeypatch.setattr(pipeline, "_first", slow)
     with pytest.raises(Exception, match="statement timeout"):
         runner.execute(memories.recall, MemoryRecallIn, {"query": "backups"})
     (row,) = traces()
