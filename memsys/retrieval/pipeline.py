@@ -210,7 +210,9 @@ def retrieve(
     bm25 = dict(lexical_hits)
     rows: dict[Key, Any] = {}
     dense_hits = _first(session, embedding, terms, given, as_of, pool, bm25, rows)
-    keys = list(dict.fromkeys([k for k, _ in dense_hits] + [k for k, _ in lexical_hits]))
+    # A lexical hit purged since its statement ran has no row: it is no candidate.
+    found = dict.fromkeys([k for k, _ in dense_hits] + [k for k, _ in lexical_hits])
+    keys = [k for k in found if k in rows]
     clock.lap("dense_ms")  # the dense channel and every candidate's features so far
 
     graph_scores: dict[Key, float] = {}

@@ -74,6 +74,27 @@ def test_as_of_sees_the_rows_valid_then(embedder) -> None:
     assert {h.id for h in then.hits} == {kept.id, gone.id}
 
 
+def test_a_lexical_hit_purged_during_the_recall_is_left_out(embedder, monkeypatch) -> None:
+    """Each statement sees what is committed when it starts: a memory purged after the
+    lexical channel found it, before its features are read, is no candidate (no error)."""
+    kept = store("The staging cluster runs on three nodes", namespace="project:a")
+    purged = store("The staging cluster was moved to the new region", namespace="project:a")
+    real = pipeline.lexical.search
+
+    def search_then_purge(*args: object) -> object:
+        hits = real(*args)
+        assert purged.id in {k[1] for k, _ in hits}
+        forget = {"memory_id": purged.id, "purge": True}
+        runner.execute(memories.forget, MemoryForgetIn, forget)  # commits on its own
+        return hits
+
+    monkeypatch.setattr(pipeline.lexical, "search", search_then_purge)
+    with session_scope() as s:
+        found = pipeline.retrieve(s, "staging cluster", limit=5)
+    assert [h.id for h in found.hits] == [kept.id]
+    assert purged.id not in {f[0] for f in found.features}
+
+
 def test_the_same_text_in_two_namespaces_is_returned_once(embedder) -> None:
     store("Use ruff for linting", namespace="project:a")
     store("Use ruff for linting", namespace="project:b")
