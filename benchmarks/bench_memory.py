@@ -381,8 +381,10 @@ def trace_timings(
 
 
 def measure_recall(qs: list[str], warm: list[str]) -> dict[str, Any]:
-    """Interleaved per query: embedding alone, recall in the namespace, recall everywhere."""
-    from memsys.embeddings import get_embedder
+    """Interleaved per query: embedding alone, recall in the namespace, recall everywhere.
+    Each recall embeds its query: the query cache is emptied before it (a repeated query
+    would find its vector there and measure no embedding at all)."""
+    from memsys.embeddings import _queries, get_embedder
 
     embedder = get_embedder()
     for q in warm:
@@ -395,6 +397,7 @@ def measure_recall(qs: list[str], warm: list[str]) -> dict[str, Any]:
     for q in qs:
         embed_ms.append(common.timed(embedder.embed_one, q)[0])
         for key, ns in (("namespace", NAMESPACE), ("all", None)):
+            _queries.clear()
             ms, out = recall_once(q, ns)
             walls[key].append(ms)
             traces[key].append(out.trace_id)
@@ -409,8 +412,10 @@ def measure_recall(qs: list[str], warm: list[str]) -> dict[str, Any]:
 
 def measure_query(qs: list[str], warm: list[str]) -> dict[str, Any]:
     """memory_query in execution mode (the whole pipeline, graph and verification included:
-    the issue's 40 ms target) in the namespace, with its stages from the traces."""
+    the issue's 40 ms target) in the namespace, with its stages from the traces; each call
+    embeds its query (the recalls before asked the same ones: the cache is emptied)."""
     from memsys import runner
+    from memsys.embeddings import _queries
     from memsys.schemas.query import QueryIn
     from memsys.services import query
 
@@ -422,6 +427,7 @@ def measure_query(qs: list[str], warm: list[str]) -> dict[str, Any]:
         once(q)
     walls, traces = [], []
     for q in qs:
+        _queries.clear()
         ms, out = once(q)
         walls.append(ms)
         traces.append(out.query_id)
