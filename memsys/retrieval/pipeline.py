@@ -26,19 +26,21 @@ Key = tuple[str, str]
 # What fusion needs of each candidate: exact similarity to the query and BM25
 # (lexical.BM25_OF, NULL where the lexical channel scored it already). Content and the other
 # columns are read only for the hits returned (_DETAILS): a query weighs ~100-200 candidates
-# and returns ~5. `cand` is the candidates' chunk rows, `k` their keys.
-_CANDIDATE_COLUMNS = """
-    c.namespace, c.id, k.scored, c.doc_type, c.tsv, c.doc_len, c.content_hash,
-    c.confidence, c.importance, c.stage, coalesce(c.occurred_at, c.created_at) AS happened
+# and returns ~5. `cand` is the candidates' chunk rows, `k` their keys. The chunk columns are
+# named once (_ROW) for the three statements that read them.
+_ROW = ("doc_type", "content_hash", "confidence", "importance", "stage")
+_HAPPENED = "coalesce({t}.occurred_at, {t}.created_at) AS happened"
+_CANDIDATE_COLUMNS = f"""
+    c.namespace, c.id, k.scored, c.tsv, c.doc_len, {", ".join(f"c.{n}" for n in _ROW)},
+    {_HAPPENED.format(t="c")}
 """
 _SIMILARITY = """
     CASE WHEN c.embedding IS NULL THEN NULL
          ELSE 1 - (c.embedding <=> CAST(:embedding AS vector)) END
 """
 _FEATURE_COLUMNS = f"""
-    cand.namespace, cand.id, cand.doc_type, cand.content_hash, cand.confidence,
-    cand.importance, cand.stage, cand.happened, cand.similarity,
-    CASE WHEN cand.scored THEN NULL ELSE {lexical.BM25_OF} END AS bm25
+    cand.namespace, cand.id, {", ".join(f"cand.{n}" for n in _ROW)}, cand.happened,
+    cand.similarity, CASE WHEN cand.scored THEN NULL ELSE {lexical.BM25_OF} END AS bm25
 """
 
 # Candidates the graph and temporal channels add (the neighbourhood reads its own: below).
@@ -58,8 +60,7 @@ _FEATURES = text(
 # The same of a neighbour the neighbourhood channel found, read in its statement
 # (neighbours.Also: the chunk row is `cand`, its embedding `near.embedding`).
 _NEIGHBOUR_FEATURES = f"""
-    cand.doc_type, cand.content_hash, cand.confidence, cand.importance, cand.stage,
-    coalesce(cand.occurred_at, cand.created_at) AS happened,
+    {", ".join(f"cand.{n}" for n in _ROW)}, {_HAPPENED.format(t="cand")},
     1 - (near.embedding <=> CAST(:embedding AS vector)) AS similarity,
     {lexical.BM25_OF} AS bm25
 """
