@@ -16,8 +16,8 @@ import logging
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import suppress
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -139,22 +139,75 @@ def get_embedder() -> Embedder:
 WORKER_NAME = "memsys-embed"
 
 
+class _Worker:
+    """The one thread that embeds beside an open transaction: a query while its retrieval
+    runs the statements that need only its text, a memory's content while memory_store checks
+    for a duplicate and links the names it mentions. It takes work only when idle, and only
+    once the model has embedded in this process (it may still have to load): otherwise the
+    caller embeds, before its transaction, so concurrent calls never queue behind one worker
+    while they hold connections. A vector takes milliseconds; a batch never comes here."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        self._busy = False
+        self.warm = False
+
+    def submit(self, fn: Callable[[str], np.ndarray], text: str) -> Future[np.ndarray] | None:
+        """`fn(text)` on the worker, or None when it cannot take it now."""
+        with self._lock:
+            if not self.warm or self._busy:
+                return None
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix=WORKER_NAME)
+            try:
+                future = self._pool.submit(self._run, fn, text)
+            except RuntimeError:  # the interpreter is shutting down
+                return None
+            self._busy = True
+            return future
+
+    def _run(self, fn: Callable[[str], np.ndarray], text: str) -> np.ndarray:
+        try:
+            return fn(text)
+        finally:  # idle before the result is out: whoever waited may hand it the next text
+            with self._lock:
+                self._busy = False
+
+
+_worker = _Worker()
+
+
+def _embed_one(text: str) -> np.ndarray:
+    vector = get_embedder().embed_one(text)
+    _worker.warm = True
+    return vector
+
+
+def embed_beside(text: str) -> Callable[[], np.ndarray]:
+    """Start embedding `text` on the worker when it can take it (else embed it here, now);
+    returns the wait for its vector. A failure of the model reaches whoever waits."""
+    future = _worker.submit(_embed_one, text)
+    if future is not None:
+        return future.result
+    vector = _embed_one(text)
+    return lambda: vector
+
+
 class QueryCache:
     """Recently embedded query texts: agents repeat queries, and a hit costs nothing.
 
-    `prefetch` starts a query's embedding on a worker thread and `get` waits for it, so a
-    retrieval can run its statements that need only the text (the lexical channel, the
-    query's names) while the model works: the one embedding that runs beside an open
-    transaction, for the few milliseconds of a query. Until the cache has embedded once in
-    this process (the model may still have to load), and whenever the worker is busy with
-    another call's query, `prefetch` embeds in the caller instead, before its transaction."""
+    `prefetch` starts a query's embedding on the embedding worker and `get` waits for it, so
+    a retrieval can run its statements that need only the text (the lexical channel, the
+    query's names) while the model works. Until this cache has embedded once (the model may
+    still have to load), and whenever the worker is busy with another call's text,
+    `prefetch` embeds in the caller instead, before its transaction."""
 
     def __init__(self, size: int = 1024) -> None:
         self.size = size
         self._items: OrderedDict[str, np.ndarray] = OrderedDict()
         self._pending: dict[str, Future[np.ndarray]] = {}
         self._lock = threading.Lock()
-        self._worker: ThreadPoolExecutor | None = None
         self._warm = False
 
     def get(self, text: str) -> np.ndarray:
@@ -169,23 +222,21 @@ class QueryCache:
         return self._embed(text)
 
     def prefetch(self, text: str) -> None:
-        """Have `text` embedded by the time `get` asks for it: on the worker when the model is
-        warm and the worker idle, else here (before the caller's transaction, as any other
-        embedding: concurrent calls never queue behind one worker holding connections)."""
+        """Have `text` embedded by the time `get` asks for it: on the worker when this cache
+        is warm and the worker idle, else here (before the caller's transaction)."""
         with self._lock:
             if text in self._items or text in self._pending:
                 return
-            if self._warm and not self._pending:
-                if self._worker is None:
-                    self._worker = ThreadPoolExecutor(1, thread_name_prefix=WORKER_NAME)
-                with suppress(RuntimeError):  # the interpreter is shutting down
-                    self._pending[text] = self._worker.submit(self._embed, text)
+            if self._warm:
+                future = _worker.submit(self._embed, text)
+                if future is not None:
+                    self._pending[text] = future
                     return
         self._embed(text)
 
     def _embed(self, text: str) -> np.ndarray:
         try:
-            vector = get_embedder().embed_one(text)
+            vector = _embed_one(text)
             vector.setflags(write=False)  # shared between callers
             with self._lock:
                 self._items[text] = vector
@@ -223,7 +274,7 @@ def warm_up() -> None:
     """Load the model and embed once, recording progress for `model_state()`."""
     _state["model"] = "loading"
     try:
-        get_embedder().embed_one("warm up")
+        _embed_one("warm up")
     except Exception as exc:
         _state["model"] = f"failed: {type(exc).__name__}: {exc}"
         log.exception("the embedding model failed to load")

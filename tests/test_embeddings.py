@@ -122,3 +122,49 @@ def test_a_prefetched_query_is_embedded_beside_the_caller(embedder, monkeypatch)
     with pytest.raises(RuntimeError, match="model crashed"):
         cache.get("a query the model cannot take")
     assert not cache._pending and "a query the model cannot take" not in cache._items
+
+
+def test_a_memorys_content_is_embedded_beside_its_store_when_the_worker_is_free(
+    embedder, monkeypatch
+) -> None:
+    caller = threading.current_thread().name
+    where: dict[str, str] = {}
+    real = embedder.embed_one
+    release = threading.Event()
+
+    def noted(text: str) -> np.ndarray:
+        where[text] = threading.current_thread().name
+        if text == "a long text the model is still on":
+            release.wait(10)
+        return real(text)
+
+    monkeypatch.setattr(embedder, "embed_one", noted)
+    monkeypatch.setattr(embeddings._worker, "warm", False)
+    # Cold (the model may still be loading): embedded here, before the caller's transaction.
+    wait = embeddings.embed_beside("the first memory of the process")
+    assert where["the first memory of the process"] == caller
+    assert np.array_equal(wait(), real("the first memory of the process"))
+    # Warm and idle: on the worker; the wait returns the model's vector.
+    wait = embeddings.embed_beside("staging is rebuilt on Sundays")
+    assert np.array_equal(wait(), real("staging is rebuilt on Sundays"))
+    assert where["staging is rebuilt on Sundays"].startswith(embeddings.WORKER_NAME)
+    # Busy with one call's text: the next call embeds its own rather than queue behind it.
+    slow = embeddings.embed_beside("a long text the model is still on")
+    other = embeddings.embed_beside("another caller's memory")
+    assert where["another caller's memory"] == caller
+    assert np.array_equal(other(), real("another caller's memory"))
+    release.set()
+    assert np.array_equal(slow(), real("a long text the model is still on"))
+    assert where["a long text the model is still on"].startswith(embeddings.WORKER_NAME)
+
+    # A failure of the model reaches the caller when it waits, and the worker is free again.
+    def broken(text: str) -> np.ndarray:
+        raise RuntimeError("model crashed")
+
+    monkeypatch.setattr(embedder, "embed_one", broken)
+    failed = embeddings.embed_beside("a text the model cannot take")
+    with pytest.raises(RuntimeError, match="model crashed"):
+        failed()
+    monkeypatch.setattr(embedder, "embed_one", noted)
+    assert np.array_equal(embeddings.embed_beside("after the crash")(), real("after the crash"))
+    assert where["after the crash"].startswith(embeddings.WORKER_NAME)

@@ -4,6 +4,7 @@ memory_context renders them for a prompt in memsys.services.context."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,7 @@ from sqlalchemy import Select, delete, func, select
 from sqlalchemy.orm import Session
 
 from memsys import ids
-from memsys.embeddings import get_embedder
+from memsys.embeddings import embed_beside, get_embedder
 from memsys.errors import InvalidInput, NotFound
 from memsys.models import Chunk, Edge, MemoryAccess, MemoryChange, ValidationEvent
 from memsys.runner import before_transaction, retrieval_only
@@ -49,19 +50,26 @@ def live_memory(session: Session, memory_id: str, lock: bool = False) -> Chunk:
     return chunk
 
 
-def embed_content(params: MemoryStoreIn) -> np.ndarray:
-    return get_embedder().embed_one(params.content)
+def embed_content(params: MemoryStoreIn) -> Callable[[], np.ndarray]:
+    return embed_beside(params.content)
 
 
 @before_transaction(embed_content)
 def store(
-    session: Session, params: MemoryStoreIn, prepared: np.ndarray | None = None
+    session: Session,
+    params: MemoryStoreIn,
+    prepared: np.ndarray | Callable[[], np.ndarray] | None = None,
 ) -> MemoryStoreOut:
     """Store a memory; identical live content in the same namespace returns the existing id.
-    Through the runner its embedding is computed before the transaction opens. One memory is
-    a batch of one (memsys.services.memory_batch: the rules live there)."""
-    embedding = prepared if prepared is not None else get_embedder().embed_one(params.content)
-    return memory_batch.store_many(session, [params], [embedding])[0]
+    Through the runner its embedding starts before the transaction opens, on the embedding
+    worker when that is idle, and is awaited only when the row is written (the duplicate
+    check and the entities it names run meanwhile); a caller inside another service passes
+    the vector itself. One memory is a batch of one (memsys.services.memory_batch: the rules
+    live there)."""
+    ready = prepared if prepared is not None else embed_content(params)
+    if callable(ready):
+        return memory_batch.store_many(session, [params], lambda: [ready()])[0]
+    return memory_batch.store_many(session, [params], [ready])[0]
 
 
 def embed_batch(params: MemoryStoreBatchIn) -> np.ndarray:

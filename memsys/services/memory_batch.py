@@ -7,25 +7,26 @@ stored, the later ones point at it); golden rules start fully confident, everyth
 unproven; the lifecycle defaults by type; each new memory is linked to the entities it
 mentions and logged with a `create` event. Only the shape differs: per namespace, one
 statement locks the content hashes (sorted, so two batches with shared contents take turns
-instead of deadlocking), one reads the live duplicates, one multi-row INSERT writes the new
-rows (ON CONFLICT DO NOTHING: a single memory_store racing the batch wins, and its row is
-read back as a duplicate), then one call links the mentions and one INSERT writes the events.
+instead of deadlocking), one reads the live duplicates, two find or create the entities the
+new memories name, and one writes the new rows with their mention edges and events (ON
+CONFLICT DO NOTHING: a writer that stored the same content first wins, and its row is read
+back as a duplicate). All but the last need no embedding, so memory_store runs them while
+the model is still working on its content.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from sqlalchemy import func, insert, select, text
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from memsys import ids, secretscan
-from memsys.db import take_turns_all
-from memsys.models import Chunk, Event
+from memsys.db import json_text, take_turns_all
+from memsys.models import Chunk
 from memsys.schemas import MemoryStoreIn, MemoryStoreOut
 from memsys.services import mentions, namespaces
 from memsys.tokens import count_tokens_batch
@@ -66,80 +67,101 @@ def _live(session: Session, namespace: str, digests: list[str]) -> dict[str, Any
     return {r.content_hash: r for r in rows}
 
 
-def _row(item: MemoryStoreIn, digest: str, tokens: int, vector: np.ndarray) -> dict[str, Any]:
+def _record(
+    memory_id: str, item: MemoryStoreIn, digest: str, tokens: int, vector: np.ndarray
+) -> dict[str, Any]:
+    """One new row as _WRITE reads it from its JSON document."""
     return {
-        "namespace": item.namespace,
-        "id": ids.new_id(ids.MEMORY),
-        "doc_type": "memory",
+        "id": memory_id,
         "content": item.content,
         "content_hash": digest,
         "token_count": tokens,
-        "embedding": vector,
+        "embedding": vector.tolist(),
         "memory_type": item.memory_type,
         "importance": item.importance,
         "confidence": 1.0 if item.memory_type == GOLDEN_RULE else INITIAL_CONFIDENCE,
         "tags": item.tags or [],
         "meta": item.metadata or {},
         "lifecycle": item.lifecycle or DEFAULT_LIFECYCLE.get(item.memory_type, "project"),
-        "occurred_at": item.reference_time,
+        "occurred_at": None if item.reference_time is None else item.reference_time.isoformat(),
     }
 
 
-# The statement's own clock per row, not the transaction's: memories stored in one batch keep
-# the order they were given in (the neighbourhood channel reads it).
-_INSERT = (
-    pg_insert(Chunk)
-    .values(created_at=func.clock_timestamp())
-    .on_conflict_do_nothing(
-        index_elements=["namespace", "content_hash"],
-        index_where=text("doc_type = 'memory' AND valid_to IS NULL"),
+# The new rows, their mention edges and their `create` events in one statement. The rows come
+# as one JSON document (an embedding as a JSON array reads as pgvector's text form); a row a
+# concurrent writer stored first is skipped (ON CONFLICT), and so are its edges and event.
+# Each row takes the statement's own clock, not the transaction's: memories stored in one
+# batch keep the order they were given in (the neighbourhood channel reads it).
+_WRITE = text(
+    f"""
+    WITH written AS (
+        INSERT INTO chunk (namespace, id, doc_type, content, content_hash, token_count,
+                           embedding, memory_type, importance, confidence, tags, metadata,
+                           lifecycle, occurred_at, created_at)
+        SELECT :namespace, r.id, 'memory', r.content, r.content_hash, r.token_count,
+               CAST(r.embedding AS vector), r.memory_type, r.importance, r.confidence,
+               r.tags, r.meta, r.lifecycle, r.occurred_at, clock_timestamp()
+        FROM jsonb_to_recordset(CAST(:rows AS jsonb)) AS r(
+            id text, content text, content_hash text, token_count integer, embedding text,
+            memory_type text, importance float8, confidence float8, tags text[], meta jsonb,
+            lifecycle text, occurred_at timestamptz)
+        ON CONFLICT (namespace, content_hash) WHERE doc_type = 'memory' AND valid_to IS NULL
+        DO NOTHING
+        RETURNING id, content_hash, memory_type, confidence, importance
+    ), edges AS (
+        {mentions.EDGE_INSERT.format(join="JOIN written w ON w.id = m.chunk_id")}
+    ), events AS (
+        INSERT INTO event (namespace, event_type, operation, subject_kind, subject_id, payload)
+        SELECT :namespace, 'create', 'memory_store', 'memory', w.id,
+               jsonb_build_object('memory_type', w.memory_type, 'content_hash', w.content_hash)
+        FROM written w
     )
-    .returning(*_OUT)
+    SELECT * FROM written
+    """
 )
 
 
 def _store_namespace(
-    session: Session, namespace: str, items: list[tuple[int, MemoryStoreIn, str, np.ndarray]]
+    session: Session,
+    namespace: str,
+    items: list[tuple[int, MemoryStoreIn, str]],
+    vectors: Callable[[], Sequence[np.ndarray]],
 ) -> dict[int, MemoryStoreOut]:
-    """Store one namespace's share of a batch; (position, item, digest, vector) in order."""
+    """Store one namespace's share of a batch; (position, item, digest) in order, and
+    `vectors()[position]` is an item's embedding. Everything that needs no vector (the
+    duplicate check, the token counts, the entities the new memories name) runs first: the
+    embedding may still be on its way (embeddings.embed_beside)."""
     namespaces.ensure(session, namespace)
-    digests = sorted({d for _, _, d, _ in items})
+    digests = sorted({d for _, _, d in items})
     take_turns_all(session, [(namespace, "memory", d) for d in digests])
     found = _live(session, namespace, digests)
-    first: dict[str, tuple[MemoryStoreIn, np.ndarray]] = {}
-    for _, item, digest, vector in items:
+    first: dict[str, tuple[int, MemoryStoreIn]] = {}
+    for position, item, digest in items:
         if digest not in found:
-            first.setdefault(digest, (item, vector))
+            first.setdefault(digest, (position, item))
     written: dict[str, Any] = {}
     if first:
-        tokens = count_tokens_batch([item.content for item, _ in first.values()])
-        rows = [
-            _row(item, digest, n, vector)
-            for (digest, (item, vector)), n in zip(first.items(), tokens, strict=True)
+        tokens = count_tokens_batch([item.content for _, item in first.values()])
+        new_ids = {d: ids.new_id(ids.MEMORY) for d in first}
+        # Entities are upserted now; their edges wait for the rows (a memory that a writer
+        # outside these locks stored meanwhile leaves its names behind as entities, no edges).
+        edges = mentions.edge_params(
+            mentions.resolve(
+                session, namespace, [(new_ids[d], i.content) for d, (_, i) in first.items()]
+            )
+        )
+        embedded = vectors()
+        records = [
+            _record(new_ids[digest], item, digest, n, embedded[position])
+            for (digest, (position, item)), n in zip(first.items(), tokens, strict=True)
         ]
-        written = {r.content_hash: r for r in session.execute(_INSERT, rows)}
+        params = {"namespace": namespace, "rows": json_text(records)}
+        written = {r.content_hash: r for r in session.execute(_WRITE, {**params, **edges})}
         raced = [d for d in first if d not in written]  # a concurrent memory_store won
         found.update(_live(session, namespace, raced) if raced else {})
-        contents = {d: item.content for d, (item, _) in first.items() if d in written}
-        mentions.link(session, namespace, [(written[d].id, c) for d, c in contents.items()])
-        session.execute(
-            insert(Event),
-            [
-                {
-                    "namespace": namespace,
-                    "event_type": "create",
-                    "operation": "memory_store",
-                    "subject_kind": "memory",
-                    "subject_id": written[d].id,
-                    "payload": {"memory_type": first[d][0].memory_type, "content_hash": d},
-                    "session_id": None,
-                }
-                for d in contents
-            ],
-        )
     out: dict[int, MemoryStoreOut] = {}
     seen: dict[str, MemoryStoreOut] = {}
-    for position, item, digest, _ in items:
+    for position, item, digest in items:
         if digest in seen:  # a later copy within the batch: the first one's answer
             out[position] = seen[digest].model_copy(update={"duplicate": True, "warnings": []})
             continue
@@ -153,16 +175,18 @@ def _store_namespace(
 
 
 def store_many(
-    session: Session, items: Sequence[MemoryStoreIn], vectors: Sequence[np.ndarray]
+    session: Session,
+    items: Sequence[MemoryStoreIn],
+    vectors: Sequence[np.ndarray] | Callable[[], Sequence[np.ndarray]],
 ) -> list[MemoryStoreOut]:
-    """Store memories already embedded (vectors[i] is items[i]'s), in the caller's
-    transaction; one result per item, in order, as memory_store would have answered."""
-    by_namespace: dict[str, list[tuple[int, MemoryStoreIn, str, np.ndarray]]] = {}
+    """Store memories in the caller's transaction (vectors[i] is items[i]'s embedding, or
+    `vectors()` waits for them all); one result per item, in order, as memory_store would
+    have answered."""
+    by_namespace: dict[str, list[tuple[int, MemoryStoreIn, str]]] = {}
     for i, item in enumerate(items):
-        by_namespace.setdefault(item.namespace, []).append(
-            (i, item, content_hash(item.content), vectors[i])
-        )
+        by_namespace.setdefault(item.namespace, []).append((i, item, content_hash(item.content)))
+    wait = vectors if callable(vectors) else (lambda: vectors)
     results: dict[int, MemoryStoreOut] = {}
     for namespace, share in by_namespace.items():
-        results.update(_store_namespace(session, namespace, share))
+        results.update(_store_namespace(session, namespace, share, wait))
     return [results[i] for i in range(len(items))]

@@ -13,6 +13,7 @@ converge on one row. Work per write is proportional to the chunk, never to the c
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session
@@ -38,15 +39,25 @@ _RESOLVE = text(
     WHERE namespace = :namespace AND valid_to IS NULL AND key = ANY(CAST(:keys AS text[]))
     """
 )
-_EDGES = text(
-    """
+# The mention edges of (chunk_id, entity_id, weight) arrays; `{join}` may narrow them to
+# chunks a statement has just written (memory_batch writes rows, edges and events at once).
+EDGE_INSERT = """
     INSERT INTO edge (namespace, source_kind, source_id, target_kind, target_id, relation,
                       weight)
     SELECT :namespace, 'chunk', m.chunk_id, 'entity', m.entity_id, 'mentions', m.weight
     FROM unnest(CAST(:chunk_ids AS text[]), CAST(:entity_ids AS text[]),
-                CAST(:weights AS float8[])) AS m(chunk_id, entity_id, weight)
-    """
-)
+                CAST(:weights AS float8[])) AS m(chunk_id, entity_id, weight) {join}
+"""
+_EDGES = text(EDGE_INSERT.format(join=""))
+
+
+def edge_params(pairs: Sequence[tuple[str, str, float]]) -> dict[str, list[Any]]:
+    """EDGE_INSERT's arrays for (chunk_id, entity_id, weight) triples."""
+    return {
+        "chunk_ids": [p[0] for p in pairs],
+        "entity_ids": [p[1] for p in pairs],
+        "weights": [p[2] for p in pairs],
+    }
 
 
 def upsert(session: Session, namespace: str, names: dict[str, str]) -> dict[str, str]:
@@ -64,8 +75,11 @@ def upsert(session: Session, namespace: str, names: dict[str, str]) -> dict[str,
     return dict(session.execute(_RESOLVE, {"namespace": namespace, "keys": keys}).tuples().all())
 
 
-def link(session: Session, namespace: str, chunks: Sequence[tuple[str, str]]) -> int:
-    """Extract mentions from (chunk_id, text) pairs of one namespace; returns edges written."""
+def resolve(
+    session: Session, namespace: str, chunks: Sequence[tuple[str, str]]
+) -> list[tuple[str, str, float]]:
+    """The mentions in (chunk_id, text) pairs of one namespace as (chunk_id, entity_id,
+    weight), their entities created where missing. The chunks need not be written yet."""
     per_chunk = [(chunk_id, extraction.extract(body)) for chunk_id, body in chunks]
     subjects = {chunk_id: extraction.subject(body) for chunk_id, body in chunks}
     names: dict[str, str] = {}
@@ -73,22 +87,23 @@ def link(session: Session, namespace: str, chunks: Sequence[tuple[str, str]]) ->
         for m in mentions:
             names.setdefault(m.key, m.name)
     if not names:
-        return 0
+        return []
     resolved = upsert(session, namespace, names)
-    pairs = [
+    return [
         (cid, resolved[m.key], SUBJECT_WEIGHT if m.key == subjects[cid] else 1.0)
         for cid, ms in per_chunk
         for m in ms
         if m.key in resolved
     ]
+
+
+def write(session: Session, namespace: str, pairs: Sequence[tuple[str, str, float]]) -> int:
+    """The mention edges `resolve` found (for chunks written by now); returns edges written."""
     if pairs:
-        session.execute(
-            _EDGES,
-            {
-                "namespace": namespace,
-                "chunk_ids": [p[0] for p in pairs],
-                "entity_ids": [p[1] for p in pairs],
-                "weights": [p[2] for p in pairs],
-            },
-        )
+        session.execute(_EDGES, {"namespace": namespace, **edge_params(pairs)})
     return len(pairs)
+
+
+def link(session: Session, namespace: str, chunks: Sequence[tuple[str, str]]) -> int:
+    """Extract mentions from (chunk_id, text) pairs of one namespace; returns edges written."""
+    return write(session, namespace, resolve(session, namespace, chunks))

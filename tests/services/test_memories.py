@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
 import pytest
 from sqlalchemy import func, select
 
 from memsys import runner
 from memsys.db import session_scope
 from memsys.errors import InvalidInput, NotFound
-from memsys.models import Chunk, Event, MemoryAccess, QueryTrace
+from memsys.models import Chunk, Edge, Entity, Event, MemoryAccess, QueryTrace
 from memsys.schemas import (
     MemoryContextIn,
     MemoryCountIn,
@@ -79,6 +80,48 @@ def test_concurrent_stores_of_the_same_content_yield_one_row(embedder) -> None:
             select(func.count()).select_from(Chunk).where(Chunk.namespace == "project:race")
         )
     assert rows == 1
+
+
+def test_a_stored_memory_keeps_every_field_the_models_vector_its_edges_and_event(
+    embedder,
+) -> None:
+    # The row, its mention edges and its event are written by one statement from a JSON
+    # document: nothing may be lost or rounded on the way (the vector least of all).
+    content = "Priya moved the billing service to Kubernetes after the outage"
+    out = store(
+        content,
+        memory_type="decision",
+        importance=0.9,
+        tags=["infra", "billing"],
+        metadata={"ticket": "OPS-12", "ratio": 0.125},
+        lifecycle="personal",
+        reference_time="2026-03-14T09:30:00+01:00",
+    )
+    with session_scope() as s:
+        row = s.scalars(select(Chunk).where(Chunk.id == out.id)).one()
+        assert np.array_equal(
+            np.asarray(row.embedding, dtype=np.float32), embedder.embed_one(content)
+        )
+        assert (row.content, row.memory_type, row.importance, row.confidence) == (
+            content,
+            "decision",
+            0.9,
+            0.3,
+        )
+        assert sorted(row.tags) == ["billing", "infra"] and row.lifecycle == "personal"
+        assert row.meta == {"ticket": "OPS-12", "ratio": 0.125}
+        assert row.occurred_at.isoformat() == "2026-03-14T08:30:00+00:00"
+        assert row.token_count == count_tokens(content)
+        assert f"sha256_{row.content_hash}" == out.content_hash
+        named = s.scalars(
+            select(Entity.name)
+            .join(Edge, Edge.target_id == Entity.id)
+            .where(Edge.source_id == out.id, Edge.relation == "mentions")
+        ).all()
+        assert {"Priya", "Kubernetes"} <= set(named)
+        event = s.scalars(select(Event).where(Event.subject_id == out.id)).one()
+        assert (event.event_type, event.operation) == ("create", "memory_store")
+        assert event.payload == {"memory_type": "decision", "content_hash": row.content_hash}
 
 
 def test_recall_filters_apply(embedder) -> None:
