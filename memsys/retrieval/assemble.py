@@ -32,6 +32,7 @@ class Item:
     score: float
     happened_at: datetime | None = None
     ground_truth: bool = False  # authoritative: a preference, a golden-rule memory
+    tokens: int | None = None  # count_tokens(content) when known (a chunk's stored count)
 
 
 @dataclass
@@ -63,6 +64,14 @@ def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
     return cut.rstrip() + "…"
 
 
+def _snippet_tokens(item: Item, short: str) -> int:
+    """Tokens of `item`'s snippet: a snippet that cut nothing counts as its whole content
+    (whitespace makes no token; only a cut adds the "…"), which a chunk has stored."""
+    if item.tokens is not None and not short.endswith("…"):
+        return item.tokens
+    return count_tokens(short)
+
+
 def curated(items: list[Item], mode: str, core: int, max_tokens: int) -> Assembled:
     """Core and extended context from `items` (best first) within `max_tokens`."""
     out = Assembled()
@@ -71,21 +80,24 @@ def curated(items: list[Item], mode: str, core: int, max_tokens: int) -> Assembl
         if len(out.core) == core and len(out.extended) == EXTENDED[mode]:
             break
         short = snippet(item.content)
-        cost = count_tokens(short)
         if len(out.core) < core:
-            full = item.content.strip()
-            text = full if count_tokens(full) + cost <= max_tokens - out.tokens_used else short
-            cost += count_tokens(text)
-            if out.tokens_used + cost > max_tokens:
+            cost = _snippet_tokens(item, short)
+            whole = item.tokens if item.tokens is not None else count_tokens(item.content)
+            fits = whole + cost <= max_tokens - out.tokens_used
+            text = item.content.strip() if fits else short
+            total = cost + (whole if fits else cost)
+            if out.tokens_used + total > max_tokens:
                 out.left_out += 1
                 continue
             texts.append(text)
-            out.core.append(Piece(item, short, count_tokens(short)))
+            out.core.append(Piece(item, short, cost))
+            out.tokens_used += total
         else:
+            cost = _snippet_tokens(item, short)
             if out.tokens_used + cost > max_tokens:
                 out.left_out += 1
                 continue
             out.extended.append(Piece(item, short, cost))
-        out.tokens_used += cost
+            out.tokens_used += cost
     out.output = SEPARATOR.join(texts)
     return out

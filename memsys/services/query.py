@@ -136,6 +136,7 @@ def _chunk_item(hit: pipeline.Hit) -> Item:
         score=round(hit.score, 4),
         happened_at=hit.happened_at,
         ground_truth=hit.doc_type == "memory" and is_golden(hit.memory_type, hit.confidence),
+        tokens=hit.token_count,
     )
 
 

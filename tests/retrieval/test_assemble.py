@@ -48,3 +48,25 @@ def test_the_budget_is_never_exceeded_and_skips_what_does_not_fit() -> None:
     # The long items do not fit whole: their snippets stand in for them in the output.
     assert small.core and all(len(p.snippet) <= 200 for p in small.core)
     assert len(small.output.split("\n\n")[0]) <= 200
+
+
+def test_a_chunks_stored_count_assembles_exactly_as_counting_does() -> None:
+    # A chunk carries its content's token count; assembly trusts it for the whole content
+    # and for a snippet that cut nothing, and must come out token for token the same.
+    pool = items(3, words=400) + items(30, words=5)
+    pool += [
+        Item(id="ws", source="memory", namespace="global", content=" tabs\tand\n\nlines ", score=0)
+    ]
+    known = [
+        Item(**{**vars(it), "tokens": count_tokens(it.content)})  # type: ignore[arg-type]
+        for it in pool
+    ]
+    for budget in (10, 60, 500, 5000):
+        for mode in assemble.EXTENDED:
+            counted = assemble.curated(pool, mode, 5, budget)
+            stored = assemble.curated(known, mode, 5, budget)
+            assert stored.output == counted.output
+            assert stored.tokens_used == counted.tokens_used <= budget
+            assert [(p.item.id, p.snippet, p.tokens) for p in stored.core + stored.extended] == [
+                (p.item.id, p.snippet, p.tokens) for p in counted.core + counted.extended
+            ]
