@@ -65,9 +65,11 @@ def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
 
 
 def _snippet_tokens(item: Item, short: str) -> int:
-    """Tokens of `item`'s snippet: a snippet that cut nothing counts as its whole content
-    (whitespace makes no token; only a cut adds the "…"), which a chunk has stored."""
-    if item.tokens is not None and not short.endswith("…"):
+    """Tokens of `item`'s snippet. A snippet that is the whole content, only stripped (the
+    usual short memory), counts what the chunk has stored: nothing at the edges makes a
+    token. Anything else is counted: flattening whitespace is not neutral for the tokenizer,
+    which deletes some characters str.split() takes for spaces (form feeds, \\x1c–\\x1f)."""
+    if item.tokens is not None and short == item.content.strip():
         return item.tokens
     return count_tokens(short)
 

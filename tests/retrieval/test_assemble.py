@@ -53,10 +53,19 @@ def test_the_budget_is_never_exceeded_and_skips_what_does_not_fit() -> None:
 def test_a_chunks_stored_count_assembles_exactly_as_counting_does() -> None:
     # A chunk carries its content's token count; assembly trusts it for the whole content
     # and for a snippet that cut nothing, and must come out token for token the same.
-    pool = items(3, words=400) + items(30, words=5)
-    pool += [
-        Item(id="ws", source="memory", namespace="global", content=" tabs\tand\n\nlines ", score=0)
+    # Whitespace the snippet flattens; characters str.split() takes for spaces but the
+    # tokenizer deletes, gluing words (a form feed from a PDF, a unit separator).
+    odd = [
+        " tabs\tand\n\nlines ",
+        "base\x0bball game",
+        "to\x0cday we ship",
+        "a" * 50 + "\x1f" + "b" * 60,
     ]
+    pool = [
+        Item(id=f"odd{i}", source="document", namespace="global", content=text, score=1)
+        for i, text in enumerate(odd)
+    ]
+    pool += items(3, words=400) + items(30, words=5)
     known = [
         Item(**{**vars(it), "tokens": count_tokens(it.content)})  # type: ignore[arg-type]
         for it in pool
