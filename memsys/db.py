@@ -13,6 +13,7 @@ import atexit
 import json
 import logging
 import os
+import select
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -22,9 +23,18 @@ from pathlib import Path
 from typing import Any, cast
 
 import orjson
-from sqlalchemy import Connection, CursorResult, Engine, Executable, create_engine, text
+from psycopg.pq import ConnStatus
+from sqlalchemy import (
+    Connection,
+    CursorResult,
+    Engine,
+    Executable,
+    create_engine,
+    event,
+    text,
+)
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from memsys import deferred, tenancy
@@ -191,14 +201,31 @@ def make_engine(url: str, settings: Settings | None = None) -> Engine:
         f"-c statement_timeout={_milliseconds(settings.statement_timeout_s)} "
         f"-c lock_timeout={_milliseconds(settings.lock_timeout_s)}"
     )
-    return create_engine(
+    engine = create_engine(
         url,
         pool_size=5,
         max_overflow=10,
-        pool_pre_ping=True,
         connect_args={"options": options},
         json_serializer=json_text,
     )
+    event.listen(engine, "checkout", _still_open)
+    return engine
+
+
+def _still_open(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+    """Refuse a pooled connection the server has ended (a restart, pg_terminate_backend).
+
+    Instead of pool_pre_ping's round trip on every checkout (~0.25 ms per call here): a
+    connection at rest in the pool has nothing to read, so a readable socket means the
+    server said goodbye (its last message, then end of file). SQLAlchemy then discards the
+    connection and opens another. A peer that vanished without a word (a cut network) is
+    not seen here; the first statement fails instead, as a ping would have."""
+    pgconn = dbapi_connection.pgconn
+    if dbapi_connection.closed or pgconn.status != ConnStatus.OK:
+        raise DisconnectionError("the connection is closed")
+    readable, _, _ = select.select([pgconn.socket], [], [], 0)
+    if readable:
+        raise DisconnectionError("the server ended this connection")
 
 
 def _milliseconds(seconds: float) -> int:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import ExitStack
 
+import psycopg
 import pytest
 from sqlalchemy import text
 
@@ -170,3 +172,25 @@ def test_a_statement_past_the_limit_is_cancelled_with_a_clear_error(short_limits
     )
     with session_scope() as session:  # the connection is fine afterwards
         assert session.execute(text("SELECT 1")).scalar() == 1
+
+
+def test_connections_the_server_ended_are_replaced_before_anyone_uses_them() -> None:
+    # A restart or an administrator's pg_terminate_backend ends every pooled connection;
+    # the next calls must get fresh ones, not errors (no round trip per checkout checks it).
+    engine = get_engine()
+
+    def pids() -> set[int]:  # as many connections at once as the pool keeps
+        with ExitStack() as stack:
+            conns = [stack.enter_context(engine.connect()) for _ in range(engine.pool.size())]
+            found = {c.execute(text("SELECT pg_backend_pid()")).scalar() for c in conns}
+            for c in conns:
+                c.rollback()
+        return found
+
+    before = pids()
+    url = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(url, autocommit=True) as admin:
+        for pid in before:
+            assert admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,)).fetchone()
+    after = pids()
+    assert len(after) == engine.pool.size() and not after & before
