@@ -27,8 +27,9 @@ def before_transaction(
     """Mark a service's slow step that needs no transaction (reading a file, embedding):
     `run` calls `prepare(params)` before the transaction opens, so a slow model never holds
     a pooled connection or a row lock, and passes a result that is not None as `prepared=`.
-    (A retrieval's query may instead be embedded beside its first statements:
-    embeddings.QueryCache.prefetch.)"""
+    (One short text may instead be embedded beside its call's first statements, for the
+    milliseconds that takes: a retrieval's query, embeddings.QueryCache.prefetch, and a
+    single memory's content, embeddings.embed_beside — `prepare` then only starts it.)"""
 
     def mark(service: Callable[..., Out]) -> Callable[..., Out]:
         setattr(service, "prepare", prepare)  # noqa: B010 (an attribute of a function)
