@@ -10,12 +10,14 @@ dead pids are dropped before attaching: otherwise the server would never stop.
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import logging
 import os
 import select
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import datetime
@@ -208,24 +210,52 @@ def make_engine(url: str, settings: Settings | None = None) -> Engine:
         connect_args={"options": options},
         json_serializer=json_text,
     )
-    event.listen(engine, "checkout", _still_open)
+    event.listen(engine, "checkin", _at_rest)
+    event.listen(engine, "checkout", functools.partial(_still_open, engine.dialect))
     return engine
 
 
-def _still_open(dbapi_connection: Any, record: Any, proxy: Any) -> None:
-    """Refuse a pooled connection the server has ended (a restart, pg_terminate_backend).
+# A connection that rested longer than this is pinged on checkout (a firewall or a NAT may
+# have dropped it without a word); one in steady use is checked by its socket alone.
+IDLE_PING_S = 30.0
+
+
+def _at_rest(dbapi_connection: Any, record: Any) -> None:
+    record.info["at_rest_since"] = time.monotonic()
+
+
+def _still_open(dialect: Any, dbapi_connection: Any, record: Any, proxy: Any) -> None:
+    """Refuse a pooled connection the server has ended (a restart, pg_terminate_backend,
+    idle_session_timeout); SQLAlchemy then opens another.
 
     Instead of pool_pre_ping's round trip on every checkout (~0.25 ms per call here): a
-    connection at rest in the pool has nothing to read, so a readable socket means the
-    server said goodbye (its last message, then end of file). SQLAlchemy then discards the
-    connection and opens another. A peer that vanished without a word (a cut network) is
-    not seen here; the first statement fails instead, as a ping would have."""
-    pgconn = dbapi_connection.pgconn
-    if dbapi_connection.closed or pgconn.status != ConnStatus.OK:
-        raise DisconnectionError("the connection is closed")
-    readable, _, _ = select.select([pgconn.socket], [], [], 0)
-    if readable:
-        raise DisconnectionError("the server ended this connection")
+    connection at rest has nothing to read (memsys never LISTENs), so a readable socket
+    means the server said goodbye. A peer that vanished without a word is not seen that way,
+    so a connection that rested longer than IDLE_PING_S is pinged as before."""
+    pgconn = getattr(dbapi_connection, "pgconn", None)
+    try:
+        if pgconn is not None:
+            if dbapi_connection.closed or pgconn.status != ConnStatus.OK:
+                raise DisconnectionError("the connection is closed")
+            if _readable(pgconn.socket):
+                raise DisconnectionError("the server ended this connection")
+        since = record.info.pop("at_rest_since", None)
+        if pgconn is None or (since is not None and time.monotonic() - since > IDLE_PING_S):
+            dialect.do_ping(dbapi_connection)
+    except DisconnectionError:
+        raise
+    except Exception as exc:  # a failed ping, a socket the OS refuses to watch
+        raise DisconnectionError(f"the connection failed its check: {exc}") from exc
+
+
+def _readable(fd: int) -> bool:
+    """Whether `fd` has something to read, without waiting (poll: no limit on fd numbers)."""
+    if hasattr(select, "poll"):
+        watch = select.poll()
+        watch.register(fd, select.POLLIN)
+        return bool(watch.poll(0))
+    readable, _, _ = select.select([fd], [], [], 0)  # Windows
+    return bool(readable)
 
 
 def _milliseconds(seconds: float) -> int:

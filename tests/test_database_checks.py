@@ -194,3 +194,31 @@ def test_connections_the_server_ended_are_replaced_before_anyone_uses_them() -> 
             assert admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,)).fetchone()
     after = pids()
     assert len(after) == engine.pool.size() and not after & before
+
+
+def test_only_a_connection_at_rest_for_long_is_pinged_and_a_failed_ping_replaces_it(
+    monkeypatch,
+) -> None:
+    from memsys import db
+
+    engine = get_engine()
+
+    def pid() -> int:
+        with engine.connect() as conn:
+            found = conn.execute(text("SELECT pg_backend_pid()")).scalar()
+            conn.rollback()
+        return int(found)
+
+    pings: list[int] = []
+
+    def unanswered(dbapi_connection) -> None:  # a peer that vanished without a word
+        pings.append(dbapi_connection.pgconn.backend_pid)
+        raise psycopg.OperationalError("no answer")
+
+    monkeypatch.setattr(engine.dialect, "do_ping", unanswered)
+    first = pid()
+    assert pid() and pings == []  # in steady use: the socket check alone, no round trip
+    monkeypatch.setattr(db, "IDLE_PING_S", 0.0)  # now every connection rested "too long"
+    pool = engine.pool.checkedin()
+    replaced = {pid() for _ in range(pool)}
+    assert len(pings) == pool and first in pings and first not in replaced
