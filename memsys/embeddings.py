@@ -199,8 +199,8 @@ class QueryCache:
 
     `prefetch` starts a query's embedding on the embedding worker and `get` waits for it, so
     a retrieval can run its statements that need only the text (the lexical channel, the
-    query's names) while the model works. Until this cache has embedded once (the model may
-    still have to load), and whenever the worker is busy with another call's text,
+    query's names) while the model works. Until the model has embedded once in this process
+    (it may still have to load), and whenever the worker is busy with another call's text,
     `prefetch` embeds in the caller instead, before its transaction."""
 
     def __init__(self, size: int = 1024) -> None:
@@ -208,7 +208,6 @@ class QueryCache:
         self._items: OrderedDict[str, np.ndarray] = OrderedDict()
         self._pending: dict[str, Future[np.ndarray]] = {}
         self._lock = threading.Lock()
-        self._warm = False
 
     def get(self, text: str) -> np.ndarray:
         with self._lock:
@@ -222,16 +221,15 @@ class QueryCache:
         return self._embed(text)
 
     def prefetch(self, text: str) -> None:
-        """Have `text` embedded by the time `get` asks for it: on the worker when this cache
-        is warm and the worker idle, else here (before the caller's transaction)."""
+        """Have `text` embedded by the time `get` asks for it: on the worker when it can take
+        it, else here (before the caller's transaction)."""
         with self._lock:
             if text in self._items or text in self._pending:
                 return
-            if self._warm:
-                future = _worker.submit(self._embed, text)
-                if future is not None:
-                    self._pending[text] = future
-                    return
+            future = _worker.submit(self._embed, text)
+            if future is not None:
+                self._pending[text] = future
+                return
         self._embed(text)
 
     def _embed(self, text: str) -> np.ndarray:
@@ -242,7 +240,6 @@ class QueryCache:
                 self._items[text] = vector
                 while len(self._items) > self.size:
                     self._items.popitem(last=False)
-                self._warm = True
             return vector
         finally:
             with self._lock:

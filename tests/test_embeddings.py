@@ -72,8 +72,24 @@ def test_query_cache_returns_the_same_vector_and_stays_bounded(embedder) -> None
     assert cache.get("what did we decide about the database") is not first  # evicted
 
 
+def watch(monkeypatch, embedder, real, slow: str) -> tuple[dict[str, str], threading.Event]:
+    """Have the model note the thread that embeds each text; `slow` waits for the event."""
+    where: dict[str, str] = {}
+    release = threading.Event()
+
+    def watched(text: str) -> np.ndarray:
+        where[text] = threading.current_thread().name
+        if text == slow:
+            release.wait(10)
+        return real(text)
+
+    monkeypatch.setattr(embedder, "embed_one", watched)
+    return where, release
+
+
 def test_a_prefetched_query_is_embedded_beside_the_caller(embedder, monkeypatch) -> None:
     cache = embeddings.QueryCache()
+    monkeypatch.setattr(embeddings._worker, "warm", False)  # as in a process just started
     # Cold: the first query is embedded in the caller (the model may still be loading).
     cache.prefetch("the first query of the process")
     assert "the first query of the process" in cache._items
@@ -95,16 +111,7 @@ def test_a_prefetched_query_is_embedded_beside_the_caller(embedder, monkeypatch)
 
     # While the worker is busy with one call's query, the next call embeds its own in the
     # caller (before its transaction) rather than queueing behind it.
-    release = threading.Event()
-    where: dict[str, str] = {}
-
-    def held(text: str) -> np.ndarray:
-        where[text] = threading.current_thread().name
-        if text == "a slow query":
-            release.wait(10)
-        return real(text)
-
-    monkeypatch.setattr(embedder, "embed_one", held)
+    where, release = watch(monkeypatch, embedder, real, "a slow query")
     cache.prefetch("a slow query")
     cache.prefetch("a second caller's query")
     assert where["a second caller's query"] == threading.current_thread().name
@@ -128,17 +135,9 @@ def test_a_memorys_content_is_embedded_beside_its_store_when_the_worker_is_free(
     embedder, monkeypatch
 ) -> None:
     caller = threading.current_thread().name
-    where: dict[str, str] = {}
     real = embedder.embed_one
-    release = threading.Event()
-
-    def noted(text: str) -> np.ndarray:
-        where[text] = threading.current_thread().name
-        if text == "a long text the model is still on":
-            release.wait(10)
-        return real(text)
-
-    monkeypatch.setattr(embedder, "embed_one", noted)
+    where, release = watch(monkeypatch, embedder, real, "a long text the model is still on")
+    watched = embedder.embed_one
     monkeypatch.setattr(embeddings._worker, "warm", False)
     # Cold (the model may still be loading): embedded here, before the caller's transaction.
     wait = embeddings.embed_beside("the first memory of the process")
@@ -165,6 +164,6 @@ def test_a_memorys_content_is_embedded_beside_its_store_when_the_worker_is_free(
     failed = embeddings.embed_beside("a text the model cannot take")
     with pytest.raises(RuntimeError, match="model crashed"):
         failed()
-    monkeypatch.setattr(embedder, "embed_one", noted)
+    monkeypatch.setattr(embedder, "embed_one", watched)
     assert np.array_equal(embeddings.embed_beside("after the crash")(), real("after the crash"))
     assert where["after the crash"].startswith(embeddings.WORKER_NAME)

@@ -97,13 +97,9 @@ def resolve(
     ]
 
 
-def write(session: Session, namespace: str, pairs: Sequence[tuple[str, str, float]]) -> int:
-    """The mention edges `resolve` found (for chunks written by now); returns edges written."""
+def link(session: Session, namespace: str, chunks: Sequence[tuple[str, str]]) -> int:
+    """Extract mentions from (chunk_id, text) pairs of one namespace; returns edges written."""
+    pairs = resolve(session, namespace, chunks)
     if pairs:
         session.execute(_EDGES, {"namespace": namespace, **edge_params(pairs)})
     return len(pairs)
-
-
-def link(session: Session, namespace: str, chunks: Sequence[tuple[str, str]]) -> int:
-    """Extract mentions from (chunk_id, text) pairs of one namespace; returns edges written."""
-    return write(session, namespace, resolve(session, namespace, chunks))
