@@ -66,15 +66,18 @@ _TERMS = {
 #     idf · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl)).
 # setweight marks the query's lexemes and ts_filter keeps only them, in C, so the SQL unnests
 # the few query terms a chunk holds rather than its whole vocabulary (~40 % faster at 100k,
-# same scores). Every chunk tsvector is built by to_tsvector (weight D, positions kept).
+# same scores). A term's IDF is looked up by its place in :lexemes rather than joined, so the
+# sum runs over the chunk's terms in their tsvector order whatever plan a statement gets: the
+# channel, the feature reads (memsys.retrieval.pipeline) and a replay with the statistics its
+# trace recorded (lexemes in another order) give a chunk the same score to the last bit.
+# Every chunk tsvector is built by to_tsvector (weight D, positions kept).
 BM25_OF = """
-coalesce((SELECT sum(t.idf * (x.tf * (:k1 + 1))
+coalesce((SELECT sum((CAST(:idfs AS float8[]))[array_position(CAST(:lexemes AS text[]), x.lexeme)]
+                     * (x.tf * (:k1 + 1))
                      / (x.tf + :k1 * (1 - :b + :b * cand.doc_len / :avgdl)))
           FROM (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf
                 FROM unnest(ts_filter(setweight(cand.tsv, 'A', CAST(:lexemes AS text[])),
-                                      CAST(ARRAY['a'] AS "char"[]))) u) x
-          JOIN unnest(CAST(:lexemes AS text[]), CAST(:idfs AS float8[])) AS t(lexeme, idf)
-            ON t.lexeme = x.lexeme), 0)
+                                      CAST(ARRAY['a'] AS "char"[]))) u) x), 0)
 """
 
 _SEARCH = f"""

@@ -3,6 +3,7 @@ every write (insert, forget, purge) in the same transaction."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from datetime import UTC, datetime
 
@@ -148,3 +149,33 @@ def test_a_trace_keeps_the_budget_its_query_was_scored_with() -> None:
         20_000,
         4_000,
     )
+
+
+def test_the_channel_scores_a_chunk_as_the_feature_reads_do(embedder) -> None:
+    """The channel scores its candidates in its own statement; the pipeline reads the BM25 of
+    other candidates in others (`BM25_OF`), and fusion compares the two, so they must agree to
+    the last bit. A replay (as of a time, with the statistics its trace recorded, which may
+    list the lexemes in another order) must find the same hits with the same scores."""
+    for content in (
+        "The billing export failed twice on the staging database",
+        "Billing runs nightly; the export lands in the reporting bucket",
+        "Staging database credentials rotate every ninety days",
+        "A failed export retries three times before it pages anyone",
+    ):
+        store(content, namespace=NS)
+    scope = {"namespace": NS}
+    with session_scope() as s:
+        terms = lexical.analyse(s, "billing export failed on staging", NS)
+        live = lexical.search(s, terms, scope, None, 10)
+        recorded = lexical.QueryTerms.recorded(terms.trace())
+        recorded = dataclasses.replace(  # the query's terms listed the other way round
+            recorded, lexemes=recorded.lexemes[::-1], df=recorded.df[::-1], idf=recorded.idf[::-1]
+        )
+        assert len(recorded.lexemes) >= 3
+        then = lexical.search(s, recorded, scope, datetime.now(UTC), 10)
+        each = text(f"SELECT cand.id, {lexical.BM25_OF} FROM chunk cand WHERE cand.id = ANY(:ids)")
+        params = {**lexical.score_params(terms), "ids": [k[1] for k, _ in live]}
+        one_by_one = dict(s.execute(each, params).all())
+    assert len(live) == 4
+    assert live == then
+    assert {k[1]: score for k, score in live} == one_by_one
