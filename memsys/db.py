@@ -41,7 +41,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from memsys import deferred, tenancy
 from memsys.config import Settings, get_settings
-from memsys.errors import DatabaseUnavailable, Protected, TimedOut
+from memsys.errors import Contended, DatabaseUnavailable, Protected, TimedOut
 from memsys.runtime_info import pid_alive
 
 log = logging.getLogger(__name__)
@@ -424,10 +424,22 @@ _TIMED_OUT = {
 }
 
 
+# deadlock_detected, serialization_failure: the server rolled the transaction back so that
+# another could go on; the same call run again normally goes through.
+_CONTENDED = {"40P01", "40001"}
+
+
 def timed_out(exc: DBAPIError) -> TimedOut | None:
     """The error every front end shows (HTTP 503, the MCP envelope, CLI exit 1) when a
-    statement or a lock wait passed its limit; None for any other error."""
+    statement or a lock wait passed its limit, or the server broke a deadlock (Contended,
+    which the runner retries); None for any other error."""
     sqlstate = str(getattr(exc.orig, "sqlstate", None))
+    if sqlstate in _CONTENDED:
+        return Contended(
+            "The database rolled this call back to let another transaction writing the same "
+            "rows go on (a deadlock it broke, or a serialization conflict); nothing of it was "
+            "written. Try again."
+        )
     template = _TIMED_OUT.get(sqlstate)
     if template is None:
         return None

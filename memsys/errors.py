@@ -34,6 +34,12 @@ class TimedOut(MemsysError):
     status_code = 503
 
 
+class Contended(TimedOut):
+    """PostgreSQL rolled this call's transaction back to let another one through (a deadlock
+    it broke, a serialization failure); running it again is safe. The runner does so a few
+    times before a caller sees it."""
+
+
 class DatabaseUnavailable(MemsysError):
     """The database cannot be reached or lacks what memsys needs (e.g. pgvector)."""
 

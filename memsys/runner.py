@@ -1,6 +1,8 @@
 """What every front end does with a call: validate the input, run the service in one
 transaction, hand back the output schema. Errors propagate as MemsysError."""
 
+import random
+import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any, TypeVar
@@ -10,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from memsys import deferred
 from memsys.db import session_scope
+from memsys.errors import Contended
 from memsys.schemas import parse
 from memsys.services import tracing
 
@@ -46,10 +49,29 @@ def retrieval_only(service: Callable[..., Out]) -> Callable[..., Out]:
     return service
 
 
+# How often a call the server rolled back to break a deadlock runs again (errors.Contended),
+# and the pause before each retry, growing, with jitter so two victims do not meet again.
+ATTEMPTS = 4
+_PAUSE_S = 0.02
+
+
 def run(service: Callable[[Session, In], Out], params: In) -> Out:
-    """Run a service on input that is already validated, in one transaction."""
+    """Run a service on input that is already validated, in one transaction; a transaction
+    the server rolled back to let another through runs again (nothing of it was written, and
+    what `prepare` made is reused)."""
     prepare = getattr(service, "prepare", None)
     prepared = prepare(params) if prepare is not None else None
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return _once(service, params, prepared)
+        except Contended:
+            if attempt == ATTEMPTS:
+                raise
+            time.sleep(_PAUSE_S * attempt * (1 + random.random()))
+    raise AssertionError("unreachable")  # the loop returns or raises
+
+
+def _once(service: Callable[..., Out], params: In, prepared: Any) -> Out:
     collecting = tracing.collecting()
     try:
         # A retrieval's trace and access counts are written after it commits (memsys.deferred).
@@ -61,7 +83,7 @@ def run(service: Callable[[Session, In], Out], params: In) -> Out:
         ):
             if prepared is None:
                 return service(session, params)
-            return service(session, params, prepared=prepared)  # type: ignore[call-arg]
+            return service(session, params, prepared=prepared)
     except Exception:
         tracing.write_failures()  # a failed retrieval keeps its trace, written after rollback
         raise

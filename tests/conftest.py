@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,32 @@ def clean_tables(migrated: None) -> Iterator[None]:
     deferred.settle()  # the last call's trace and access counts land before the wipe
     with get_engine().begin() as conn:
         conn.execute(text(f"TRUNCATE {', '.join(tables())} RESTART IDENTITY CASCADE"))
+
+
+def lock_waiters() -> int:
+    """Backends of the test database waiting for a lock now (read in a transaction of its own:
+    pg_stat_activity is a snapshot per transaction)."""
+    from memsys.db import get_engine
+
+    with get_engine().connect() as conn:
+        return int(
+            conn.scalar(
+                text(
+                    "SELECT count(*) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+                )
+            )
+        )
+
+
+def until(condition: Callable[[], bool], seconds: float) -> bool:
+    """Poll `condition` until it holds (True) or `seconds` pass (False)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def table_counts() -> dict[str, int]:

@@ -243,6 +243,9 @@ def index_directory(
     if not root.is_dir():
         raise InvalidInput(f"Not a directory: {params.dir_path} (use index_file for one file)")
     files = discover(root, params.recursive)
+    # One transaction for the whole folder, which names entities after writing each file's
+    # chunks: it writes alone in the namespace, as an import does (namespaces.write_alone).
+    namespaces.write_alone(session, [params.namespace])
     namespaces.ensure(session, params.namespace)
     indexed = skipped = chunks = 0
     failed: list[FailedFile] = []

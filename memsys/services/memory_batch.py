@@ -131,7 +131,6 @@ def _store_namespace(
     `vectors()[position]` is an item's embedding. Everything that needs no vector (the
     duplicate check, the token counts, the entities the new memories name) runs first: the
     embedding may still be on its way (embeddings.embed_beside)."""
-    namespaces.ensure(session, namespace)
     digests = sorted({d for _, _, d in items})
     take_turns_all(session, [(namespace, "memory", d) for d in digests])
     found = _live(session, namespace, digests)
@@ -186,6 +185,8 @@ def store_many(
     for i, item in enumerate(items):
         by_namespace.setdefault(item.namespace, []).append((i, item, content_hash(item.content)))
     wait = vectors if callable(vectors) else (lambda: vectors)
+    for namespace in sorted(by_namespace):  # each namespace's write turn, in sorted order
+        namespaces.ensure(session, namespace)
     results: dict[int, MemoryStoreOut] = {}
     for namespace, share in by_namespace.items():
         results.update(_store_namespace(session, namespace, share, wait))

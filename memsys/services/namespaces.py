@@ -1,12 +1,12 @@
 """Namespaces: created by writes, required by reads, listed with their counts."""
 
+from collections.abc import Iterable
+
 from sqlalchemy import text
-from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from memsys.db import remember_transaction_time
+from memsys.db import remember_transaction_time, take_turns_all
 from memsys.errors import NotFound
-from memsys.models import Namespace
 from memsys.schemas import NamespaceInfo, NamespaceListOut
 
 _LIST = text(
@@ -36,9 +36,38 @@ _LIST = text(
 )
 
 
+# A namespace's writers share its write turn; an import takes it alone, for every namespace of
+# its snapshot at once, before it writes (write_alone). An import holds a namespace's BM25
+# statistics (corpus_stat, kept by triggers) from its first row to its commit, and creates the
+# entities its rows name after writing them. A writer that created one of those entities and
+# then waited for the statistics would deadlock with it, and PostgreSQL rolls back whichever
+# waited second: the import, minutes of work. With the turn a writer waits at its start,
+# holding nothing the import needs.
+_WRITERS = "memsys:namespace-writers"
+_ENSURE = text(
+    """
+    WITH turn AS (SELECT pg_advisory_xact_lock_shared(hashtextextended(:turn, 0)) AS taken)
+    INSERT INTO namespace (name) SELECT :name FROM turn ON CONFLICT DO NOTHING
+    """
+)
+
+
 def ensure(session: Session, name: str) -> None:
-    """Create the namespace if it does not exist yet (idempotent, safe under concurrency)."""
-    session.execute(insert(Namespace).values(name=name).on_conflict_do_nothing())
+    """Create the namespace if it does not exist yet (idempotent, safe under concurrency),
+    and take a writer's share of its write turn until the transaction ends. Writers call it
+    before their first write in the namespace; one that writes in several namespaces calls
+    it for each, in sorted order (as write_alone takes them)."""
+    session.execute(_ENSURE, {"name": name, "turn": _turn(name)})
+
+
+def write_alone(session: Session, names: Iterable[str]) -> None:
+    """Wait until no other transaction writes in these namespaces, and keep others from
+    starting to until this one ends (an import): all at once, in sorted order."""
+    take_turns_all(session, [(_turn(name),) for name in names])
+
+
+def _turn(name: str) -> str:
+    return f"{_WRITERS}\x1f{name}"
 
 
 def names(session: Session) -> list[str]:

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from memsys.services import namespaces
 from memsys.vault import apply, records
 from memsys.vault import restore as restore_mode
 from memsys.vault.files import Snapshot
@@ -220,6 +221,12 @@ def validate(session: Session, snapshot: Snapshot) -> tuple[_Seen, list[Problem]
     return seen, problems
 
 
+def _namespaces(seen: _Seen) -> set[str]:
+    """Every namespace the snapshot writes in."""
+    names = {ns for ns, _ in seen.memories.values()} | {ns for ns, _ in seen.preferences}
+    return names | {rec["namespace"] for rec, _ in seen.edges.values()}
+
+
 def run(
     session: Session,
     snapshot: Snapshot,
@@ -233,6 +240,8 @@ def run(
     seen, report.problems = validate(session, snapshot)
     if report.problems and not partial:
         return report
+    if not dry_run:  # before the first write: writers of these namespaces wait, holding nothing
+        namespaces.write_alone(session, _namespaces(seen))
     rebuild = restore and not dry_run
     with (
         restore_mode.vector_index_built_after(session) if rebuild else nullcontext(),

@@ -7,9 +7,10 @@ import threading
 import numpy as np
 import pytest
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from memsys import runner
-from memsys.db import session_scope
+from memsys.db import get_engine, session_scope
 from memsys.errors import InvalidInput, NotFound
 from memsys.models import Chunk, Edge, Entity, Event, MemoryAccess, QueryTrace
 from memsys.schemas import (
@@ -19,11 +20,12 @@ from memsys.schemas import (
     MemoryListIn,
     MemoryRecallIn,
     MemoryStoreIn,
+    MemoryStoreOut,
 )
 from memsys.services import context as context_service
-from memsys.services import memories, namespaces
+from memsys.services import memories, memory_batch, mentions, namespaces
 from memsys.tokens import count_tokens
-from tests.conftest import table_counts
+from tests.conftest import lock_waiters, table_counts, until
 from tests.factories import store
 
 
@@ -80,6 +82,48 @@ def test_concurrent_stores_of_the_same_content_yield_one_row(embedder) -> None:
             select(func.count()).select_from(Chunk).where(Chunk.namespace == "project:race")
         )
     assert rows == 1
+
+
+def test_a_store_rolled_back_to_break_a_deadlock_runs_again(
+    embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Indexing a file writes its chunks first (the namespace's BM25 statistics stay locked
+    # until it commits) and creates the entities they name afterwards; a store creates its
+    # entities first. When both name the same new entity each waits for the other, and
+    # PostgreSQL rolls back the one that waited first: the store, which the runner runs again.
+    ns = "project:deadlock"
+    store("Deploys happen on Tuesdays", namespace=ns)
+    content = "Quillon Verhaeghe signed off the Zephyrine migration"
+    attempts: list[int] = []
+    real = memory_batch.store_many
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        attempts.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(memory_batch, "store_many", counted)
+    results: list[object] = []
+    with Session(get_engine()) as indexer:
+        row = MemoryStoreIn(content="the nightly backup finished without errors", namespace=ns)
+        real(indexer, [row], [embedder.embed_one(row.content)])
+        worker = threading.Thread(target=lambda: results.append(store(content, namespace=ns)))
+        worker.start()
+        assert until(lambda: lock_waiters() > 0, 20)  # the store, for the statistics
+        mentions.resolve(indexer, ns, [("chk_file", content)])  # the store's new entities
+        indexer.commit()
+        worker.join(30)
+    assert not worker.is_alive()
+    [stored] = results
+    assert isinstance(stored, MemoryStoreOut) and not stored.duplicate
+    assert len(attempts) == 2  # rolled back once, then written
+    with session_scope() as s:
+        assert s.scalar(select(func.count()).where(Chunk.namespace == ns)) == 3
+        names = s.scalars(select(Entity.name).where(Entity.namespace == ns)).all()
+        assert names.count("Quillon Verhaeghe") == names.count("Zephyrine") == 1
+        edges = s.scalar(
+            select(func.count()).where(Edge.namespace == ns, Edge.source_id == stored.id)
+        )
+        assert edges == 2
 
 
 def test_a_stored_memory_keeps_every_field_the_models_vector_its_edges_and_event(

@@ -137,10 +137,13 @@ def test_two_restores_at_once_end_in_one_import_and_one_conflict(
     tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each has read the table (its checks) when it asks for it alone: a deadlock, which the
-    one PostgreSQL picks is refused like a lock wait (409), and the other goes on."""
+    one PostgreSQL picks is refused like a lock wait (409), and the other goes on. (Two
+    imports into the same namespace do not get this far together: the second waits for the
+    first at its start, namespaces.write_alone.)"""
     first = snapshot(tmp_path / "a.jsonl")
     second = tmp_path / "b.jsonl"
-    write_jsonl(second, [memory(100 + i, f"{body} (copy two)") for i, body in enumerate(TOPICS)])
+    records = [memory(100 + i, f"{body} (copy two)") for i, body in enumerate(TOPICS)]
+    write_jsonl(second, [{**r, "namespace": "project:two"} for r in records])
     both_checked = threading.Barrier(2, timeout=60)
     original = restore.vector_index_built_after
 

@@ -1,0 +1,88 @@
+"""An import beside the writers of its namespaces. An import holds a namespace's BM25
+statistics from its first row until it commits and creates the entities its rows name after
+writing them; a store creates its entities first. A store that named a new entity and then
+waited for the statistics would deadlock with the import, and PostgreSQL would roll back the
+one that waited second — the import. A writer now waits for the import at its start."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+from memsys.db import session_scope
+from memsys.models import Chunk, Entity
+from memsys.schemas import MemoryStoreIn
+from memsys.services import memories
+from memsys.vault import apply, service
+from tests.conftest import lock_waiters, until
+from tests.factories import store
+from tests.vault.test_import_batches import memory, write_jsonl
+
+
+def test_a_store_that_created_an_entity_first_does_not_roll_an_import_back(
+    tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store("Deploys happen on Tuesdays")  # the namespace exists: neither creates it
+    content = "Quillon Verhaeghe signed off the Zephyrine migration"
+    vector = embedder.embed_one(content)
+    in_transaction, go = threading.Event(), threading.Event()
+
+    def paused(params: MemoryStoreIn) -> Callable[[], Any]:
+        def vector_when_told() -> Any:  # awaited after the store created its entities
+            in_transaction.set()
+            go.wait(30)
+            return vector
+
+        return vector_when_told
+
+    monkeypatch.setattr(memories.store, "prepare", paused)
+    # Between writing its rows and naming their entities, the import gives a store that waits
+    # for the statistics longer than deadlock_timeout (1 s): PostgreSQL's check of that wait
+    # then finds no cycle, and the import's own wait would be the one found and rolled back.
+    named = threading.Event()
+    link = apply.mentions.link
+
+    def slow_link(*args: Any) -> int:
+        named.set()
+        if until(lambda: lock_waiters() > 0, 2.0):
+            time.sleep(1.5)
+        return link(*args)
+
+    monkeypatch.setattr(apply.mentions, "link", slow_link)
+
+    stored: list[Any] = []
+    writer = threading.Thread(target=lambda: stored.append(store(content)))
+    writer.start()
+    assert in_transaction.wait(30)
+    snapshot = tmp_path / "snapshot.jsonl"
+    write_jsonl(snapshot, [memory(1, "The Zephyrine rollout was reviewed by Quillon Verhaeghe")])
+    outcome: dict[str, Any] = {}
+
+    def import_once() -> None:  # as the CLI and REST run it: one transaction, no retry
+        try:
+            with session_scope() as session:
+                outcome["report"] = service.import_from(session, snapshot, False, False, False)
+        except Exception as exc:  # the assertion below shows it
+            outcome["error"] = exc
+
+    importer = threading.Thread(target=import_once)
+    importer.start()
+    assert until(lambda: named.is_set() or lock_waiters() > 0, 30)
+    go.set()
+    importer.join(60)
+    writer.join(60)
+
+    assert not importer.is_alive() and not writer.is_alive()
+    assert "error" not in outcome, outcome.get("error")
+    assert outcome["report"].memories.new == 1
+    assert len(stored) == 1 and not stored[0].duplicate
+    with session_scope() as s:
+        assert s.scalar(select(func.count()).where(Chunk.doc_type == "memory")) == 3
+        names = s.scalars(select(Entity.name).where(Entity.valid_to.is_(None))).all()
+    assert names.count("Quillon Verhaeghe") == names.count("Zephyrine") == 1
