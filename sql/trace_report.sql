@@ -1,5 +1,7 @@
 -- Retrieval traces: what each query saw, how long it took, which stage was slow (embed_ms is
--- what a retrieval still waited for its query's embedding: it runs beside the first statements).
+-- what a retrieval still waited for its query's embedding: it runs beside the first statements;
+-- dense_ms is the dense search together with every first-stage candidate's features, one
+-- statement; graph_ms includes reading the query's names and the features of what the walk adds).
 -- Run in psql:
 --   psql "$DATABASE_URL" -v days=7 -f sql/trace_report.sql
 
@@ -9,8 +11,11 @@ SELECT operation,
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY total_latency_ms)::numeric, 1) AS p50_ms,
        round(percentile_cont(0.95) WITHIN GROUP (ORDER BY total_latency_ms)::numeric, 1) AS p95_ms,
        round(avg((timings ->> 'embed_ms')::float)::numeric, 1) AS avg_embed_ms,
-       round(avg((timings ->> 'dense_ms')::float)::numeric, 1) AS avg_dense_ms,
-       round(avg((timings ->> 'lexical_ms')::float)::numeric, 1) AS avg_lexical_ms
+       round(avg((timings ->> 'lexical_ms')::float)::numeric, 1) AS avg_lexical_ms,
+       round(avg((timings ->> 'dense_ms')::float)::numeric, 1) AS avg_dense_features_ms,
+       round(avg((timings ->> 'graph_ms')::float)::numeric, 1) AS avg_graph_ms,
+       round(avg((timings ->> 'neighbours_ms')::float)::numeric, 1) AS avg_neighbours_ms,
+       round(avg((timings ->> 'fuse_ms')::float)::numeric, 1) AS avg_fuse_ms
 FROM query_trace
 WHERE created_at > now() - make_interval(days => :days)
 GROUP BY operation
