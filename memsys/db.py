@@ -371,19 +371,26 @@ def take_turns(session: Session, *parts: str) -> None:
     session.execute(_ADVISORY_LOCK, {"key": "\x1f".join(parts)})
 
 
-_ADVISORY_LOCKS = text(
-    """
-    SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0)))
-    FROM (SELECT DISTINCT k FROM unnest(CAST(:keys AS text[])) AS u(k) ORDER BY k) AS sorted
-    """
-)
+_ADVISORY_LOCKS = """
+    SELECT count({lock}(hashtextextended(k, 0)))
+    FROM (
+        SELECT k FROM (SELECT DISTINCT k FROM unnest(CAST(:keys AS text[])) AS u(k)) AS d
+        ORDER BY k COLLATE "C"
+    ) AS sorted
+"""
+_TAKE_ALL = {
+    False: text(_ADVISORY_LOCKS.format(lock="pg_advisory_xact_lock")),
+    True: text(_ADVISORY_LOCKS.format(lock="pg_advisory_xact_lock_shared")),
+}
 
 
-def take_turns_all(session: Session, keys: list[tuple[str, ...]]) -> None:
+def take_turns_all(session: Session, keys: list[tuple[str, ...]], shared: bool = False) -> None:
     """take_turns for many keys in one statement, always in the same (sorted) order, so two
-    transactions that share some keys queue instead of deadlocking."""
+    transactions that share some keys queue instead of deadlocking. The order is by code
+    point whatever the database's collation: Python's sorted() gives the same. `shared`:
+    holders of a shared turn go together and wait only for an exclusive one."""
     if keys:
-        session.execute(_ADVISORY_LOCKS, {"keys": ["\x1f".join(parts) for parts in keys]})
+        session.execute(_TAKE_ALL[shared], {"keys": ["\x1f".join(parts) for parts in keys]})
 
 
 def rowcount(session: Session, statement: Executable) -> int:

@@ -61,17 +61,15 @@ def run(service: Callable[[Session, In], Out], params: In) -> Out:
     what `prepare` made is reused)."""
     prepare = getattr(service, "prepare", None)
     prepared = prepare(params) if prepare is not None else None
-    for attempt in range(1, ATTEMPTS + 1):
+    for attempt in range(1, ATTEMPTS):
         try:
-            return _once(service, params, prepared)
+            return _once(service, params, prepared, last=False)
         except Contended:
-            if attempt == ATTEMPTS:
-                raise
             time.sleep(_PAUSE_S * attempt * (1 + random.random()))
-    raise AssertionError("unreachable")  # the loop returns or raises
+    return _once(service, params, prepared, last=True)
 
 
-def _once(service: Callable[..., Out], params: In, prepared: Any) -> Out:
+def _once(service: Callable[..., Out], params: In, prepared: Any, last: bool) -> Out:
     collecting = tracing.collecting()
     try:
         # A retrieval's trace and access counts are written after it commits (memsys.deferred).
@@ -84,6 +82,10 @@ def _once(service: Callable[..., Out], params: In, prepared: Any) -> Out:
             if prepared is None:
                 return service(session, params)
             return service(session, params, prepared=prepared)
+    except Contended:
+        if last:  # else the attempt that follows writes the call's trace
+            tracing.write_failures()
+        raise
     except Exception:
         tracing.write_failures()  # a failed retrieval keeps its trace, written after rollback
         raise

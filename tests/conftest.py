@@ -106,20 +106,25 @@ def clean_tables(migrated: None) -> Iterator[None]:
         conn.execute(text(f"TRUNCATE {', '.join(tables())} RESTART IDENTITY CASCADE"))
 
 
-def lock_waiters() -> int:
-    """Backends of the test database waiting for a lock now (read in a transaction of its own:
-    pg_stat_activity is a snapshot per transaction)."""
+def lock_waits() -> list[str]:
+    """What the backends of the test database wait for now ('advisory', 'transactionid', …;
+    read in a transaction of its own: pg_stat_activity is a snapshot per transaction)."""
     from memsys.db import get_engine
 
     with get_engine().connect() as conn:
-        return int(
-            conn.scalar(
+        return list(
+            conn.scalars(
                 text(
-                    "SELECT count(*) FROM pg_stat_activity "
+                    "SELECT wait_event FROM pg_stat_activity "
                     "WHERE datname = current_database() AND wait_event_type = 'Lock'"
                 )
             )
         )
+
+
+def lock_waiters() -> int:
+    """How many backends of the test database wait for a lock now."""
+    return len(lock_waits())
 
 
 def until(condition: Callable[[], bool], seconds: float) -> bool:

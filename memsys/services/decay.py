@@ -190,7 +190,8 @@ def batch_after(
         stmt = stmt.where(Chunk.namespace == namespace)
     stmt = stmt.where(tuple_(Chunk.namespace, Chunk.id) > after)
     stmt = stmt.order_by(Chunk.namespace, Chunk.id).limit(size)
-    if lock:
+    if lock:  # rows being imported are left too (namespaces.free_to_write)
+        stmt = stmt.where(namespaces.free_to_write(Chunk.namespace))
         stmt = stmt.with_for_update(skip_locked=True)
     return list(session.execute(stmt))
 

@@ -68,6 +68,7 @@ def delete_chunks(session: Session, params: DeleteChunksIn) -> DeleteChunksOut:
         select(Chunk).where(Chunk.id.in_(params.ids), Chunk.valid_to.is_(None))
     ).all()
     found = {c.id: c for c in rows}
+    namespaces.share(session, sorted({c.namespace for c in rows}))  # after any import
     protected = [c.id for c in rows if c.doc_type == "memory" and c.golden]
     deleted = [i for i in params.ids if i in found and i not in protected]
     for chunk_id in deleted:
@@ -102,6 +103,7 @@ def delete_file(session: Session, params: DeleteFileIn) -> DeleteFileOut:
     docs = session.scalars(stmt).all()
     if not docs:
         raise NotFound(f"No indexed file: {params.source_file}")
+    namespaces.share(session, sorted({d.namespace for d in docs}))  # after any import
     deleted = 0
     for doc in docs:
         deleted += close_document(session, doc)
@@ -122,6 +124,7 @@ def clear_index(session: Session, params: ClearIndexIn) -> ClearIndexOut:
     if not params.confirm:
         raise InvalidInput("Safety check: Set confirm=True to delete all documents")
     namespaces.require(session, params.namespace)
+    namespaces.share(session, [params.namespace] if params.namespace else namespaces.names(session))
     chunk_stmt = update(Chunk).where(Chunk.doc_type == "document", Chunk.valid_to.is_(None))
     doc_stmt = update(Document).where(Document.valid_to.is_(None))
     if params.namespace:

@@ -303,6 +303,7 @@ def delete_entities(session: Session, params: DeleteEntitiesIn) -> DoneOut:
     names are ignored, as server-memory does)."""
     ns = graph_namespace(params)
     namespaces.require(session, ns)
+    namespaces.share(session, [ns])  # after any import of the namespace
     entities = live_entities(session, ns, params.entityNames)
     ids_ = [e.id for e in entities]
     _close_observations(session, ns, observation_edges(session, ns, ids_))
@@ -325,6 +326,7 @@ def delete_entities(session: Session, params: DeleteEntitiesIn) -> DoneOut:
 def delete_observations(session: Session, params: DeleteObservationsIn) -> DoneOut:
     ns = graph_namespace(params)
     namespaces.require(session, ns)
+    namespaces.share(session, [ns])  # after any import of the namespace
     entities = {
         e.name: e for e in live_entities(session, ns, [d.entityName for d in params.deletions])
     }
@@ -344,6 +346,7 @@ def delete_observations(session: Session, params: DeleteObservationsIn) -> DoneO
 def delete_relations(session: Session, params: DeleteRelationsIn) -> DoneOut:
     ns = graph_namespace(params)
     namespaces.require(session, ns)
+    namespaces.share(session, [ns])  # after any import of the namespace
     names = [n for r in params.relations for n in (r.from_, r.to)]
     entities = {e.name: e for e in live_entities(session, ns, names)}
     closed = 0

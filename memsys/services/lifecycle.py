@@ -29,7 +29,7 @@ from memsys.errors import NotFound
 from memsys.models import Chunk
 from memsys.retrieval.pipeline import Hit
 from memsys.schemas.lifecycle import RehydrateIn, RehydrateOut
-from memsys.services import access, decay, events, history, summary
+from memsys.services import access, decay, events, history, namespaces, summary
 from memsys.tenancy import may_write
 from memsys.tokens import count_tokens
 
@@ -178,6 +178,7 @@ def rekindle_hits(session: Session, hits: list[Hit], now: datetime | None = None
             Chunk.stage.in_(AGED),
             Chunk.namespace.in_({k[0] for k in keys}),
             Chunk.id.in_([k[1] for k in keys]),
+            namespaces.free_to_write(Chunk.namespace),  # a read never waits for an import
         )
         .with_for_update(skip_locked=True)
     ).all()

@@ -24,7 +24,7 @@ from memsys.schemas.maintenance import (
     DetectContradictionsIn,
     DetectContradictionsOut,
 )
-from memsys.services import decay, edges, events, memories, mentions
+from memsys.services import decay, edges, events, memories, mentions, namespaces
 from memsys.vocabulary import is_golden
 
 CANDIDATES = 20
@@ -111,6 +111,8 @@ def check_supersedes(session: Session, params: CheckSupersedesIn) -> CheckSupers
     recall stops returning it while reads as of an earlier time still see it. A protected
     older memory (golden, pinned, ground truth) is linked but stays open."""
     memory = memories.live_memory(session, params.memory_id)
+    if params.create_edge:
+        namespaces.share(session, [memory.namespace])  # after any import of the namespace
     for row in _nearest(session, memory, SUPERSEDE_SIMILARITY):
         if row.created_at >= memory.created_at:
             continue
@@ -157,6 +159,7 @@ def backfill_edges(session: Session, params: BackfillEdgesIn) -> BackfillEdgesOu
             remaining_orphans=len(orphans),
         )
     linked = related = 0
+    namespaces.share(session, sorted({row.namespace for row in orphans}))  # after any import
     for row in orphans:
         made = mentions.link(session, row.namespace, [(row.id, row.content)])
         linked += made

@@ -141,6 +141,7 @@ def recall(session: Session, params: MemoryRecallIn) -> MemoryRecallOut:
 
 def _close(session: Session, targets: list[Chunk], operation: str, purge: bool) -> None:
     """Close (or, with purge, erase) memories and log each one."""
+    namespaces.share(session, sorted({c.namespace for c in targets}))  # after any import
     for chunk in targets:
         if purge:
             for log in (ValidationEvent, MemoryChange, MemoryAccess):  # its history goes too

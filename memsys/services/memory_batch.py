@@ -185,9 +185,11 @@ def store_many(
     for i, item in enumerate(items):
         by_namespace.setdefault(item.namespace, []).append((i, item, content_hash(item.content)))
     wait = vectors if callable(vectors) else (lambda: vectors)
-    for namespace in sorted(by_namespace):  # each namespace's write turn, in sorted order
-        namespaces.ensure(session, namespace)
     results: dict[int, MemoryStoreOut] = {}
-    for namespace, share in by_namespace.items():
-        results.update(_store_namespace(session, namespace, share, wait))
+    # Each namespace's write turn, then its rows, in sorted order: two batches that span the
+    # same namespaces queue instead of deadlocking on their statistics.
+    for namespace in sorted(by_namespace):
+        namespaces.ensure(session, namespace)
+    for namespace in sorted(by_namespace):
+        results.update(_store_namespace(session, namespace, by_namespace[namespace], wait))
     return [results[i] for i in range(len(items))]

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from memsys.models import Chunk
 from memsys.schemas.lifecycle import MemoryGetIn, MemoryGetOut
-from memsys.services import access, lifecycle, memories
+from memsys.services import access, lifecycle, memories, namespaces
 from memsys.tenancy import may_write
 
 
@@ -31,6 +31,7 @@ def get(session: Session, params: MemoryGetIn, now: datetime | None = None) -> M
         row = session.execute(
             select(*lifecycle.ROW)
             .where(Chunk.namespace == memory.namespace, Chunk.id == memory.id)
+            .where(namespaces.free_to_write(Chunk.namespace))  # never waits for an import
             .with_for_update(skip_locked=True)
         ).first()
         if row is not None and row.stage in lifecycle.AGED:

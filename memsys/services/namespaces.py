@@ -2,7 +2,7 @@
 
 from collections.abc import Iterable
 
-from sqlalchemy import text
+from sqlalchemy import ColumnElement, SQLColumnExpression, String, func, literal, text
 from sqlalchemy.orm import Session
 
 from memsys.db import remember_transaction_time, take_turns_all
@@ -58,6 +58,30 @@ def ensure(session: Session, name: str) -> None:
     before their first write in the namespace; one that writes in several namespaces calls
     it for each, in sorted order (as write_alone takes them)."""
     session.execute(_ENSURE, {"name": name, "turn": _turn(name)})
+
+
+_TRY_SHARE = text("SELECT pg_try_advisory_xact_lock_shared(hashtextextended(:turn, 0))")
+
+
+def share(session: Session, names: Iterable[str]) -> None:
+    """A writer's share of these namespaces' write turns (as ensure takes, without creating
+    them), in sorted order: for a change of rows that exist, before it reads them FOR UPDATE
+    or writes them."""
+    take_turns_all(session, [(_turn(name),) for name in names], shared=True)
+
+
+def share_if_free(session: Session, name: str) -> bool:
+    """The writer's share of one namespace's turn if no import holds it now, else False:
+    for a read's optional write (rekindling), which never waits."""
+    return bool(session.scalar(_TRY_SHARE, {"turn": _turn(name)}))
+
+
+def free_to_write(namespace: SQLColumnExpression[str]) -> ColumnElement[bool]:
+    """A condition for a read that locks rows to change them and never waits (SKIP LOCKED):
+    true, with the writer's share of the row's namespace taken, unless an import writes in
+    that namespace now (its rows are left for the next run, as locked rows are)."""
+    turn = literal(f"{_WRITERS}\x1f", String) + namespace
+    return func.pg_try_advisory_xact_lock_shared(func.hashtextextended(turn, 0))
 
 
 def write_alone(session: Session, names: Iterable[str]) -> None:

@@ -18,6 +18,8 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from memsys import tenancy
+from memsys.errors import Protected
 from memsys.services import namespaces
 from memsys.vault import apply, records
 from memsys.vault import restore as restore_mode
@@ -211,13 +213,12 @@ def _at(where: str, message: str) -> Problem:
     return Problem(where, None, message)
 
 
-def validate(session: Session, snapshot: Snapshot) -> tuple[_Seen, list[Problem]]:
-    """Pass 1: every problem of the snapshot, and what pass 2 must skip."""
+def _read(snapshot: Snapshot) -> tuple[_Seen, list[Problem]]:
+    """Pass 1 over the file alone: every problem of its records, and what pass 2 must skip."""
     seen, problems = _Seen(), list[Problem]()
     for rec in _checked(snapshot, seen, problems):
         if rec["kind"] == "edge":
             _edge_seen(seen, rec, problems)
-    _check_database(session, seen, problems)
     return seen, problems
 
 
@@ -237,11 +238,21 @@ def run(
     """Check the snapshot, then (unless told not to, or refused) apply it in this session;
     `restore`: with the vector index built once after the writes (memsys/vault/restore.py)."""
     report = Report(dry_run=dry_run, partial=partial)
-    seen, report.problems = validate(session, snapshot)
+    seen, report.problems = _read(snapshot)
     if report.problems and not partial:
         return report
-    if not dry_run:  # before the first write: writers of these namespaces wait, holding nothing
-        namespaces.write_alone(session, _namespaces(seen))
+    if not dry_run:
+        # Before it reads a table: writers of these namespaces wait for the import at their
+        # start, holding nothing, and the import waits for those already running (a second
+        # import of the same namespaces, too) holding nothing either.
+        names = _namespaces(seen)
+        refused = sorted(n for n in names if not tenancy.may_write(n))
+        if refused:
+            raise Protected(f"{tenancy.denied_message()}; the file writes in {', '.join(refused)}")
+        namespaces.write_alone(session, names)
+    _check_database(session, seen, report.problems)
+    if report.problems and not partial:
+        return report
     rebuild = restore and not dry_run
     with (
         restore_mode.vector_index_built_after(session) if rebuild else nullcontext(),

@@ -9,16 +9,26 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select, text, update
+from sqlalchemy.orm import Session
 
 from memsys import deferred, runner
-from memsys.db import session_scope
+from memsys.db import get_engine, session_scope
 from memsys.models import Chunk, Edge, Event, MemoryAccess, MemoryChange, QueryTrace
 from memsys.retrieval import pipeline, rank
 from memsys.schemas import MemoryForgetIn, MemoryListIn, MemoryRecallIn
 from memsys.schemas.learning import MemoryOutcomeIn
 from memsys.schemas.lifecycle import MemoryGetIn
 from memsys.schemas.query import QueryIn
-from memsys.services import access, history, learning, maintain, memories, memory_get, query
+from memsys.services import (
+    access,
+    history,
+    learning,
+    maintain,
+    memories,
+    memory_get,
+    namespaces,
+    query,
+)
 from memsys.services import decay as decay_rules
 from tests.factories import store
 
@@ -316,6 +326,34 @@ def test_a_read_never_waits_for_a_held_memory_and_its_access_is_kept(embedder: A
     with session_scope() as s:
         assert access.fold(s) == 1  # …and the log still had it
     assert row(memory).access_count == 1
+
+
+def test_neither_a_read_nor_maintenance_waits_for_an_import_of_the_namespace(
+    embedder: Any,
+) -> None:
+    memory = store(LONG, memory_type="configuration").id
+    question = "when does the nightly Postgres backup run and how long are backups kept"
+    found: list[Any] = []
+    with Session(get_engine()) as importer:
+        namespaces.write_alone(importer, ["global"])  # an import of the namespace, under way
+        aged = threading.Thread(target=lambda: found.append(maintain.run(now=days(40))))
+        aged.start()
+        aged.join(timeout=30)
+        assert found and found[0].moved == {}  # its memories are left for the next run
+        reader = threading.Thread(target=lambda: found.append(recall(question)))
+        importer.commit()
+    maintain.run(now=days(40))
+    assert row(memory).stage == "archived"
+    with Session(get_engine()) as importer:
+        namespaces.write_alone(importer, ["global"])
+        reader.start()
+        reader.join(timeout=30)
+        assert len(found) == 2  # answered while the import held the namespace
+        importer.commit()
+    assert found[1].memories[0].id == memory and found[1].memories[0].content != LONG
+    assert row(memory).stage == "archived"  # rekindled by a later read instead
+    assert recall(question).memories[0].content == LONG
+    assert row(memory).stage == "active"
 
 
 def test_purge_takes_the_history_with_it(embedder: Any) -> None:

@@ -14,13 +14,15 @@ from typing import Any
 
 import pytest
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
-from memsys.db import session_scope
+from memsys import runner
+from memsys.db import get_engine, session_scope
 from memsys.models import Chunk, Entity
-from memsys.schemas import MemoryStoreIn
-from memsys.services import memories
+from memsys.schemas import MemoryForgetIn, MemoryStoreIn
+from memsys.services import memories, namespaces
 from memsys.vault import apply, service
-from tests.conftest import lock_waiters, until
+from tests.conftest import lock_waiters, lock_waits, until
 from tests.factories import store
 from tests.vault.test_import_batches import memory, write_jsonl
 
@@ -86,3 +88,30 @@ def test_a_store_that_created_an_entity_first_does_not_roll_an_import_back(
         assert s.scalar(select(func.count()).where(Chunk.doc_type == "memory")) == 3
         names = s.scalars(select(Entity.name).where(Entity.valid_to.is_(None))).all()
     assert names.count("Quillon Verhaeghe") == names.count("Zephyrine") == 1
+
+
+@pytest.mark.parametrize("write", ["store", "forget"])
+def test_a_writer_waits_for_an_import_at_its_start_holding_nothing(
+    embedder: Any, write: str
+) -> None:
+    kept = store("Deploys happen on Tuesdays")
+    calls = {
+        "store": lambda: store("Releases are cut on Thursdays"),
+        "forget": lambda: runner.execute(memories.forget, MemoryForgetIn, {"memory_id": kept.id}),
+    }
+    with Session(get_engine()) as importer:
+        namespaces.write_alone(importer, ["global"])  # an import of the namespace, under way
+        done: list[Any] = []
+        writer = threading.Thread(target=lambda: done.append(calls[write]()))
+        writer.start()
+        assert until(lambda: lock_waiters() > 0, 20)
+        assert lock_waits() == ["advisory"]  # its turn, not a row the import may need
+        importer.commit()
+        writer.join(30)
+    assert len(done) == 1
+    with session_scope() as s:
+        live = s.scalars(
+            select(Chunk.content).where(Chunk.doc_type == "memory", Chunk.valid_to.is_(None))
+        ).all()
+    expected = {"store": 2, "forget": 0}[write]
+    assert len(live) == expected

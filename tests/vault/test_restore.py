@@ -133,13 +133,31 @@ def test_restore_gives_up_quickly_while_another_call_uses_the_memories(
     assert import_(path, restore=True).memories.new == len(TOPICS)  # once it is alone
 
 
+def restore_both(*paths: Path) -> list[Any]:
+    """Restore-mode imports of the files at once, one thread each: their reports or errors."""
+    outcomes: list[Any] = []
+
+    def run_one(path: Path) -> None:
+        try:
+            outcomes.append(import_(path, restore=True))
+        except Exception as exc:  # the outcome is what the test checks
+            outcomes.append(exc)
+
+    threads = [threading.Thread(target=run_one, args=(p,)) for p in paths]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    return outcomes
+
+
 def test_two_restores_at_once_end_in_one_import_and_one_conflict(
     tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each has read the table (its checks) when it asks for it alone: a deadlock, which the
-    one PostgreSQL picks is refused like a lock wait (409), and the other goes on. (Two
-    imports into the same namespace do not get this far together: the second waits for the
-    first at its start, namespaces.write_alone.)"""
+    one PostgreSQL picks is refused like a lock wait (409), and the other goes on. Their
+    files write in different namespaces: into the same one, the second waits for the first
+    before it reads anything (the test below)."""
     first = snapshot(tmp_path / "a.jsonl")
     second = tmp_path / "b.jsonl"
     records = [memory(100 + i, f"{body} (copy two)") for i, body in enumerate(TOPICS)]
@@ -154,25 +172,24 @@ def test_two_restores_at_once_end_in_one_import_and_one_conflict(
             yield
 
     monkeypatch.setattr(restore, "vector_index_built_after", together)
-    outcomes: list[Any] = []
-
-    def run_one(path: Path) -> None:
-        try:
-            outcomes.append(import_(path, restore=True))
-        except Exception as exc:  # the outcome is what the test checks
-            outcomes.append(exc)
-
-    threads = [threading.Thread(target=run_one, args=(p,)) for p in (first, second)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
+    outcomes = restore_both(first, second)
     assert len(outcomes) == 2, outcomes
     refused = [o for o in outcomes if isinstance(o, Conflict)]
     done = [o for o in outcomes if not isinstance(o, Exception)]
     assert len(refused) == 1 and len(done) == 1, outcomes
     assert "needs the memories to itself" in refused[0].message
     assert done[0].memories.new == len(TOPICS)
+    assert vector_indexes()
+
+
+def test_two_restores_into_the_same_namespace_run_one_after_the_other(
+    tmp_path: Path, embedder: Any
+) -> None:
+    first = snapshot(tmp_path / "a.jsonl")
+    second = tmp_path / "b.jsonl"
+    write_jsonl(second, [memory(100 + i, f"{body} (copy two)") for i, body in enumerate(TOPICS)])
+    outcomes = restore_both(first, second)
+    assert [getattr(o, "memories", o).new for o in outcomes] == [len(TOPICS)] * 2, outcomes
     assert vector_indexes()
 
 
