@@ -23,6 +23,7 @@ from sqlalchemy import func, select, text, tuple_
 from sqlalchemy.orm import Session
 
 from memsys.models import Chunk, MemoryAccess
+from memsys.services import namespaces
 
 
 class Live(NamedTuple):
@@ -51,7 +52,9 @@ _FOLDING = text("SELECT pg_try_advisory_xact_lock(hashtext('memsys:fold'))")
 _FOLD = text(
     """
     WITH pending AS (
-        SELECT namespace, id FROM memory_access WHERE NOT counted
+        SELECT namespace, id FROM memory_access
+        WHERE NOT counted  -- and not in a namespace being imported (namespaces.free_to_write)
+          AND pg_try_advisory_xact_lock_shared(hashtextextended(:turn || namespace, 0))
         ORDER BY id LIMIT :limit
         FOR UPDATE SKIP LOCKED
     ), taken AS (
@@ -156,7 +159,7 @@ def fold_batch(session: Session, limit: int = FOLD_BATCH) -> tuple[int, int]:
     nothing (two folds could lock the same counters in opposite orders)."""
     if not session.scalar(_FOLDING):
         return 0, 0
-    row = session.execute(_FOLD, {"limit": limit}).one()
+    row = session.execute(_FOLD, {"limit": limit, "turn": namespaces.TURN_PREFIX}).one()
     return int(row.taken), int(row.moved)
 
 

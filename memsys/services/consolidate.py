@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from memsys.models import Chunk, Event
 from memsys.schemas.edges import MemoryRelateIn
-from memsys.services import decay, edges, events, namespaces
+from memsys.services import decay, edges, events
 
 DUPLICATE_SIMILARITY = 0.95
 NEIGHBOURS = 5
@@ -102,9 +102,9 @@ def near_duplicates(session: Session, chunks: list[Chunk]) -> dict[str, list[str
 
 def merge_one(session: Session, chunk: Chunk, now: datetime, ids: list[str]) -> list[str]:
     """Merge `chunk` with its near-duplicates `ids` (those still live); returns the ids
-    closed."""
-    if not ids or not namespaces.share_if_free(session, chunk.namespace):
-        return []  # nothing to merge, or its namespace is being imported: the next run
+    closed. The caller holds the write turn of chunk's namespace (maintain: share_if_free)."""
+    if not ids:
+        return []
     others = session.scalars(
         select(Chunk)
         .where(Chunk.namespace == chunk.namespace, Chunk.id.in_(ids), Chunk.valid_to.is_(None))

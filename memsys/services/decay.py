@@ -267,6 +267,8 @@ def decay(session: Session, params: DecayIn, now: datetime | None = None) -> Dec
     """S002 decay: rescore the memories in scope, delete the session scratch below threshold."""
     now = now or datetime.now(UTC)
     namespaces.require(session, params.namespace)
+    # After any import of the namespaces it may close memories in (namespaces.share).
+    namespaces.share(session, [params.namespace] if params.namespace else namespaces.names(session))
     folded = access.fold(session)
     decayed = deleted = scanned = 0
     bands: dict[str, int] = {}

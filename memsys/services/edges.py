@@ -33,7 +33,7 @@ from memsys.schemas.edges import (
     MemoryRelateIn,
     MemoryRelateOut,
 )
-from memsys.services import events, memories
+from memsys.services import events, memories, namespaces
 from memsys.services.observation_links import valid_at
 
 MAX_PATHS = 200
@@ -141,6 +141,8 @@ def edge_forget(session: Session, params: MemoryEdgeForgetIn) -> MemoryEdgeForge
         )
     if params.relation is not None:
         where.append(Edge.relation == params.relation)
+    touched = session.scalars(select(Edge.namespace).where(*where).distinct())
+    namespaces.share(session, sorted(touched))  # after any import of those namespaces
     closed = list(
         session.execute(
             update(Edge)

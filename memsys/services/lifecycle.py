@@ -192,10 +192,15 @@ def rekindle_hits(session: Session, hits: list[Hit], now: datetime | None = None
     return len(restored)
 
 
-def live_row(session: Session, memory_id: str, lock: bool = False) -> Any:
-    stmt = select(*ROW).where(
-        Chunk.doc_type == "memory", Chunk.valid_to.is_(None), Chunk.id == memory_id
-    )
+def live_row(session: Session, memory_id: str, lock: bool = False, turn: bool = False) -> Any:
+    """A live memory's lifecycle row; `lock` holds it, after (with `turn`) its namespace's
+    write turn: a change that may rekindle it rewrites its text (namespaces.share)."""
+    live = (Chunk.doc_type == "memory", Chunk.valid_to.is_(None), Chunk.id == memory_id)
+    stmt = select(*ROW).where(*live)
+    if turn:
+        found = session.scalar(select(Chunk.namespace).where(*live))
+        if found is not None:
+            namespaces.share(session, [found])
     row = session.execute(stmt.with_for_update() if lock else stmt).first()
     if row is None:
         raise NotFound(f"Memory not found: {memory_id}")
@@ -205,7 +210,7 @@ def live_row(session: Session, memory_id: str, lock: bool = False) -> Any:
 def rehydrate(session: Session, params: RehydrateIn, now: datetime | None = None) -> RehydrateOut:
     """S004 POST /debug/rehydrate/{id}: rekindle one memory now, whatever its stage."""
     now = now or datetime.now(UTC)
-    memory = live_row(session, params.memory_id, lock=True)
+    memory = live_row(session, params.memory_id, lock=True, turn=True)
     content, how = rekindle(session, memory, now, "debug_rehydrate")
     access.record(session, [memory.id], at=now)
     temperature = access.temperatures(session, [(memory.namespace, memory.id)], now)

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memsys.db import session_scope
-from memsys.services import access, consolidate, debug, decay, events, lifecycle
+from memsys.services import access, consolidate, debug, decay, events, lifecycle, namespaces
 
 BATCH = 500
 CANDIDATE_BATCH = 200
@@ -96,14 +96,21 @@ def run(
                 break
             merged_now = 0
             near = consolidate.near_duplicates(session, chunks)
+            done = []  # the candidates gone through, up to one whose namespace is imported
             for chunk in chunks:
+                if not namespaces.share_if_free(session, chunk.namespace):
+                    break
                 if chunk.id not in closed:
                     gone = consolidate.merge_one(session, chunk, now, near.get(chunk.id, []))
                     closed.update(gone)
                     merged_now += len(gone)
-            consolidate.advance(session, chunks[-1], merged_now)
+                done.append(chunk)
+            if done:  # the watermark stops before a skipped candidate: the next run takes it
+                consolidate.advance(session, done[-1], merged_now)
             report.merged += merged_now
             report.batches += 1
+            if len(done) < len(chunks):
+                break
 
     report.complete = stages_done and merges_done
     report.seconds = round(time.monotonic() - started, 3)

@@ -44,6 +44,7 @@ _LIST = text(
 # waited second: the import, minutes of work. With the turn a writer waits at its start,
 # holding nothing the import needs.
 _WRITERS = "memsys:namespace-writers"
+TURN_PREFIX = f"{_WRITERS}\x1f"  # + a namespace's name: the key of its turn (for SQL)
 _ENSURE = text(
     """
     WITH turn AS (SELECT pg_advisory_xact_lock_shared(hashtextextended(:turn, 0)) AS taken)
@@ -80,7 +81,7 @@ def free_to_write(namespace: SQLColumnExpression[str]) -> ColumnElement[bool]:
     """A condition for a read that locks rows to change them and never waits (SKIP LOCKED):
     true, with the writer's share of the row's namespace taken, unless an import writes in
     that namespace now (its rows are left for the next run, as locked rows are)."""
-    turn = literal(f"{_WRITERS}\x1f", String) + namespace
+    turn = literal(TURN_PREFIX, String) + namespace
     return func.pg_try_advisory_xact_lock_shared(func.hashtextextended(turn, 0))
 
 
@@ -91,7 +92,7 @@ def write_alone(session: Session, names: Iterable[str]) -> None:
 
 
 def _turn(name: str) -> str:
-    return f"{_WRITERS}\x1f{name}"
+    return TURN_PREFIX + name
 
 
 def names(session: Session) -> list[str]:

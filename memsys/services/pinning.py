@@ -31,7 +31,7 @@ def unpin(session: Session, params: PinIn, now: datetime | None = None) -> PinOu
 
 
 def _set(session: Session, memory_id: str, pinned: bool, now: datetime) -> PinOut:
-    memory = lifecycle.live_row(session, memory_id, lock=True)
+    memory = lifecycle.live_row(session, memory_id, lock=True, turn=True)
     operation = "memory_pin" if pinned else "memory_unpin"
     changed = memory.pinned != pinned
     stage = memory.stage

@@ -222,6 +222,17 @@ def _read(snapshot: Snapshot) -> tuple[_Seen, list[Problem]]:
     return seen, problems
 
 
+def _as_checked(rec: Located, seen: _Seen) -> bool:
+    """Whether pass 2 reads a record as pass 1 did: a memory or preference of the namespace
+    it was checked (and the namespace's turn taken) in."""
+    if rec["kind"] == "memory":
+        first = seen.memories.get(rec["id"])
+        return first is not None and first[0] == rec["namespace"]
+    if rec["kind"] == "preference":
+        return (rec["namespace"], rec["key"]) in seen.preferences
+    return True
+
+
 def _namespaces(seen: _Seen) -> set[str]:
     """Every namespace the snapshot writes in."""
     names = {ns for ns, _ in seen.memories.values()} | {ns for ns, _ in seen.preferences}
@@ -260,6 +271,8 @@ def run(
     ):
         batch: list[Record] = []
         for rec in _checked(snapshot, _Seen(), []):
+            if not _as_checked(rec, seen):
+                continue  # the file changed between the passes: only what was checked
             if rec["kind"] == "memory" and rec["id"] not in seen.bad:
                 batch.append(rec)
                 if len(batch) >= BATCH:

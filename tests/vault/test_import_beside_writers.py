@@ -20,7 +20,8 @@ from memsys import runner
 from memsys.db import get_engine, session_scope
 from memsys.models import Chunk, Entity
 from memsys.schemas import MemoryForgetIn, MemoryStoreIn
-from memsys.services import memories, namespaces
+from memsys.schemas.lifecycle import DecayIn, PinIn
+from memsys.services import decay, memories, namespaces, pinning
 from memsys.vault import apply, service
 from tests.conftest import lock_waiters, lock_waits, until
 from tests.factories import store
@@ -90,7 +91,7 @@ def test_a_store_that_created_an_entity_first_does_not_roll_an_import_back(
     assert names.count("Quillon Verhaeghe") == names.count("Zephyrine") == 1
 
 
-@pytest.mark.parametrize("write", ["store", "forget"])
+@pytest.mark.parametrize("write", ["store", "forget", "pin", "decay"])
 def test_a_writer_waits_for_an_import_at_its_start_holding_nothing(
     embedder: Any, write: str
 ) -> None:
@@ -98,6 +99,8 @@ def test_a_writer_waits_for_an_import_at_its_start_holding_nothing(
     calls = {
         "store": lambda: store("Releases are cut on Thursdays"),
         "forget": lambda: runner.execute(memories.forget, MemoryForgetIn, {"memory_id": kept.id}),
+        "pin": lambda: runner.execute(pinning.pin, PinIn, {"memory_id": kept.id}),
+        "decay": lambda: runner.execute(decay.decay, DecayIn, {"namespace": "global"}),
     }
     with Session(get_engine()) as importer:
         namespaces.write_alone(importer, ["global"])  # an import of the namespace, under way
@@ -113,5 +116,5 @@ def test_a_writer_waits_for_an_import_at_its_start_holding_nothing(
         live = s.scalars(
             select(Chunk.content).where(Chunk.doc_type == "memory", Chunk.valid_to.is_(None))
         ).all()
-    expected = {"store": 2, "forget": 0}[write]
+    expected = {"store": 2, "forget": 0, "pin": 1, "decay": 1}[write]
     assert len(live) == expected
