@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TextIO
 
 from memsys.errors import InvalidInput
 
@@ -43,3 +47,31 @@ def regular_or_missing(path: Path, shown: str | None = None) -> Path:
     if path.exists() and not path.is_file():
         raise _refuse(shown or str(path))
     return path
+
+
+@contextmanager
+def replaced(path: Path, shown: str | None = None) -> Iterator[TextIO]:
+    """Write the text of a file a user names: into a new file beside it, which takes its
+    name only when the block ends without an error. A failed write (bad input found halfway,
+    a full disk) leaves what was there untouched, and an output that is also the input is
+    read whole before it is replaced. A path that cannot hold a file (under a file, a link
+    loop, a name too long) is InvalidInput, one line."""
+    shown = shown or str(path)
+    try:
+        target = regular_or_missing(path, shown)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:40]}.")
+    except OSError as exc:
+        raise InvalidInput(f"Cannot write {shown}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+            yield out
+        # mkstemp made it private: an existing file keeps its mode, a new one is rw-r--r--.
+        os.chmod(temporary, stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o644)
+        try:
+            os.replace(temporary, target)
+        except OSError as exc:
+            raise InvalidInput(f"Cannot write {shown}: {exc.strerror or exc}") from None
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

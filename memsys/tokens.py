@@ -36,6 +36,13 @@ def count_tokens_batch(texts: list[str]) -> list[int]:
     return [len(e.ids) for e in encodings]
 
 
+def token_offsets(text: str) -> list[tuple[int, int]]:
+    """(start, end) in `text` of each of its tokens, in order."""
+    if not text:
+        return []
+    return list(_tokenizer().encode(text, add_special_tokens=False).offsets)
+
+
 def truncate_to_tokens(text: str, max_tokens: int) -> str:
     """The longest prefix of `text` (cut at a token boundary) that has at most max_tokens."""
     if max_tokens <= 0:

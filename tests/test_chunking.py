@@ -47,3 +47,15 @@ def test_short_sections_stay_whole_and_empty_headings_are_dropped() -> None:
     assert [(p.header_path, p.content) for p in pieces] == [
         ("Top > Empty > Child", "### Child\nOnly line.")
     ]
+
+
+def test_a_long_line_without_breaks_is_cut_between_words_within_the_budget() -> None:
+    words = [
+        f"{w}{i % 97}" for i, w in enumerate(["alpha", "Üñíçødé", "日本語の", "x" * 40] * 2000)
+    ]
+    line = " ".join(words)
+    pieces = pieces_from_bytes(line.encode(), "one-line.txt", 64)
+    texts = [p.content for p in pieces]
+    assert len(texts) > 100
+    assert all(count_tokens(t) <= 64 for t in texts)
+    assert " ".join(t.strip() for t in texts).split() == words  # nothing lost, no word cut

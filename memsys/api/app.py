@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
 import anyio
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -21,7 +21,7 @@ from starlette.routing import Match
 
 from memsys import __version__, deferred, envelope
 from memsys.api import docs, graph_io, operations, system, vault
-from memsys.api.deps import OriginGuardMiddleware, TokenAuthMiddleware
+from memsys.api.deps import OriginGuardMiddleware, TokenAuthMiddleware, known_query_only
 from memsys.background import worker
 from memsys.config import allowed_hosts, allowed_origins, get_settings
 from memsys.embeddings import warm_up
@@ -51,6 +51,7 @@ def create_app(extra_hosts: list[str] | None = None, background: bool = True) ->
                 worker().stop()
 
     app = FastAPI(
+        dependencies=[Depends(known_query_only)],
         title="memsys",
         version=__version__,
         description="Long-term memory for LLM agents on one PostgreSQL database.",

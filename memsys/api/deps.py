@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import hmac
+import typing
 from collections.abc import Iterable
+from typing import Any
 
 import anyio
+from pydantic import BaseModel
 from starlette.datastructures import Headers
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
@@ -109,3 +112,48 @@ def _scoped(secret: str) -> tenancy.Scope | None:
     # Reads and stamps the token row only: no need to wait for earlier calls' traces.
     with tenancy.using(tenancy.ADMIN), deferred.not_waiting(), session_scope() as session:
         return tokens.authenticate(session, secret)
+
+
+def known_query_only(request: Request) -> None:
+    """Refuse a query parameter the route does not take (422) instead of ignoring it: a
+    mistyped `dryrun=true` must not become an import that writes."""
+    route = request.scope.get("route")
+    if route is None or not request.query_params:
+        return
+    unknown = sorted(set(request.query_params) - _query_names(route))
+    if unknown:
+        from fastapi import HTTPException
+
+        taken = ", ".join(sorted(_query_names(route))) or "none"
+        raise HTTPException(
+            422, f"Unknown query parameter(s): {', '.join(unknown)} (this route takes: {taken})"
+        )
+
+
+def _query_names(route: Any) -> frozenset[str]:
+    """The query parameters a route declares, with the fields of a query model (kept on the
+    route once worked out)."""
+    known: frozenset[str] | None = getattr(route, "memsys_query_names", None)
+    if known is None:
+        names: set[str] = set()
+        pending = [route.dependant]
+        while pending:
+            dependant = pending.pop()
+            pending.extend(dependant.dependencies)
+            for param in dependant.query_params:
+                model = _model(param.field_info.annotation)
+                if model is None:
+                    names.add(param.alias)
+                else:
+                    names |= {f.alias or n for n, f in model.model_fields.items()}
+        known = frozenset(names)
+        route.memsys_query_names = known
+    return known
+
+
+def _model(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model a query parameter carries (also when optional), or None."""
+    for kind in (annotation, *typing.get_args(annotation)):
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            return kind
+    return None

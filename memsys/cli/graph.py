@@ -73,8 +73,8 @@ def export(
     if path == "-":
         sys.stdout.write(text)
     else:
-        target = regular_files.regular_or_missing(Path(path).expanduser(), path)
-        target.write_text(text, encoding="utf-8")
+        with regular_files.replaced(Path(path).expanduser(), path) as out:
+            out.write(text)
         typer.echo(f"Exported {len(graph.entities)} entities, {len(graph.relations)} relations")
 
 

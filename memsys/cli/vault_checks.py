@@ -115,8 +115,7 @@ def migrate_command(
         if output == "-":
             result = service.upgrade_file(Path(file), sys.stdout)
         else:
-            target = regular_files.regular_or_missing(Path(output).expanduser(), output)
-            with target.open("w", encoding="utf-8") as out:
+            with regular_files.replaced(Path(output).expanduser(), output) as out:
                 result = service.upgrade_file(Path(file), out)
         if output != "-":
             if as_json:

@@ -30,10 +30,12 @@ VAULT_OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         name="memory_import",
-        summary="Import a memsys export (JSON, JSON lines or a vault folder). Dry run by "
-        "default: it checks every record and says what would change. Edited memories become "
-        "new versions; problems are listed with file and line, and nothing is written "
-        "while there are any unless partial is true.",
+        summary="Import a memsys export (JSON, JSON lines or a vault folder). A dry run "
+        "checks every record and says what would change, writing nothing: the default for "
+        "this tool (MCP, POST /v1/import/file), while `memsys import` and POST /v1/import "
+        "write unless asked for one. Edited memories become new versions; problems are "
+        "listed with file and line, and nothing is written while there are any unless "
+        "partial is true.",
         service=f"{SERVICE}:import_",
         input=v.ImportIn,
         output=v.ImportOut,

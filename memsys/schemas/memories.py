@@ -38,7 +38,7 @@ MAX_METADATA_BYTES = 65_536  # a memory's metadata as JSON
 LIST_ORDER_FIELDS = ("created_at", "updated_at", "importance", "confidence", "access_count")
 
 
-def _content(v: str) -> str:
+def content_text(v: str) -> str:
     v = v.strip()
     if not v:
         raise ValueError("Content cannot be empty")
@@ -51,7 +51,7 @@ def _content(v: str) -> str:
     return v
 
 
-def _tags(v: list[str]) -> list[str]:
+def tag_list(v: list[str]) -> list[str]:
     cleaned = sorted({t.strip() for t in v if t.strip()})
     if any(len(t) > 64 for t in cleaned):
         raise ValueError("Tags must be at most 64 characters each")
@@ -60,7 +60,7 @@ def _tags(v: list[str]) -> list[str]:
     return cleaned
 
 
-def _metadata(v: dict[str, Any]) -> dict[str, Any]:
+def metadata_map(v: dict[str, Any]) -> dict[str, Any]:
     size = len(json.dumps(v, default=str).encode())
     if size > MAX_METADATA_BYTES:
         raise ValueError(
@@ -76,7 +76,7 @@ def _utc(v: datetime) -> datetime:
 
 class MemoryStoreIn(Input):
     content: Annotated[
-        str, AfterValidator(_content), NOT_BLANK, Field(description="The memory content text")
+        str, AfterValidator(content_text), NOT_BLANK, Field(description="The memory content text")
     ]
     memory_type: MemoryType = "session"
     namespace: Annotated[
@@ -85,11 +85,11 @@ class MemoryStoreIn(Input):
     ] = "global"
     importance: Annotated[UnitInterval, Field(description="Importance score 0.0-1.0")] = 0.5
     metadata: Annotated[
-        Annotated[dict[str, Any], AfterValidator(_metadata)] | None,
+        Annotated[dict[str, Any], AfterValidator(metadata_map)] | None,
         Field(description="Optional additional metadata"),
     ] = None
     tags: Annotated[
-        Annotated[list[str], AfterValidator(_tags)] | None, Field(description="Optional tags")
+        Annotated[list[str], AfterValidator(tag_list)] | None, Field(description="Optional tags")
     ] = None
     lifecycle: Annotated[
         Lifecycle | None,

@@ -127,41 +127,57 @@ def _vault_version(root: Path) -> tuple[str, str, int]:
 
 
 def _file_version(path: Path) -> tuple[Form, str, str, int]:
-    with path.open(encoding="utf-8") as f:
+    with path.open("rb") as f:
         first = f.readline().strip()
     try:
-        head = json.loads(first)
+        head = _loads(first)
         if isinstance(head, dict) and head.get("kind") == "header":
             return "jsonl", str(head.get("schema_version", "")), str(path), 1
-    except json.JSONDecodeError:
+    except ValueError:
         pass
     try:
-        head = json.loads(first.rstrip(",") + "}")
+        head = _loads(first.rstrip(b",") + b"}")
         if isinstance(head, dict) and "schema_version" in head:
             return "json", str(head["schema_version"]), str(path), 1
-    except json.JSONDecodeError:
+    except ValueError:
         pass
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"{path}:{getattr(exc, 'lineno', 1)}: not JSON: {exc}") from None
+        data = _loads(path.read_bytes())
+    except ValueError as exc:
+        line = getattr(exc, "lineno", 1)
+        raise InvalidInput(f"{path}:{line}: not JSON: {_why(exc)}") from None
     if not isinstance(data, dict):
         raise InvalidInput(f"{path}:1: expected a memsys export (a JSON object)")
     return "json", str(data.get("schema_version", "")), str(path), 1
 
 
-def _record_line(text: str, source: str, n: int) -> Item:
+def _loads(text: str | bytes) -> Any:
+    """json.loads; ValueError for whatever it cannot read: bad JSON, text that is not UTF-8,
+    an integer of more digits than Python converts, nesting deeper than its stack."""
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return Problem(source, n, f"not valid JSON: {exc.msg}")
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply to read") from None
+
+
+def _why(exc: ValueError) -> str:
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8 text"
+    return getattr(exc, "msg", None) or str(exc).split("; ")[0]
+
+
+def _record_line(text: str | bytes, source: str, n: int) -> Item:
+    try:
+        data = _loads(text)
+    except ValueError as exc:
+        return Problem(source, n, f"not valid JSON: {_why(exc)}")
     if not isinstance(data, dict):
         return Problem(source, n, "expected a JSON object")
     return markdown.located(data, source, {"": n})
 
 
 def _jsonl_items(path: Path) -> Iterator[Item]:
-    with path.open(encoding="utf-8") as f:
+    with path.open("rb") as f:  # each line decoded on its own: a bad one is one problem
         f.readline()
         for n, line in enumerate(f, start=2):
             if line.strip():
@@ -172,12 +188,16 @@ _STRUCTURE = {'"memories": [', '"edges": [', '"preferences": [', "],", "]}", "]"
 
 
 def _json_items(path: Path) -> Iterator[Item]:
-    with path.open(encoding="utf-8") as f:
-        lines = [f.readline()]
-        line_mode = lines[0].rstrip().endswith(",") and lines[0].startswith('{"format"')
+    with path.open("rb") as f:
+        first = f.readline()
+        line_mode = first.rstrip().endswith(b",") and first.startswith(b'{"format"')
         if line_mode:
-            for n, line in enumerate(f, start=2):
-                text = line.strip()
+            for n, raw in enumerate(f, start=2):
+                try:
+                    text = raw.decode("utf-8").strip()
+                except UnicodeDecodeError:
+                    yield Problem(str(path), n, "not UTF-8 text")
+                    continue
                 if not text or text in _STRUCTURE:
                     continue
                 if not text.startswith("{"):
@@ -189,7 +209,14 @@ def _json_items(path: Path) -> Iterator[Item]:
 
 
 def _whole_json(path: Path) -> Iterator[Item]:
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        data = _loads(path.read_bytes())
+    except ValueError as exc:
+        yield Problem(str(path), getattr(exc, "lineno", None), f"not valid JSON: {_why(exc)}")
+        return
+    if not isinstance(data, dict):
+        yield Problem(str(path), 1, "expected a memsys export (a JSON object)")
+        return
     for kind, array in ARRAYS.items():
         items = data.get(array) or []
         if not isinstance(items, list):
@@ -221,11 +248,23 @@ def vault_files(root: Path) -> Iterator[tuple[Path, str]]:
             yield path, "memory"
 
 
+def _inside(path: Path, root: Path) -> bool:
+    """Whether `path`, its links followed, is a file of the vault (a link may point anywhere:
+    /etc/passwd is not read, and lint --fix never writes through such a link)."""
+    try:
+        return path.resolve(strict=True).is_relative_to(root.resolve(strict=True))
+    except (OSError, RuntimeError):  # a link loop, a dangling link
+        return False
+
+
 def _vault_items(root: Path) -> Iterator[Item]:
     for path, role in vault_files(root):
         source = str(path.relative_to(root))
         if not path.is_file():  # a directory named *.md, a pipe, a device: never read
             yield Problem(source, None, regular_files.NOT_REGULAR)
+            continue
+        if not _inside(path, root):
+            yield Problem(source, None, "a link to a file outside the vault: not read")
             continue
         try:
             text = path.read_text(encoding="utf-8")
@@ -237,15 +276,26 @@ def _vault_items(root: Path) -> Iterator[Item]:
             yield Problem(source, exc.line, str(exc))
         except UnicodeDecodeError:
             yield Problem(source, None, "not UTF-8 text")
+        except ValueError as exc:  # a number of more digits than Python converts, …
+            yield Problem(source, None, f"cannot be read: {str(exc).split('; ')[0]}")
+        except RecursionError:
+            yield Problem(source, None, "cannot be read: nested too deeply")
     prefs = root / PREFERENCES_FILE
     if prefs.exists() and not prefs.is_file():
         yield Problem(PREFERENCES_FILE, None, regular_files.NOT_REGULAR)
+    elif prefs.exists() and not _inside(prefs, root):
+        yield Problem(PREFERENCES_FILE, None, "a link to a file outside the vault: not read")
     elif prefs.exists():
         yield from _preference_items(prefs, PREFERENCES_FILE)
 
 
 def _preference_items(path: Path, source: str) -> Iterator[Item]:
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        body = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        yield Problem(source, None, "not UTF-8 text")
+        return
+    for n, line in enumerate(body.splitlines(), start=1):
         text = line.strip()
         if not text or text.startswith("#"):
             continue

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from memsys.schemas import memories as memories_schema
 from memsys.schemas.common import check_values
 from memsys.vocabulary import LIFECYCLES, MEMORY_TYPES
 
@@ -142,6 +143,14 @@ def _time(rec: Record, key: str, problems: list[str], required: bool = True) -> 
         problems.append(f"{key}: expected an ISO 8601 timestamp, got {rec.get(key)!r}")
 
 
+def _limited(rec: Record, key: str, check: Any, problems: list[str]) -> None:
+    """rec[key] as memory_store's own check of that field leaves it, or its reason."""
+    try:
+        rec[key] = check(rec[key])
+    except ValueError as exc:
+        problems.append(f"{key}: {exc}")
+
+
 def check_memory(rec: Record) -> list[tuple[str, str]]:
     """Normalise a memory record in place; (field, problem) for each thing wrong."""
     found: list[tuple[str, str]] = []
@@ -160,17 +169,17 @@ def check_memory(rec: Record) -> list[tuple[str, str]]:
     if not isinstance(content, str) or not content.strip():
         found.append(("content", "content: missing or empty"))
     else:
-        rec["content"] = content.strip()
+        field("content", lambda p: _limited(rec, "content", memories_schema.content_text, p))
         # Derived: a hand edit of the content leaves a stale hash behind, which is no error.
         rec["content_hash"] = content_hash(rec["content"])
     field("importance", lambda p: _number(rec, "importance", 0.0, 1.0, p))
     rec.setdefault("confidence", 0.3)
     field("confidence", lambda p: _number(rec, "confidence", 0.0, 1.0, p))
-    tags = rec.get("tags") or []
-    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+    rec["tags"] = rec.get("tags") or []
+    if not isinstance(rec["tags"], list) or not all(isinstance(t, str) for t in rec["tags"]):
         found.append(("tags", "tags: expected a list of strings"))
-    else:
-        rec["tags"] = sorted({t.strip() for t in tags if t.strip()})
+    else:  # what memory_store allows, cleaned as it cleans them
+        field("tags", lambda p: _limited(rec, "tags", memories_schema.tag_list, p))
     rec.setdefault("lifecycle", "project")
     if rec["lifecycle"] not in LIFECYCLES:
         found.append(("lifecycle", f"lifecycle: {rec['lifecycle']!r} is not one of {LIFECYCLES}"))
@@ -185,6 +194,8 @@ def check_memory(rec: Record) -> list[tuple[str, str]]:
         found.append(("metadata", "metadata: expected a mapping"))
     elif (problem := json_problem(rec["metadata"], "metadata")) is not None:
         found.append(("metadata", problem))
+    else:
+        field("metadata", lambda p: _limited(rec, "metadata", memories_schema.metadata_map, p))
     field("created", lambda p: _time(rec, "created", p))
     rec.setdefault("updated", rec.get("created"))
     field("updated", lambda p: _time(rec, "updated", p))
@@ -267,7 +278,16 @@ CHECKS = {"memory": check_memory, "edge": check_edge, "preference": check_prefer
 
 
 def check(rec: Record) -> list[tuple[str, str]]:
-    """Normalise any record in place; (field, problem) for each thing wrong."""
+    """Normalise any record in place; (field, problem) for each thing wrong. First what no
+    input may hold anywhere (a NUL, a lone surrogate, deep nesting, NaN: check_values)."""
+    unstorable = []
+    for key, value in rec.items():
+        try:
+            check_values(value, str(key))
+        except ValueError as exc:
+            unstorable.append((str(key), str(exc)))
+    if unstorable:
+        return unstorable
     kind = rec.get("kind")
     if kind not in CHECKS:
         return [("kind", f"kind: expected memory, edge or preference, got {kind!r}")]

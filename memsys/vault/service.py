@@ -69,9 +69,7 @@ def export_to(
     else:
         if where.is_dir():
             raise InvalidInput(f"{where} is a folder: give a file name for {form}")
-        regular_files.regular_or_missing(where)  # a FIFO without a reader would block the open
-        where.parent.mkdir(parents=True, exist_ok=True)
-        with where.open("w", encoding="utf-8", newline="\n") as out:
+        with regular_files.replaced(where) as out:  # a failed export leaves the old file
             counts = exporting.to_stream(session, out, form, namespace)
         size, written = where.stat().st_size, 1
     return ExportOut(
@@ -161,6 +159,9 @@ def upgrade_file(source: Path, out: TextIO) -> dict[str, Any]:
     for item in snapshot.items():
         if isinstance(item, Problem):
             raise InvalidInput(str(item))
+        problem = records.json_problem(dict(item), "the record")  # NUL, lone surrogates, …
+        if problem is not None:
+            raise InvalidInput(f"{item.source}:{item.at() or 1}: {problem}")
         upgraded.append(records.ordered(dict(item)) if item.get("kind") in records.KEYS else item)
     order = {"memory": 0, "edge": 1, "preference": 2}
     upgraded.sort(key=lambda r: order.get(r.get("kind", ""), 3))

@@ -144,6 +144,24 @@ def test_migrate_dry_run_prints_sql_and_migrate_upgrades_files(tmp_path: Path) -
     assert '"memory_type"' not in text
 
 
+def test_a_failed_migrate_or_export_leaves_the_file_it_would_replace(
+    tmp_path: Path, embedder: object
+) -> None:
+    seed()
+    snap = tmp_path / "snap.jsonl"
+    run("export", str(snap))
+    kept = snap.read_bytes()
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b'{"format": "memsys-export", "schema_version": "1.0",\n"memories": [\n\xff]}')
+    assert "not UTF-8" in fails("migrate", "--file", str(bad), "--output", str(snap))
+    assert snap.read_bytes() == kept
+    # The output may be the input: it is read whole before it is replaced.
+    done = run("migrate", "--file", str(snap), "--output", str(snap))
+    assert done.exit_code == 0 and snap.read_bytes() == kept
+    assert "Cannot write" in fails("export", str(snap / "under-a-file.jsonl"))
+    assert snap.read_bytes() == kept
+
+
 def test_pipes_and_devices_are_refused_never_read(tmp_path: Path, embedder: object) -> None:
     with deadline(60):  # a regression blocks on a FIFO: fail, do not hang the suite
         pipes_and_devices_refused(tmp_path)

@@ -36,9 +36,13 @@ def test_rest_import_of_a_body(tmp_path: Path, client: TestClient) -> None:
     dry = client.post("/v1/import", params={"dry_run": True}, content=body)
     assert dry.status_code == 200 and dry.json()["memories"]["new"] == 4
     assert not dry.json()["applied"]
+    typo = client.post("/v1/import", params={"dryrun": True}, content=body)
+    assert typo.status_code == 422 and "Unknown query parameter(s): dryrun" in typo.text
+    assert client.get("/v1/memories/count").json()["count"] == 0  # the typo wrote nothing
     done = client.post("/v1/import", content=body)
     assert done.status_code == 200 and done.json()["applied"]
     assert client.get("/v1/memories/count").json()["count"] == 4
+    assert client.get("/v1/export", params={"bogus": 1}).status_code == 422
 
 
 def test_rest_import_with_problems_is_422_and_writes_nothing(client: TestClient) -> None:

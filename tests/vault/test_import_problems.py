@@ -173,3 +173,59 @@ def test_a_reformatted_json_document_is_read_whole(tmp_path: Path, embedder: obj
     data["memories"][0]["importance"] = 0.25 if before != 0.25 else 0.75  # a real change
     (tmp_path / "pretty.json").write_text(json.dumps(data, indent=2))
     assert import_(tmp_path / "pretty.json").memories.changed == 1
+
+
+def memory_line(n: int, **fields: object) -> str:
+    record = {
+        "kind": "memory",
+        "id": f"mem_{n:016x}",
+        "type": "fact",
+        "content": f"Fact number {n}",
+        "importance": 0.5,
+        "confidence": 0.5,
+        "created": "2026-01-01T00:00:00+00:00",
+        **fields,
+    }
+    return json.dumps(record)
+
+
+def test_what_memory_store_refuses_is_a_problem_in_a_file_too(
+    tmp_path: Path, embedder: object
+) -> None:
+    # Each line is one problem at its own line, and nothing is written: text PostgreSQL
+    # cannot hold, the limits memory_store applies, and JSON Python cannot read.
+    lines = [
+        '{"kind": "header", "format": "memsys-export", "schema_version": "1.0"}',
+        memory_line(1, content="edited\u0000nul"),
+        memory_line(2, content="lone \ud800 surrogate"),
+        memory_line(3, content="x" * 40_000),
+        memory_line(4, tags=[f"t{i}" for i in range(51)]),
+        memory_line(5, metadata={"blob": "y" * 70_000}),
+        '{"kind": "memory", "id": "mem_0000000000000006", "importance": 1' + "0" * 5000 + "}",
+        '{"kind": "memory", "deep": ' + "[" * 100_000 + "]" * 100_000 + "}",
+    ]
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogatepass")
+    with path.open("ab") as f:
+        f.write(memory_line(9).encode().replace(b"Fact", b"F\xffct") + b"\n")
+    before = table_counts()
+    report = import_(path)
+    by_line = {p.line: p.message for p in report.problems}
+    assert sorted(by_line) == [2, 3, 4, 5, 6, 7, 8, 9], report.problems
+    assert "NUL" in by_line[2] and "lone surrogate" in by_line[3]
+    assert "too long" in by_line[4] and "Too many tags" in by_line[5]
+    assert "too large" in by_line[6] and "not valid JSON" in by_line[7]
+    assert "nested too deeply" in by_line[8] and "not UTF-8" in by_line[9]
+    assert not report.applied and table_counts() == before
+    assert import_(path, dry_run=True).problem_count == 8  # a dry run finds the same
+
+
+def test_a_vault_link_to_a_file_outside_it_is_not_read(tmp_path: Path, embedder: object) -> None:
+    outside = tmp_path / "secret.md"
+    outside.write_text(GOOD.split("relations:")[0] + "---\nNot the vault's.\n")
+    (tmp_path / "v/graph/solutions").mkdir(parents=True)
+    (tmp_path / "v/graph/solutions/link-aaaaaa.md").symlink_to(outside)
+    report = import_(tmp_path / "v")
+    (problem,) = report.problems
+    assert problem.source == "graph/solutions/link-aaaaaa.md"
+    assert "outside the vault" in problem.message
