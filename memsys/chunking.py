@@ -89,6 +89,9 @@ def _units(text: str, max_tokens: int) -> list[str]:
     return units
 
 
+_NONSPACE = re.compile(r"\S")
+
+
 def _cut(line: str, max_tokens: int) -> list[str]:
     """A line in pieces of at most max_tokens, cut between words where one allows. The line
     is tokenized once and cut by its tokens' offsets: tokenizing what is left of it for
@@ -96,18 +99,19 @@ def _cut(line: str, max_tokens: int) -> list[str]:
     offsets = token_offsets(line)
     pieces: list[str] = []
     start = first = 0  # where the piece begins; its first token
-    while line[start:].strip():
+    while _NONSPACE.search(line, start):
         while first < len(offsets) and offsets[first][0] < start:
             first += 1
-        if len(offsets) - first <= max_tokens:
+        left = len(offsets) - first
+        # On its own a piece may tokenize otherwise (a word cut in two): its own count rules.
+        if left <= max_tokens and count_tokens(line[start:]) <= max_tokens:
             pieces.append(line[start:])
             break
-        end = offsets[first + max_tokens - 1][1]
-        # On its own a piece may tokenize otherwise (a word cut in two): its own count rules.
+        end = offsets[first + min(left, max_tokens) - 1][1] if left else len(line)
         head = truncate_to_tokens(line[start:end], max_tokens)
         if not head.strip():  # a single token longer than the window: keep it whole
             head = line[start:]
-        elif not line[start + len(head)].isspace():
+        elif start + len(head) < len(line) and not line[start + len(head)].isspace():
             # The cut fell inside a word: move it back to the last space, if any.
             space = head.rstrip().rfind(" ")
             if space > 0:

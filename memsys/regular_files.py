@@ -10,8 +10,8 @@ A pipe is still welcome where the command says `-` (stdin or stdout).
 from __future__ import annotations
 
 import os
+import secrets
 import stat
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -58,20 +58,23 @@ def replaced(path: Path, shown: str | None = None) -> Iterator[TextIO]:
     loop, a name too long) is InvalidInput, one line."""
     shown = shown or str(path)
     try:
-        target = regular_or_missing(path, shown)
+        # A link is written through (its target is replaced, not the link itself).
+        target = regular_or_missing(Path(os.path.realpath(path)), shown)
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:40]}.")
+        temporary = target.parent / f".{target.name[:40]}.{secrets.token_hex(6)}.tmp"
+        # Created as open() creates a file: the umask decides who may read a new export.
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except OSError as exc:
         raise InvalidInput(f"Cannot write {shown}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-            yield out
-        # mkstemp made it private: an existing file keeps its mode, a new one is rw-r--r--.
-        os.chmod(temporary, stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o644)
+            yield out  # what the caller raises here (bad input found halfway) stays its own
         try:
+            if target.exists():  # an existing file keeps its mode
+                os.chmod(temporary, stat.S_IMODE(target.stat().st_mode))
             os.replace(temporary, target)
-        except OSError as exc:
+        except OSError as exc:  # a target gone strange meanwhile
             raise InvalidInput(f"Cannot write {shown}: {exc.strerror or exc}") from None
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise

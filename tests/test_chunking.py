@@ -51,7 +51,10 @@ def test_short_sections_stay_whole_and_empty_headings_are_dropped() -> None:
 
 def test_a_long_line_without_breaks_is_cut_between_words_within_the_budget() -> None:
     words = [
-        f"{w}{i % 97}" for i, w in enumerate(["alpha", "Üñíçødé", "日本語の", "x" * 40] * 2000)
+        f"{w}{i % 97}"
+        for i, w in enumerate(
+            ["alpha", "Üñíçødé", "日本語の", "가나다라마바사아자차카타파하한", "x" * 40] * 1600
+        )
     ]
     line = " ".join(words)
     pieces = pieces_from_bytes(line.encode(), "one-line.txt", 64)

@@ -119,6 +119,8 @@ def _vault_version(root: Path) -> tuple[str, str, int]:
         return SCHEMA_VERSION, str(manifest), 1
     if not manifest.is_file():
         raise InvalidInput(f"{manifest}:1: {regular_files.NOT_REGULAR}")
+    if not _inside(manifest, root):
+        raise InvalidInput(f"{manifest}:1: a link to a file outside the vault: not read")
     try:
         data = yaml.safe_load(manifest.read_text(encoding="utf-8")) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as exc:

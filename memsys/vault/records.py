@@ -277,17 +277,24 @@ def _json_types(value: Any, where: str) -> None:
 CHECKS = {"memory": check_memory, "edge": check_edge, "preference": check_preference}
 
 
-def check(rec: Record) -> list[tuple[str, str]]:
-    """Normalise any record in place; (field, problem) for each thing wrong. First what no
-    input may hold anywhere (a NUL, a lone surrogate, deep nesting, NaN: check_values)."""
-    unstorable = []
+def unstorable(rec: Record) -> list[tuple[str, str]]:
+    """(field, problem) for each field holding what no input may (check_values), counted
+    from the field as memory_store counts them."""
+    found = []
     for key, value in rec.items():
         try:
             check_values(value, str(key))
         except ValueError as exc:
-            unstorable.append((str(key), str(exc)))
-    if unstorable:
-        return unstorable
+            found.append((str(key), str(exc)))
+    return found
+
+
+def check(rec: Record) -> list[tuple[str, str]]:
+    """Normalise any record in place; (field, problem) for each thing wrong. First what no
+    input may hold anywhere (a NUL, a lone surrogate, deep nesting, NaN: check_values)."""
+    found = unstorable(rec)
+    if found:
+        return found
     kind = rec.get("kind")
     if kind not in CHECKS:
         return [("kind", f"kind: expected memory, edge or preference, got {kind!r}")]

@@ -159,9 +159,8 @@ def upgrade_file(source: Path, out: TextIO) -> dict[str, Any]:
     for item in snapshot.items():
         if isinstance(item, Problem):
             raise InvalidInput(str(item))
-        problem = records.json_problem(dict(item), "the record")  # NUL, lone surrogates, …
-        if problem is not None:
-            raise InvalidInput(f"{item.source}:{item.at() or 1}: {problem}")
+        for key, problem in records.unstorable(item):  # NUL, lone surrogates, …
+            raise InvalidInput(f"{item.source}:{item.at(key) or 1}: {problem}")
         upgraded.append(records.ordered(dict(item)) if item.get("kind") in records.KEYS else item)
     order = {"memory": 0, "edge": 1, "preference": 2}
     upgraded.sort(key=lambda r: order.get(r.get("kind", ""), 3))

@@ -160,6 +160,10 @@ def test_a_failed_migrate_or_export_leaves_the_file_it_would_replace(
     assert done.exit_code == 0 and snap.read_bytes() == kept
     assert "Cannot write" in fails("export", str(snap / "under-a-file.jsonl"))
     assert snap.read_bytes() == kept
+    link = tmp_path / "latest.jsonl"
+    link.symlink_to(snap)
+    run("export", str(link))  # a link is written through: it stays a link to the new file
+    assert link.is_symlink() and snap.read_bytes() == kept
 
 
 def test_pipes_and_devices_are_refused_never_read(tmp_path: Path, embedder: object) -> None:
