@@ -73,7 +73,7 @@ class Settings(BaseSettings):
     def allowed_roots(self) -> list[Path]:
         if self.index_roots is None:
             return [Path.home().resolve(), Path.cwd().resolve()]
-        return [Path(p).expanduser().resolve() for p in self.index_roots.split(os.pathsep) if p]
+        return [root for p in self.index_roots.split(os.pathsep) if p for root in _resolved(p)]
 
     @property
     def pgdata(self) -> Path:
@@ -101,3 +101,11 @@ def allowed_origins(extra: list[str] | None = None) -> list[str]:
     return [f"{scheme}://{name}:*" for name in names for scheme in ("http", "https")] + [
         f"{scheme}://{name}" for name in names for scheme in ("http", "https")
     ]
+
+
+def _resolved(path: str) -> list[Path]:
+    """A configured folder with its links followed; none when they loop (nothing is in it)."""
+    try:
+        return [Path(path).expanduser().resolve()]
+    except (OSError, RuntimeError):
+        return []

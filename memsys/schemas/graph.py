@@ -18,6 +18,7 @@ from memsys.schemas.common import (
     QueryText,
     Rule,
 )
+from memsys.schemas.memories import content_text
 from memsys.schemas.observations import canonical_text, looks_like_envelope, parse_envelope
 
 MAX_ITEMS = 1000
@@ -38,8 +39,8 @@ def _observation(v: str) -> str:
     if not v:
         raise ValueError("An observation cannot be empty")
     if looks_like_envelope(v):  # S000: an envelope is validated before it is written
-        return canonical_text(parse_envelope(v))
-    return v
+        v = canonical_text(parse_envelope(v))
+    return content_text(v)  # stored as a memory: its limits
 
 
 def _items(v: list[object]) -> list[object]:

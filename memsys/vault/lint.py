@@ -55,8 +55,8 @@ def load_schema(path: str | Path | None = None) -> dict[str, Any]:
         raise InvalidInput(f"Schema file not found: {where}")
     try:
         schema = yaml.safe_load(where.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"{where}: not valid YAML: {exc}") from None
+    except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
+        raise InvalidInput(f"{where}: not valid YAML: {str(exc)[:200]}") from None
     types = schema.get("memory_types") if isinstance(schema, dict) else None
     if not isinstance(types, dict) or not all(
         isinstance(t, dict) and isinstance(t.get("schema"), dict) for t in types.values()
@@ -64,7 +64,36 @@ def load_schema(path: str | Path | None = None) -> dict[str, Any]:
         raise InvalidInput(f"{where}: expected `memory_types`, each with a `schema` of fields")
     if "version" not in schema:
         raise InvalidInput(f"{where}: the schema has no `version`")
+    for type_name, spec in types.items():
+        for field_name, rule in spec["schema"].items():
+            problem = _rule_problem(rule)
+            if problem is not None:
+                raise InvalidInput(f"{where}: {type_name}.{field_name}: {problem}")
     return dict(schema)
+
+
+FIELD_TYPES = ("string", "id", "float", "int", "boolean", "array", "enum", "timestamp", "json")
+
+
+def _rule_problem(rule: Any) -> str | None:
+    """Why a field's rule cannot be checked against (an unknown type, a bound that is no
+    number, a negative length), or None."""
+    if not isinstance(rule, dict):
+        return "expected a mapping of constraints"
+    if rule.get("type", "json") not in FIELD_TYPES:
+        return f"unknown type {rule.get('type')!r} (one of {', '.join(FIELD_TYPES)})"
+    for bound in ("min", "max"):
+        if rule.get(bound) is not None and not _is_number(rule[bound]):
+            return f"{bound} must be a number, got {rule[bound]!r}"
+    for count in ("max_length", "max_items"):
+        value = rule.get(count)
+        if value is not None and (
+            not isinstance(value, int) or isinstance(value, bool) or value < 0
+        ):
+            return f"{count} must be a whole number >= 0, got {value!r}"
+    if rule.get("type") == "enum" and not isinstance(rule.get("values"), list):
+        return "an enum needs a list of `values`"
+    return None
 
 
 def _is_number(v: Any) -> bool:

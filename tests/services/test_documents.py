@@ -304,10 +304,13 @@ def test_only_files_under_the_index_roots_are_read(tmp_path, monkeypatch, embedd
         with pytest.raises(InvalidInput, match="outside the folders"):
             index(inside / "link.txt")
         assert table_counts() == before
-        monkeypatch.setenv("MEMSYS_INDEX_ROOTS", "")
-        get_settings.cache_clear()
-        with pytest.raises(InvalidInput, match="none: indexing is off"):
-            index(inside / "ok.md")
+        for roots in ("", str(tmp_path / "loop")):  # none, or one whose links loop
+            (tmp_path / "loop").symlink_to(tmp_path / "loop", target_is_directory=True)
+            monkeypatch.setenv("MEMSYS_INDEX_ROOTS", roots)
+            get_settings.cache_clear()
+            with pytest.raises(InvalidInput, match="none: indexing is off"):
+                index(inside / "ok.md")
+            (tmp_path / "loop").unlink()
     finally:
         monkeypatch.undo()
         get_settings.cache_clear()

@@ -151,3 +151,10 @@ def test_store_batch_answers_in_order_and_concurrent_batches_store_each_text_onc
     assert all(a["success"] for a in answers), answers
     assert sum(a["data"]["stored"] for a in answers) == len(pool_texts)
     assert live_count(Chunk, Chunk.content.startswith("Runbook"), Chunk.valid_to.is_(None)) == 12
+
+
+def test_an_observation_longer_than_a_memory_may_be_is_refused_before_anything_runs(
+    embedder: Any,
+) -> None:
+    entity = {"name": "Runbook", "entityType": "document", "observations": ["x" * 40_000]}
+    assert "Content is too long" in fails("create_entities", entities=[entity])

@@ -98,6 +98,20 @@ def test_lint_with_a_missing_schema_file(tmp_path: Path) -> None:
     assert "Schema file not found" in fails("lint", "--schema", str(tmp_path / "none.yaml"))
 
 
+def test_lint_refuses_a_schema_whose_rules_cannot_be_checked(tmp_path: Path) -> None:
+    from memsys.vault.lint import default_schema_path
+
+    shipped = default_schema_path().read_text()
+    for wrong, said in (
+        ("min: 0.0, max: 1.0, default: 0.5", 'min: "abc", max: 1.0, default: 0.5'),
+        ("type: boolean, default: false", "type: quaternion"),
+        ("max_items: 50", "max_items: -3"),
+    ):
+        schema = tmp_path / "schema.yaml"
+        schema.write_text(shipped.replace(wrong, said))
+        assert "preference." in fails("lint", "--schema", str(schema)), said
+
+
 def test_lint_flags_retention_and_a_user_schema(tmp_path: Path) -> None:
     vault = tmp_path / "v" / "graph" / "facts"
     vault.mkdir(parents=True)

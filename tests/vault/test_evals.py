@@ -4,6 +4,7 @@ exits 1, and an eval leaves the store it measures as it was."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from sqlalchemy import text
 
@@ -52,3 +53,16 @@ def test_secret_like_content_is_flagged_on_store(embedder: object) -> None:
     assert flagged.warnings and "AWS access key id" in flagged.warnings[0]
     assert store("Rotate the API keys every 90 days", memory_type="fact").warnings == []
     assert find("password: hunter2hunter2") == ["assigned secret"]
+
+
+def test_a_locomo_file_of_another_shape_is_bad_input(tmp_path: Path, embedder: object) -> None:
+    turn = {"dia_id": "D1:1", "speaker": "A", "text": "hi\u0000"}
+    for name, data in (
+        ("number.json", [{"conversation": 5, "qa": []}]),
+        ("object.json", {"a": 1}),
+        ("nul.json", [{"conversation": {"session_1": [turn]}, "qa": []}]),
+    ):
+        path = tmp_path / name
+        path.write_text(json.dumps(data))
+        said = fails("eval", "--suite", "precision_recall", "--locomo", str(path))
+        assert "--locomo" in said and "Traceback" not in said, said

@@ -19,6 +19,7 @@ from memsys import regular_files
 from memsys.embeddings import get_embedder
 from memsys.errors import InvalidInput
 from memsys.schemas import MemoryStoreBatchIn, MemoryStoreIn
+from memsys.schemas.common import check_values
 from memsys.services import memories
 from memsys.vault.evals.base import Context, Figure, probe_namespace, ratio, scratch
 
@@ -80,25 +81,42 @@ def labelled(data: dict[str, Any] | None = None) -> list[Figure]:
     ]
 
 
+def _locomo_sample(path: str) -> tuple[list[tuple[str, str]], list[dict[str, Any]]]:
+    """The first conversation's first LOCOMO_TURNS turns (dia_id, "speaker: text") and its
+    questions, or InvalidInput saying what the file lacks."""
+    try:
+        data = json.loads(regular_files.read_bytes(Path(path).expanduser(), path))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise InvalidInput(f"--locomo: cannot read {path}: {str(exc)[:200]}") from None
+    try:
+        sample = data[0]
+        convo = sample["conversation"]
+        turns: list[tuple[str, str]] = []
+        for n in range(1, 100):
+            for turn in convo.get(f"session_{n}", []):
+                turns.append((str(turn["dia_id"]), f"{turn['speaker']}: {turn['text']}"))
+        questions = [qa for qa in sample["qa"] if isinstance(qa, dict) and "question" in qa]
+        check_values([text for _, text in turns[:LOCOMO_TURNS]], "a turn's text")
+    except (TypeError, KeyError, IndexError, AttributeError) as exc:
+        raise InvalidInput(
+            f"--locomo: {path} is not LoCoMo's locomo10.json (a list of samples, each with "
+            f"`conversation` sessions of turns and `qa`): missing or wrong {exc}"
+        ) from None
+    except ValueError as exc:
+        raise InvalidInput(f"--locomo: {path}: {exc}") from None
+    return turns[:LOCOMO_TURNS], questions
+
+
 def locomo(path: str) -> Figure:
     """LoCoMo evidence recall@10 on the first conversation (its first LOCOMO_TURNS turns)."""
-    try:
-        sample = json.loads(regular_files.read_bytes(Path(path).expanduser(), path))[0]
-    except (OSError, ValueError, IndexError, KeyError) as exc:
-        raise InvalidInput(f"--locomo: cannot read {path}: {exc}") from None
-    convo = sample["conversation"]
-    turns: list[tuple[str, str]] = []
-    for n in range(1, 100):
-        for turn in convo.get(f"session_{n}", []):
-            turns.append((turn["dia_id"], f"{turn['speaker']}: {turn['text']}"))
-    turns = turns[:LOCOMO_TURNS]
+    turns, questions = _locomo_sample(path)
     known = {dia for dia, _ in turns}
     ns = probe_namespace("locomo")
     recalls: list[float] = []
     with scratch() as s:
         stored = _plant(s, ns, [t for _, t in turns])
         dia_of = dict(zip(stored, (d for d, _ in turns), strict=False))
-        for qa in sample["qa"]:
+        for qa in questions:
             gold = {e for e in _EVIDENCE.findall(" ".join(map(str, qa.get("evidence", []))))}
             gold &= known
             if not gold:
