@@ -268,7 +268,7 @@ def decay(session: Session, params: DecayIn, now: datetime | None = None) -> Dec
     now = now or datetime.now(UTC)
     namespaces.require(session, params.namespace)
     # After any import of the namespaces it may close memories in (namespaces.share).
-    namespaces.share(session, [params.namespace] if params.namespace else namespaces.names(session))
+    namespaces.share_scope(session, params.namespace)
     folded = access.fold(session)
     decayed = deleted = scanned = 0
     bands: dict[str, int] = {}

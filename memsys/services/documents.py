@@ -124,7 +124,7 @@ def clear_index(session: Session, params: ClearIndexIn) -> ClearIndexOut:
     if not params.confirm:
         raise InvalidInput("Safety check: Set confirm=True to delete all documents")
     namespaces.require(session, params.namespace)
-    namespaces.share(session, [params.namespace] if params.namespace else namespaces.names(session))
+    namespaces.share_scope(session, params.namespace)  # after any import
     chunk_stmt = update(Chunk).where(Chunk.doc_type == "document", Chunk.valid_to.is_(None))
     doc_stmt = update(Document).where(Document.valid_to.is_(None))
     if params.namespace:

@@ -71,6 +71,11 @@ def share(session: Session, names: Iterable[str]) -> None:
     take_turns_all(session, [(_turn(name),) for name in names], shared=True)
 
 
+def share_scope(session: Session, namespace: str | None) -> None:
+    """`share` for one namespace, or for every namespace when the call names none."""
+    share(session, [namespace] if namespace else names(session))
+
+
 def share_if_free(session: Session, name: str) -> bool:
     """The writer's share of one namespace's turn if no import holds it now, else False:
     for a read's optional write (rekindling), which never waits."""

@@ -279,7 +279,7 @@ def _vault_items(root: Path) -> Iterator[Item]:
         except UnicodeDecodeError:
             yield Problem(source, None, "not UTF-8 text")
         except ValueError as exc:  # a number of more digits than Python converts, …
-            yield Problem(source, None, f"cannot be read: {str(exc).split('; ')[0]}")
+            yield Problem(source, None, f"cannot be read: {_why(exc)}")
         except RecursionError:
             yield Problem(source, None, "cannot be read: nested too deeply")
     prefs = root / PREFERENCES_FILE

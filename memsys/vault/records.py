@@ -249,12 +249,11 @@ def check_preference(rec: Record) -> list[tuple[str, str]]:
 
 
 def json_problem(value: Any, where: str) -> str | None:
-    """Why a metadata or preference value cannot be stored as it was read, or None: what
-    every input refuses (check_values: NUL, lone surrogates, deep nesting, NaN), and types
+    """Why a metadata or preference value cannot be stored as it was read, or None: types
     JSON has not — YAML reads an unquoted 2024-05-01 as a date, which would be stored as
-    text and then differ from the file on every later import."""
+    text and then differ from the file on every later import. (What every input refuses —
+    NUL, lone surrogates, deep nesting, NaN — `check` has found before: unstorable.)"""
     try:
-        check_values(value, where)
         _json_types(value, where)
     except ValueError as exc:
         return str(exc)
