@@ -119,7 +119,7 @@ async def import_(
             raise HTTPException(400, "The body is not UTF-8 text") from None
         result = await run_in_threadpool(_import, spool, dry_run, partial, restore)
     if result.problem_count and not partial:
-        shown = "; ".join(f"line {p.line}: {p.message}" for p in result.problems[:5])
+        shown = "; ".join(p.shown() for p in result.problems[:5])
         body = envelope.failure(
             f"{result.problem_count} problem(s), nothing imported (partial=true imports the "
             f"rest): {shown}"
@@ -135,7 +135,7 @@ def _import(spool: Path, dry_run: bool, partial: bool, restore: bool) -> ImportO
     except MemsysError as exc:  # name the body, not the server's temporary file
         raise type(exc)(exc.message.replace(str(spool), "body")) from None
     for p in result.problems:  # the client never saw the temporary file's name
-        p.source = "body"
+        p.source = p.source.replace(str(spool), "body", 1)
     return result
 
 

@@ -6,6 +6,7 @@ database layer nor the embedding model.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -28,6 +29,7 @@ from memsys.cli import (
 from memsys.errors import DatabaseUnavailable, MemsysError, TimedOut
 
 EXIT_DATABASE = 1
+EXIT_SYSTEM = 1  # the machine refused: a full disk, a closed pipe, a missing permission
 EXIT_INPUT = 2
 _UNDEFINED_TABLE = "42P01"
 
@@ -86,6 +88,17 @@ class MemsysGroup(TyperGroup):
             raise fail(exc.message, EXIT_DATABASE) from None
         except MemsysError as exc:
             raise fail(exc.message, EXIT_INPUT) from None
+        except BrokenPipeError:
+            # `memsys export - | head`: the reader has what it wanted. Nothing more goes to
+            # the closed pipe (Python would complain again when it flushes stdout at exit).
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise typer.Exit(EXIT_SYSTEM) from None
+        except OSError as exc:
+            # What the system refused while the command read or wrote (`export - >
+            # /dev/full`: no space left on device): its reason in one line, no traceback.
+            where = f": {exc.filename}" if exc.filename else ""
+            raise fail(f"{exc.strerror or exc}{where}", EXIT_SYSTEM) from None
         except Exception as exc:
             if _created_schema(exc):
                 raise _SchemaCreated from None

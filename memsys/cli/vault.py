@@ -131,7 +131,7 @@ def import_command(
 
 def _imported(r: ImportOut) -> None:
     for p in r.problems:
-        echo(f"{p.source}{'' if p.line is None else f':{p.line}'}: {p.message}")
+        echo(p.shown())
     if r.problem_count > len(r.problems):
         echo(f"… and {r.problem_count - len(r.problems)} more problems (--json lists them)")
     verb = "Would import" if r.dry_run else ("Imported" if r.applied else "Checked")

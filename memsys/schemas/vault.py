@@ -77,6 +77,12 @@ class ImportProblem(Output):
     line: int | None
     message: str
 
+    def shown(self) -> str:
+        """`source:line: message`; a record of a JSON document has no line (its source
+        names its place: `snap.json edges[3]`)."""
+        line = "" if self.line is None else f":{self.line}"
+        return f"{self.source}{line}: {self.message}"
+
 
 class ImportVersion(Output):
     id: str

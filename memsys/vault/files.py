@@ -27,6 +27,8 @@ MANIFEST = "memsys-vault.yaml"
 PREFERENCES_FILE = "vault/preferences.yaml"
 ARRAYS = {"memory": "memories", "edge": "edges", "preference": "preferences"}
 DERIVED = ("CORE.md", "REFLECTION.md")  # written from the memories, never read back
+# What makes a folder without a manifest a vault (S003's layout, written by hand).
+VAULT_PARTS = ("graph", "vault", "episodes", *DERIVED)
 
 
 def dumps(record: Record) -> str:
@@ -116,6 +118,11 @@ def open_snapshot(path: str | Path) -> Snapshot:
 def _vault_version(root: Path) -> tuple[str, str, int]:
     manifest = root / MANIFEST
     if not manifest.exists():  # a plain S003 vault: the current format
+        if not any((root / part).exists() for part in VAULT_PARTS):
+            # A typo'd path or an empty folder would otherwise import as "0 new".
+            raise InvalidInput(
+                f"{root} is not a vault: it has no {MANIFEST} and none of {', '.join(VAULT_PARTS)}"
+            )
         return SCHEMA_VERSION, str(manifest), 1
     if not manifest.is_file():
         raise InvalidInput(f"{manifest}:1: {regular_files.NOT_REGULAR}")

@@ -74,6 +74,21 @@ def test_import_of_a_missing_file_is_one_error_line(tmp_path: Path) -> None:
     assert "Snapshot not found" in fails("import", str(tmp_path / "nope.json"))
 
 
+def test_a_folder_that_is_no_vault_is_refused(tmp_path: Path, embedder: object) -> None:
+    empty = tmp_path / "empty"
+    (empty / "notes").mkdir(parents=True)  # a mistyped path: it imported as "0 new", exit 0
+    for command in ("import", "diff", "lint"):
+        assert "is not a vault" in fails(command, str(empty)), command
+    # A vault in S003's layout needs no manifest (one written by hand has none).
+    seed()
+    vault = tmp_path / "vault"
+    assert run("export", str(vault)).exit_code == 0
+    (vault / "memsys-vault.yaml").unlink()
+    empty_database()
+    done = run("import", str(vault))
+    assert done.exit_code == 0 and "Imported memories: 4 new" in done.stdout, done.output
+
+
 def test_lint_live_database_and_a_vault_with_fix(tmp_path: Path, embedder: object) -> None:
     seed()
     clean = run("lint")
@@ -219,3 +234,29 @@ def pipes_and_devices_refused(tmp_path: Path) -> None:
     os.mkfifo(memory)  # where the export writes that memory again: it would block reading it
     rel = memory.relative_to(vault).as_posix()
     assert f"Not a regular file: {rel}" in fails("export", str(vault))
+
+
+def test_an_output_the_system_refuses_is_one_line_or_a_quiet_exit(embedder: object) -> None:
+    import os
+    import subprocess
+
+    from tests.cli.test_startup import _memsys
+
+    seed()  # the process reads the test database (MEMSYS_DATABASE_URL is inherited)
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [*_memsys(), "export", "-"], stdout=full, stderr=subprocess.PIPE, timeout=120
+        )
+    assert done.returncode == 1
+    assert done.stderr.decode().strip() == "error: No space left on device"
+    # A reader that stopped reading (`memsys export - | head -c 10` on a large store): no
+    # traceback and no complaint, the exit says the output was cut.
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run(
+            [*_memsys(), "export", "-"], stdout=write, stderr=subprocess.PIPE, timeout=120
+        )
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr.decode()) == (1, "")

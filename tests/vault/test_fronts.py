@@ -3,6 +3,7 @@ dry run unless told otherwise)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +56,19 @@ def test_rest_import_with_problems_is_422_and_writes_nothing(client: TestClient)
     answer = client.post("/v1/import", content=body)
     assert answer.status_code == 422
     error = answer.json()["error"]
-    assert "nothing imported" in error and "line 2: dangling edge" in error
+    assert "nothing imported" in error and "body:2: dangling edge" in error
     assert "/tmp" not in error
+    assert table_counts() == before
+    # The same in one JSON document: a record is named by its place (it read "line None").
+    document = json.dumps(
+        {"format": "memsys-export", "schema_version": "1.0", "memories": [], "preferences": []}
+        | {"edges": [json.loads(body.splitlines()[1])]}
+    )
+    answer = client.post("/v1/import", content=document.encode())
+    assert answer.status_code == 422
+    error = answer.json()["error"]
+    assert "rest): body edges[0]: dangling edge: memory mem_a" in error, error
+    assert "None" not in error
     assert table_counts() == before
     future = client.post(
         "/v1/import", content=b'{"format": "memsys-export", "schema_version": "3.1"}'
