@@ -43,6 +43,10 @@ class Settings(BaseSettings):
     # exempt from the statement limit.
     statement_timeout_s: float = Field(default=300.0, ge=0, le=2_000_000)
     lock_timeout_s: float = Field(default=0.0, ge=0, le=2_000_000)
+    # How long a write waits for an import (or an index_directory run) that writes alone in
+    # its namespace before it is refused with "busy, try again" (errors.Busy): a small import
+    # ends within it, a large one runs for minutes. 0: refused at once.
+    busy_wait_s: float = Field(default=10.0, ge=0, le=2_000_000)
 
     # The context-assembly debugger: how long traces are kept (`memsys maintain` prunes older
     # ones) and when monitoring raises an alert (S004's thresholds).

@@ -40,6 +40,12 @@ class Contended(TimedOut):
     times before a caller sees it."""
 
 
+class Busy(TimedOut):
+    """An import (or a folder's indexing) writes alone in the namespace this call would
+    write; the call waited MEMSYS_BUSY_WAIT_S for it, wrote nothing, and may be tried again
+    when the import ends. Not run again by the runner: an import can take minutes."""
+
+
 class DatabaseUnavailable(MemsysError):
     """The database cannot be reached or lacks what memsys needs (e.g. pgvector)."""
 

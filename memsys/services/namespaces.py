@@ -3,10 +3,12 @@
 from collections.abc import Iterable
 
 from sqlalchemy import ColumnElement, SQLColumnExpression, String, func, literal, text
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
+from memsys.config import get_settings
 from memsys.db import remember_transaction_time, take_turns_all
-from memsys.errors import NotFound
+from memsys.errors import Busy, NotFound
 from memsys.schemas import NamespaceInfo, NamespaceListOut
 
 _LIST = text(
@@ -44,11 +46,15 @@ _LIST = text(
 # waited second: the import, minutes of work. With the turn a writer waits at its start,
 # holding nothing the import needs.
 _WRITERS = "memsys:namespace-writers"
+_LOCK_NOT_AVAILABLE = "55P03"
 TURN_PREFIX = f"{_WRITERS}\x1f"  # + a namespace's name: the key of its turn (for SQL)
+# The common case in one round trip: the turn is tried, not waited for, and the namespace
+# made only once it is taken; when an import holds it, ensure waits for it (_wait_for_turns).
 _ENSURE = text(
     """
-    WITH turn AS (SELECT pg_advisory_xact_lock_shared(hashtextextended(:turn, 0)) AS taken)
-    INSERT INTO namespace (name) SELECT :name FROM turn ON CONFLICT DO NOTHING
+    WITH turn AS (SELECT pg_try_advisory_xact_lock_shared(hashtextextended(:turn, 0)) AS taken),
+    made AS (INSERT INTO namespace (name) SELECT :name FROM turn WHERE taken ON CONFLICT DO NOTHING)
+    SELECT taken FROM turn
     """
 )
 
@@ -58,17 +64,51 @@ def ensure(session: Session, name: str) -> None:
     and take a writer's share of its write turn until the transaction ends. Writers call it
     before their first write in the namespace; one that writes in several namespaces calls
     it for each, in sorted order (as write_alone takes them)."""
-    session.execute(_ENSURE, {"name": name, "turn": _turn(name)})
+    params = {"name": name, "turn": _turn(name)}
+    if not session.scalar(_ENSURE, params):
+        _wait_for_turns(session, [name])
+        session.execute(_ENSURE, params)  # the share is held now: taken again at once
 
 
 _TRY_SHARE = text("SELECT pg_try_advisory_xact_lock_shared(hashtextextended(:turn, 0))")
+_TRY_SHARE_ALL = text(
+    """
+    SELECT coalesce(bool_and(pg_try_advisory_xact_lock_shared(hashtextextended(k, 0))), true)
+    FROM (SELECT DISTINCT k FROM unnest(CAST(:keys AS text[])) AS u(k)) AS d
+    """
+)
 
 
 def share(session: Session, names: Iterable[str]) -> None:
     """A writer's share of these namespaces' write turns (as ensure takes, without creating
-    them), in sorted order: for a change of rows that exist, before it reads them FOR UPDATE
-    or writes them."""
-    take_turns_all(session, [(_turn(name),) for name in names], shared=True)
+    them): for a change of rows that exist, before it reads them FOR UPDATE or writes them."""
+    wanted = sorted(set(names))
+    if wanted and not session.scalar(_TRY_SHARE_ALL, {"keys": [_turn(n) for n in wanted]}):
+        _wait_for_turns(session, wanted)
+
+
+_LOCK_TIMEOUT = text("SELECT set_config('lock_timeout', :value, true)")
+
+
+def _wait_for_turns(session: Session, names: list[str]) -> None:
+    """An import writes alone in (some of) these namespaces: wait for it up to
+    MEMSYS_BUSY_WAIT_S, in sorted order as write_alone takes them, else refuse (Busy) —
+    the caller's transaction is then rolled back, nothing of it written."""
+    settings = get_settings()
+    session.execute(_LOCK_TIMEOUT, {"value": f"{max(1, round(settings.busy_wait_s * 1000))}ms"})
+    try:
+        take_turns_all(session, [(_turn(name),) for name in names], shared=True)
+    except OperationalError as exc:
+        if getattr(exc.orig, "sqlstate", None) != _LOCK_NOT_AVAILABLE:
+            raise
+        where = ", ".join(repr(n) for n in names)
+        raise Busy(
+            f"An import (or a folder's indexing) is writing namespace {where} and holds it "
+            f"until it commits; this call waited {settings.busy_wait_s:g} s "
+            "(MEMSYS_BUSY_WAIT_S) and wrote nothing. Try again when the import ends."
+        ) from None
+    limit = settings.lock_timeout_s  # back to the configured limit (0: none)
+    session.execute(_LOCK_TIMEOUT, {"value": f"{round(limit * 1000)}ms"})
 
 
 def share_scope(session: Session, namespace: str | None) -> None:

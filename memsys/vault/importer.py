@@ -254,8 +254,9 @@ def run(
         return report
     if not dry_run:
         # Before it reads a table: writers of these namespaces wait for the import at their
-        # start, holding nothing, and the import waits for those already running (a second
-        # import of the same namespaces, too) holding nothing either.
+        # start, holding nothing (up to MEMSYS_BUSY_WAIT_S, then refused: errors.Busy), and
+        # the import waits for those already running (a second import of the same
+        # namespaces, too) holding nothing either.
         names = _namespaces(seen)
         refused = sorted(n for n in names if not tenancy.may_write(n))
         if refused:

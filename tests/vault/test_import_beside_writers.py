@@ -6,18 +6,20 @@ one that waited second — the import. A writer now waits for the import at its 
 
 from __future__ import annotations
 
+import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from memsys import runner
 from memsys.db import get_engine, session_scope
+from memsys.errors import Busy
 from memsys.models import Chunk, Entity
 from memsys.schemas import MemoryForgetIn, MemoryStoreIn
 from memsys.schemas.lifecycle import DecayIn, PinIn
@@ -118,3 +120,56 @@ def test_a_writer_waits_for_an_import_at_its_start_holding_nothing(
         ).all()
     expected = {"store": 2, "forget": 0, "pin": 1, "decay": 1}[write]
     assert len(live) == expected
+
+
+@pytest.fixture
+def busy_wait_1s() -> Iterator[None]:
+    from memsys.config import get_settings
+
+    os.environ["MEMSYS_BUSY_WAIT_S"] = "1"
+    get_settings.cache_clear()
+    try:
+        yield
+    finally:
+        os.environ.pop("MEMSYS_BUSY_WAIT_S")
+        get_settings.cache_clear()
+
+
+def test_a_writer_gives_up_on_a_long_import_busy_and_writes_nothing(
+    embedder: Any, busy_wait_1s: None
+) -> None:
+    kept = store("Deploys happen on Tuesdays")
+    with Session(get_engine()) as importer:
+        namespaces.write_alone(importer, ["global"])  # an import that runs for minutes
+        with pytest.raises(Busy, match=r"writing namespace 'global'.*Try again"):
+            store("Releases are cut on Thursdays")  # a new memory: ensure waits
+        with pytest.raises(Busy, match="MEMSYS_BUSY_WAIT_S"):  # an existing one: share waits
+            runner.execute(memories.forget, MemoryForgetIn, {"memory_id": kept.id})
+        importer.rollback()
+    with session_scope() as s:
+        live = s.scalars(
+            select(Chunk.id).where(Chunk.doc_type == "memory", Chunk.valid_to.is_(None))
+        ).all()
+    assert live == [kept.id]
+
+
+def test_a_writer_that_waited_for_a_short_import_keeps_the_lock_limit(
+    embedder: Any, busy_wait_1s: None
+) -> None:
+    importer = Session(get_engine())
+    namespaces.write_alone(importer, ["global"])
+
+    def commit_when_waited_for() -> None:
+        until(lambda: lock_waiters() > 0, 20)
+        importer.commit()
+
+    ender = threading.Thread(target=commit_when_waited_for)
+    ender.start()
+    try:
+        with session_scope() as s:
+            namespaces.ensure(s, "global")  # waits for the import, then goes on
+            # The wait's own limit was for the turn only: later waits keep the configured one.
+            assert s.scalar(text("SHOW lock_timeout")) == "0"
+    finally:
+        ender.join(30)
+        importer.close()
