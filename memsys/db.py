@@ -37,6 +37,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
 from memsys import deferred, tenancy
@@ -192,7 +193,13 @@ def _not_json(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not a JSON value")
 
 
-def make_engine(url: str, settings: Settings | None = None) -> Engine:
+POOL_SIZE, POOL_OVERFLOW = 5, 10
+POOL_WAIT_S = 30.0  # how long a call waits for a free connection when all are in use
+
+
+def make_engine(
+    url: str, settings: Settings | None = None, pool_wait_s: float = POOL_WAIT_S
+) -> Engine:
     settings = settings or get_settings()
     # Session settings go in as connection options so that prepared statements see them.
     # relaxed_order iterative scans keep filtered HNSW queries from returning too few rows.
@@ -205,8 +212,9 @@ def make_engine(url: str, settings: Settings | None = None) -> Engine:
     )
     engine = create_engine(
         url,
-        pool_size=5,
-        max_overflow=10,
+        pool_size=POOL_SIZE,
+        max_overflow=POOL_OVERFLOW,
+        pool_timeout=pool_wait_s,
         connect_args={"options": options},
         json_serializer=json_text,
     )
@@ -330,6 +338,14 @@ def session_scope() -> Iterator[Session]:
         with suppress(DBAPIError):  # the connection is gone: nothing was committed
             session.rollback()
         raise lost from exc
+    except PoolTimeout:  # every connection stayed in use (long imports, a flood of calls)
+        session.rollback()
+        waited = getattr(session.get_bind().pool, "timeout", lambda: POOL_WAIT_S)()
+        raise TimedOut(
+            f"Every database connection of this server stayed in use for {waited:g} s (other "
+            "calls are running: long imports, or more calls at once than connections); this "
+            "call did nothing. Try again."
+        ) from None
     except BaseException:
         session.rollback()
         raise

@@ -222,3 +222,31 @@ def test_only_a_connection_at_rest_for_long_is_pinged_and_a_failed_ping_replaces
     pool = engine.pool.checkedin()
     replaced = {pid() for _ in range(pool)}
     assert len(pings) == pool and first in pings and first not in replaced
+
+
+def test_a_call_that_finds_every_connection_in_use_is_refused_not_left_waiting(
+    embedder: object,
+) -> None:
+    """More calls at once than the server has connections (long imports hold one each): a
+    call waits for one a while, then gets a clear "try again", not an internal error."""
+    from fastapi.testclient import TestClient
+
+    from memsys import db
+    from memsys.api.app import create_app
+    from memsys.mcp.server import call
+    from memsys.operations import BY_NAME
+
+    engine = db.make_engine(db.database_url(), pool_wait_s=0.2)
+    db.set_engine(engine)
+    held = [engine.connect() for _ in range(db.POOL_SIZE + db.POOL_OVERFLOW)]
+    try:
+        with TestClient(create_app(background=False), base_url="http://127.0.0.1:8700") as c:
+            answer = c.get("/v1/memories/count")
+        assert answer.status_code == 503
+        assert "stayed in use for 0.2 s" in answer.json()["error"], answer.json()
+        mcp_answer = call(BY_NAME["memory_count"], {})
+        assert mcp_answer["success"] is False and "Try again" in mcp_answer["error"]
+    finally:
+        for connection in held:
+            connection.close()
+        db.set_engine(None)
