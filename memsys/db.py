@@ -39,6 +39,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import QueuePool
 
 from memsys import deferred, tenancy
 from memsys.config import Settings, get_settings
@@ -340,7 +341,8 @@ def session_scope() -> Iterator[Session]:
         raise lost from exc
     except PoolTimeout:  # every connection stayed in use (long imports, a flood of calls)
         session.rollback()
-        waited = getattr(session.get_bind().pool, "timeout", lambda: POOL_WAIT_S)()
+        pool = getattr(session.get_bind(), "pool", None)
+        waited = pool.timeout() if isinstance(pool, QueuePool) else POOL_WAIT_S
         raise TimedOut(
             f"Every database connection of this server stayed in use for {waited:g} s (other "
             "calls are running: long imports, or more calls at once than connections); this "

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from memsys.errors import bounded
+
 Envelope = dict[str, Any]
 
 
@@ -13,4 +15,4 @@ def ok(data: Any) -> Envelope:
 
 
 def failure(message: str) -> Envelope:
-    return {"success": False, "error": message}
+    return {"success": False, "error": bounded(message)}

@@ -1,5 +1,7 @@
 """One error hierarchy; each front end maps it once (HTTP status, MCP envelope, CLI exit 2)."""
 
+import errno
+
 
 class MemsysError(Exception):
     """Base error: `message` tells the caller what went wrong and what to do next."""
@@ -7,6 +9,7 @@ class MemsysError(Exception):
     status_code = 400
 
     def __init__(self, message: str) -> None:
+        message = bounded(message)
         super().__init__(message)
         self.message = message
 
@@ -50,3 +53,62 @@ class DatabaseUnavailable(MemsysError):
     """The database cannot be reached or lacks what memsys needs (e.g. pgvector)."""
 
     status_code = 503
+
+
+class SystemRefused(MemsysError):
+    """The machine refused what the call needed (a full disk, too many open files)."""
+
+    status_code = 503
+
+
+# What an OSError says about the path a caller gave: bad input. Anything else is the system's.
+_PATH_ERRNOS = frozenset(
+    {
+        errno.ENAMETOOLONG,
+        errno.ELOOP,
+        errno.ENOENT,
+        errno.ENOTDIR,
+        errno.EISDIR,
+        errno.EACCES,
+        errno.EPERM,
+        errno.EINVAL,
+        errno.ENXIO,
+        errno.EROFS,
+        errno.EEXIST,
+    }
+)
+
+
+def from_os_error(exc: OSError) -> MemsysError:
+    """An OSError a service let through, as one line: the system's reason and the path (a
+    name too long for the file system, a link loop), never a traceback."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    name = "" if exc.filename is None else f": {shortened(str(exc.filename))}"
+    if exc.errno in _PATH_ERRNOS:
+        return InvalidInput(f"{reason}{name}")
+    return SystemRefused(f"{reason}{name}")
+
+
+def shortened(value: str, limit: int = 200) -> str:
+    """A value echoed in a message, cut to `limit` characters (inputs can be megabytes)."""
+    return value if len(value) <= limit else f"{value[:limit]}… ({len(value):,} characters)"
+
+
+MESSAGE_LIMIT = 2_000  # characters of an error message; the rest of a huge echo is cut
+CLAUSE_LIMIT = 10  # problems listed in one message (of a list of 20,000 bad items, say)
+
+
+def bounded(message: str) -> str:
+    """`message` whole when short; else its start and its end (the hint of what to do
+    instead) around a note of what was cut: an echoed input can be megabytes."""
+    if len(message) <= MESSAGE_LIMIT:
+        return message
+    cut = len(message) - 1_500 - 300
+    return f"{message[:1_500]} … ({cut:,} characters cut) … {message[-300:]}"
+
+
+def clauses(parts: list[str]) -> str:
+    """Problems joined by "; ", the first CLAUSE_LIMIT of them and how many more there are."""
+    shown = "; ".join(parts[:CLAUSE_LIMIT])
+    more = len(parts) - CLAUSE_LIMIT
+    return f"{shown}; … and {more:,} more" if more > 0 else shown

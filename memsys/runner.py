@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from memsys import deferred
 from memsys.db import session_scope
-from memsys.errors import Contended
+from memsys.errors import Contended, from_os_error
 from memsys.schemas import parse
 from memsys.services import tracing
 
@@ -59,14 +59,17 @@ def run(service: Callable[[Session, In], Out], params: In) -> Out:
     """Run a service on input that is already validated, in one transaction; a transaction
     the server rolled back to let another through runs again (nothing of it was written, and
     what `prepare` made is reused)."""
-    prepare = getattr(service, "prepare", None)
-    prepared = prepare(params) if prepare is not None else None
-    for attempt in range(1, ATTEMPTS):
-        try:
-            return _once(service, params, prepared, last=False)
-        except Contended:
-            time.sleep(_PAUSE_S * attempt * (1 + random.random()))
-    return _once(service, params, prepared, last=True)
+    try:
+        prepare = getattr(service, "prepare", None)
+        prepared = prepare(params) if prepare is not None else None
+        for attempt in range(1, ATTEMPTS):
+            try:
+                return _once(service, params, prepared, last=False)
+            except Contended:
+                time.sleep(_PAUSE_S * attempt * (1 + random.random()))
+        return _once(service, params, prepared, last=True)
+    except OSError as exc:  # a path the file system refused (too long, a link loop, …)
+        raise from_os_error(exc) from None
 
 
 def _once(service: Callable[..., Out], params: In, prepared: Any, last: bool) -> Out:

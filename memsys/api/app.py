@@ -25,7 +25,7 @@ from memsys.api.deps import OriginGuardMiddleware, TokenAuthMiddleware, known_qu
 from memsys.background import worker
 from memsys.config import allowed_hosts, allowed_origins, get_settings
 from memsys.embeddings import warm_up
-from memsys.errors import MemsysError
+from memsys.errors import MemsysError, clauses
 from memsys.mcp.server import build_server, http_routes
 from memsys.schemas.common import ErrorOut
 from memsys.schemas.contract import publish_text_rule
@@ -140,4 +140,4 @@ def _describe_request_errors(exc: RequestValidationError) -> str:
             continue
         loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path")]
         parts.append(f"{'.'.join(loc) or 'request'}: {err.get('msg')}")
-    return "; ".join(parts)
+    return clauses(parts)

@@ -26,7 +26,7 @@ from memsys.cli import (
     trace,
     vault,
 )
-from memsys.errors import DatabaseUnavailable, MemsysError, TimedOut
+from memsys.errors import DatabaseUnavailable, MemsysError, SystemRefused, TimedOut
 
 EXIT_DATABASE = 1
 EXIT_SYSTEM = 1  # the machine refused: a full disk, a closed pipe, a missing permission
@@ -84,7 +84,7 @@ class MemsysGroup(TyperGroup):
     def invoke(self, ctx: Any) -> Any:  # Any: typer's vendored click.Context is private
         try:
             return super().invoke(ctx)
-        except (DatabaseUnavailable, TimedOut) as exc:
+        except (DatabaseUnavailable, TimedOut, SystemRefused) as exc:
             raise fail(exc.message, EXIT_DATABASE) from None
         except MemsysError as exc:
             raise fail(exc.message, EXIT_INPUT) from None

@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 import types
+from datetime import date, datetime
 from types import FrameType
 from typing import Annotated, Any, Union, get_args, get_origin
 
@@ -31,7 +32,7 @@ from pydantic.fields import FieldInfo
 
 from memsys import __version__, envelope, tenancy
 from memsys.config import allowed_hosts, allowed_origins
-from memsys.errors import MemsysError
+from memsys.errors import MemsysError, clauses
 from memsys.operations import BY_NAME, OPERATIONS, Operation
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,11 @@ def bare(annotation: Any) -> Any:
         return origin[tuple(bare(a) for a in get_args(annotation))]
     if annotation in (int, float, bool):  # JSON types as given: no "5" for 5, no 1 for true
         return Annotated[annotation, Strict()]
+    if annotation in (datetime, date):
+        # A string for memsys to read (ISO 8601, or "now" where a field takes it): the SDK's
+        # own reading would make 123 a time in 1970 before memsys saw it, where REST refuses.
+        kind = "date-time" if annotation is datetime else "date"
+        return Annotated[str, Field(json_schema_extra={"format": kind})]
     return annotation
 
 
@@ -161,7 +167,7 @@ def _argument_error(exc: ValidationError) -> str:
     for err in exc.errors():
         where = ".".join(str(p) for p in err["loc"]) or "arguments"
         parts.append(f"{where}: {err['msg']}")
-    return "Invalid arguments: " + "; ".join(parts)
+    return "Invalid arguments: " + clauses(parts)
 
 
 class MemsysMCPServer(MCPServer):

@@ -32,7 +32,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from memsys.config import get_settings
-from memsys.errors import InvalidInput
+from memsys.errors import InvalidInput, clauses, shortened
 from memsys.vocabulary import MEMORY_TYPES
 
 NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@-]{0,127}$")
@@ -121,7 +121,7 @@ def describe_validation_error(exc: ValidationError) -> str:
             continue
         where = ".".join(str(p) for p in err["loc"]) or "input"
         parts.append(f"{where}: {err['msg']}")
-    return "; ".join(parts)
+    return clauses(parts)
 
 
 # ---------------------------------------------------------------- checks
@@ -168,8 +168,8 @@ def check_namespace(value: str) -> str:
     value = value.strip()
     if not NAMESPACE_PATTERN.match(value):
         raise ValueError(
-            f"Invalid namespace: {value!r}. Use 1-128 characters: letters, digits and _ . : / @ -"
-            " (e.g. 'global', 'default', 'project:myapp')"
+            f"Invalid namespace: {shortened(repr(value), 140)}. Use 1-128 characters: "
+            "letters, digits and _ . : / @ - (e.g. 'global', 'default', 'project:myapp')"
         )
     return value
 
@@ -186,7 +186,9 @@ def check_query(value: str) -> str:
 
 def check_memory_type(value: str) -> str:
     if value not in MEMORY_TYPES:
-        raise ValueError(f"Invalid memory type: {value}. Use one of: {', '.join(MEMORY_TYPES)}")
+        raise ValueError(
+            f"Invalid memory type: {shortened(value, 64)}. Use one of: {', '.join(MEMORY_TYPES)}"
+        )
     return value
 
 
@@ -228,15 +230,37 @@ def check_offset(value: int) -> int:
     return value
 
 
-def path_checker(what: str) -> Rule:
-    """A file or directory path: an empty one would silently mean the server's working dir."""
+def non_blank(what: str) -> Rule:
+    """Text that is not empty or only spaces, or "<what> cannot be empty"."""
 
     def check(value: str) -> str:
         if not value.strip():
-            raise ValueError(f"{what} path cannot be empty")
+            raise ValueError(f"{what} cannot be empty")
         return value
 
     return Rule(check, minLength=1, pattern=NON_BLANK_PATTERN)
+
+
+def path_checker(what: str) -> Rule:
+    """A file or directory path: an empty one would silently mean the server's working dir."""
+    return non_blank(f"{what} path")
+
+
+def limited(limit: int) -> Rule:
+    """Text of at most `limit` characters, or "<field> is too long: N characters (limit L)":
+    a free-text field is stored, and nothing needs megabytes of it."""
+
+    def check(value: str, info: ValidationInfo) -> str:
+        if len(value) > limit:
+            raise ValueError(
+                f"{info.field_name} is too long: {len(value):,} characters (limit {limit:,})"
+            )
+        return value
+
+    return Rule(check, maxLength=limit)
+
+
+NOTE_CHARS = 8_000  # a note, a context, an error message: a paragraph or a stack trace head
 
 
 def _iso(kind: type[date], what: str, form: str) -> Callable[[Any, ValidationInfo], Any]:

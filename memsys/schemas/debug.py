@@ -7,9 +7,25 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from memsys.schemas.common import Input, NamespaceName, Offset, Output, within
+from memsys.retrieval.modes import MODES
+from memsys.schemas.common import (
+    NOT_BLANK,
+    NOTE_CHARS,
+    Input,
+    NamespaceName,
+    Offset,
+    Output,
+    Rule,
+    limited,
+    non_blank,
+    within,
+)
+from memsys.schemas.query import check_mode
 
 MAX_LOG_PAGE = 500
+MAX_EXPECTED = 100  # ids named in one piece of feedback
+ID_CHARS = 128
+Mode = Annotated[str, Rule(check_mode, enum=list(MODES))]
 
 
 TraceId = Annotated[str, Field(description="A trace id (trace_id of a search, recall or context)")]
@@ -99,13 +115,20 @@ class TraceFeedbackIn(Input):
     verdict: Annotated[
         Literal["right", "wrong"], Field(description="Was the retrieved context right?")
     ]
-    note: Annotated[str | None, Field(description="What was wrong, in your words")] = None
+    note: Annotated[
+        Annotated[str, limited(NOTE_CHARS)] | None,
+        Field(description="What was wrong, in your words"),
+    ] = None
     expected_ids: Annotated[
-        list[str] | None,
-        Field(description="Ids that should have been returned: the answer says where each was"),
+        list[Annotated[str, NOT_BLANK, limited(ID_CHARS)]] | None,
+        Field(
+            description="Ids that should have been returned: the answer says where each was "
+            f"(at most {MAX_EXPECTED})",
+            max_length=MAX_EXPECTED,
+        ),
     ] = None
     expected_mode: Annotated[
-        str | None,
+        Mode | None,
         Field(description="The query mode that was right (checks the mode detected)"),
     ] = None
 
@@ -132,7 +155,12 @@ class TraceFeedbackOut(Output):
 
 class TraceWhyIn(Input):
     trace_id: TraceId
-    memory_id: Annotated[str, Field(description="The memory (or chunk) id to explain")]
+    memory_id: Annotated[
+        str,
+        non_blank("memory_id"),
+        limited(ID_CHARS),
+        Field(description="The memory (or chunk) id to explain"),
+    ]
 
 
 class TraceWhyOut(Output):

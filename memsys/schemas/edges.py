@@ -25,6 +25,12 @@ def _relation(v: str) -> str:
         ) from None
 
 
+def _edge_type(v: str) -> str:
+    """A relation to follow, in any spelling the registry reads (memsys's own too: a walk may
+    follow `mentions`); an unknown one is refused instead of matching nothing."""
+    return relations.require(v, internal=True)
+
+
 def _decay(v: float) -> float:
     if not 0.0 < v <= 1.0:
         raise ValueError(f"decay_factor must be above 0 and at most 1, got {v}")
@@ -121,7 +127,8 @@ class MemoryInspectIn(Input):
     ] = 2
     direction: Annotated[Direction, Field(description="Which edges to follow")] = "both"
     edge_types: Annotated[
-        list[str] | None, Field(description="Optional list of edge types to include")
+        list[Annotated[str, Rule(_edge_type, enum=list(relations.BY_NAME))]] | None,
+        Field(description="Optional list of edge types (relations) to follow; any case"),
     ] = None
     include_scores: Annotated[bool, Field(description="Compute relevance scores for paths")] = True
     decay_factor: Annotated[

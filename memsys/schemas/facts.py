@@ -16,11 +16,20 @@ from memsys.schemas.common import (
     Timestamp,
     UnitInterval,
     check_as_of,
+    limited,
 )
 from memsys.schemas.graph import Name
 from memsys.schemas.temporal import Namespace
 
 MAX_FACT = 8000
+URI_CHARS = 2_048
+
+
+def _source_uri(v: str) -> str:
+    v = v.strip()
+    if not v:
+        raise ValueError("source_uri cannot be empty: leave it out when there is none")
+    return v
 
 
 def _content(v: str) -> str:
@@ -47,7 +56,10 @@ class FactSetIn(Input):
         UnitInterval,
         Field(description="How sure (0.0-1.0)", json_schema_extra={"minimum": 0.0, "maximum": 1.0}),
     ] = 0.8
-    source_uri: Annotated[str | None, Field(description="Where it comes from")] = None
+    source_uri: Annotated[
+        Annotated[str, AfterValidator(_source_uri), NOT_BLANK, limited(URI_CHARS)] | None,
+        Field(description=f"Where it comes from (≤ {URI_CHARS} characters)"),
+    ] = None
     verified: Annotated[bool, Field(description="Checked against its source")] = False
     bump: Annotated[
         Literal["major", "minor", "patch"],

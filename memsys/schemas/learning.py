@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from memsys.schemas.common import NOT_BLANK, Input, Output, within
+from memsys.schemas.common import NOT_BLANK, NOTE_CHARS, Input, Output, limited, within
 
 
 def _context(v: str) -> str:
@@ -18,7 +18,11 @@ def _context(v: str) -> str:
 
 
 MemoryId = Annotated[str, Field(description="ID of the memory")]
-SessionId = Annotated[str | None, Field(description="Optional session identifier")]
+SESSION_ID_CHARS = 128  # the event column's width
+SessionId = Annotated[
+    Annotated[str, limited(SESSION_ID_CHARS)] | None,
+    Field(description=f"Optional session identifier (≤ {SESSION_ID_CHARS} characters)"),
+]
 
 
 class MemoryApplyIn(Input):
@@ -27,6 +31,7 @@ class MemoryApplyIn(Input):
         str,
         AfterValidator(_context),
         NOT_BLANK,
+        limited(NOTE_CHARS),
         Field(description="Description of how/where the memory is being applied"),
     ]
     session_id: SessionId = None
@@ -40,7 +45,10 @@ class MemoryApplyOut(Output):
 class MemoryOutcomeIn(Input):
     memory_id: Annotated[str, Field(description="ID of the memory that was applied")]
     success: Annotated[bool, Field(description="Whether the application was successful")]
-    error_msg: Annotated[str | None, Field(description="Optional error message if failed")] = None
+    error_msg: Annotated[
+        Annotated[str, limited(NOTE_CHARS)] | None,
+        Field(description="Optional error message if failed"),
+    ] = None
     session_id: SessionId = None
 
 

@@ -9,7 +9,8 @@ from pydantic import AfterValidator, Field, model_validator
 from memsys import keys, relations
 from memsys.schemas.common import Input, Output
 from memsys.schemas.graph import GraphNamespace
-from memsys.schemas.observations import parse_envelope, stable_key
+from memsys.schemas.memories import content_text
+from memsys.schemas.observations import canonical_text, parse_envelope, stable_key
 
 MAX_LINKS = 50
 
@@ -17,6 +18,7 @@ MAX_LINKS = 50
 def _envelope(v: dict[str, Any]) -> dict[str, Any]:
     parsed = parse_envelope(v, "envelope")
     stable_key(parsed)  # a key it cannot make is refused here, before any write
+    content_text(canonical_text(parsed))  # its text is stored as a memory: held to its limits
     return dict(parsed.model_dump(mode="json", exclude_none=True))
 
 

@@ -19,6 +19,7 @@ from memsys.schemas.common import (
     Output,
     Rule,
     Timestamp,
+    check_as_of,
 )
 
 # The preference table takes 256 characters, but each change is logged with the key as the
@@ -57,7 +58,12 @@ def _value(v: Any) -> Any:
 
 Key = Annotated[str, AfterValidator(_key), KEY_RULE, Field(description="Preference key")]
 PreferenceNamespace = Annotated[NamespaceName, Field(description="Namespace")]
-AsOf = Annotated[Timestamp | None, Field(description="ISO 8601 time: the value as it was then")]
+# A past time, as every as_of (the future is refused, not guessed at).
+AsOf = Annotated[
+    Timestamp | None,
+    AfterValidator(check_as_of),
+    Field(description="ISO 8601 time: the value as it was then"),
+]
 
 
 class PreferenceKeyIn(Input):
@@ -83,7 +89,7 @@ class PreferenceGetIn(PreferenceKeyIn):
 class PreferenceListIn(Input):
     namespace: PreferenceNamespace = "global"
     lifecycle: LifecycleFilter = None
-    as_of: Annotated[Timestamp | None, Field(description="ISO 8601 time")] = None
+    as_of: AsOf = None
 
 
 class PreferenceOut(Output):

@@ -18,6 +18,8 @@ from memsys.schemas.common import (
     QueryText,
     Timestamp,
     check_as_of,
+    limited,
+    non_blank,
     within,
 )
 from memsys.schemas.graph import MAX_ITEMS, Name
@@ -26,6 +28,7 @@ MAX_GRAPH_DEPTH = 3  # both directions at depth 3 already reaches most of a dens
 MAX_GRAPH_RESULTS = 100
 MAX_FACTS = 200
 MAX_EPISODE = 32_000
+SOURCE_CHARS = 1_000  # an episode's source_description (kept in its metadata)
 
 
 def _episode(v: str) -> str:
@@ -63,7 +66,8 @@ class AddEpisodeIn(Input):
         Field(description="The episode: text, or JSON (its string values are read)"),
     ]
     source_description: Annotated[
-        str | None, Field(description="Where it came from, e.g. 'Code review session'")
+        Annotated[str, limited(SOURCE_CHARS)] | None,
+        Field(description="Where it came from, e.g. 'Code review session'"),
     ] = None
     reference_time: Annotated[
         Timestamp | None,
@@ -188,7 +192,8 @@ class BuildContextIn(Input):
         ),
     ] = 20
     center_node_uuid: Annotated[
-        str | None, Field(description="Rank facts by their distance from this entity")
+        Annotated[str, non_blank("center_node_uuid")] | None,
+        Field(description="Rank facts by their distance from this entity (its uuid)"),
     ] = None
     namespace: Namespace = None
     as_of: AsOf = None

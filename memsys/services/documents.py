@@ -13,7 +13,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from memsys.db import rowcount
-from memsys.errors import InvalidInput, NotFound
+from memsys.errors import InvalidInput, NotFound, shortened
 from memsys.models import Chunk, Document
 from memsys.models.log import ALL_NAMESPACES
 from memsys.schemas import (
@@ -32,7 +32,9 @@ def resolve_path(path: str) -> Path:
     try:
         return Path(os.path.expanduser(path)).resolve()
     except (RuntimeError, OSError) as exc:  # a symlink loop, a name too long
-        raise InvalidInput(f"Cannot resolve path {path}: {exc}") from None
+        raise InvalidInput(
+            f"Cannot resolve path {shortened(path)}: {shortened(str(exc))}"
+        ) from None
 
 
 def live_document(session: Session, namespace: str, source: str) -> Document | None:

@@ -17,7 +17,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from memsys.config import get_settings
-from memsys.errors import NotFound
+from memsys.errors import NotFound, shortened
 from memsys.models import Edge, Entity, Fact
 from memsys.runner import before_transaction
 from memsys.schemas.temporal import (
@@ -218,6 +218,11 @@ def build_context(session: Session, params: BuildContextIn) -> BuildContextOut:
     distance = dict(found.depth)
     if params.center_node_uuid is not None:
         centred = graph_walk.walk(session, ns, [params.center_node_uuid], CONTEXT_DEPTH + 1, at)
+        if params.center_node_uuid not in centred.depth:  # a typo must not rank silently
+            raise NotFound(
+                f"Entity {shortened(params.center_node_uuid, 80)} (center_node_uuid) not found "
+                f"in namespace {ns}"
+            )
         distance = {i: centred.depth.get(i, CONTEXT_DEPTH + 2) for i in found.depth}
     entities = {i: e for i, e in found.entities.items() if _open(e, at)}
     names = {i: e.name for i, e in entities.items()}

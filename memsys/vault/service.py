@@ -7,7 +7,6 @@ caller.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -26,6 +25,7 @@ from memsys.schemas.vault import (
     SnapshotForm,
 )
 from memsys.services import namespaces
+from memsys.services.documents import resolve_path
 from memsys.services.indexing import check_root
 from memsys.vault import diff as diffing
 from memsys.vault import export as exporting
@@ -37,8 +37,7 @@ def resolved(path: str) -> Path:
     """An absolute path under the allowed roots, or InvalidInput."""
     if not path.strip():
         raise InvalidInput("path cannot be empty")
-    # os.path's expanduser leaves "~nosuchuser" as it is (pathlib's raised: a 500)
-    where = Path(os.path.expanduser(path)).resolve()
+    where = resolve_path(path)  # a link loop or a name too long: InvalidInput
     check_root(where, path)
     return where
 

@@ -3,6 +3,7 @@ with a clear message, and nothing is written."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import quote
 
@@ -43,6 +44,53 @@ CASES = [
     ("preference_set", {"key": "k" * 65, "value": 1}, "too long: 65 characters (limit 64)"),
     ("preference_list", {"as_of": "yesterday"}, "Invalid as_of: 'yesterday'"),
     ("memory_store", {"content": "x", "reference_time": 0}, "Invalid reference_time: 0"),
+    # Limits checked on the input, not by the database or a later check mid-call (those were
+    # "Internal error"); free text no longer takes megabytes.
+    (
+        "memory_apply",
+        {"memory_id": "mem_x", "context": "ci", "session_id": "s" * 129},
+        "session_id is too long: 129 characters (limit 128)",
+    ),
+    (
+        "memory_outcome",
+        {"memory_id": "mem_x", "success": False, "error_msg": "e" * 9_000},
+        "error_msg is too long: 9,000 characters (limit 8,000)",
+    ),
+    (
+        "memory_observe",
+        {"envelope": {"type": "command.exec", "cmd": "x" * 40_000, "exitCode": 0}},
+        "Content is too long",
+    ),
+    (
+        "add_episode",
+        {"content": "c", "source_description": "s" * 70_000},
+        "source_description is too long",
+    ),
+    (
+        "debug_feedback",
+        {"trace_id": "t", "verdict": "wrong", "expected_mode": "dreaming"},
+        "Unknown mode: 'dreaming'",
+    ),
+    (
+        "fact_set",
+        {"entity": "e", "attribute": "a", "content": "c", "source_uri": "  "},
+        "source_uri cannot be empty",
+    ),
+    ("preference_list", {"as_of": "9999-12-31T00:00:00Z"}, "is in the future"),
+    ("debug_why", {"trace_id": "t", "memory_id": " "}, "memory_id cannot be empty"),
+    (
+        "debug_feedback",
+        {"trace_id": "t", "verdict": "wrong", "expected_ids": ["mem_a"] * 101},
+        "at most 100 items",
+    ),
+    (
+        "memory_inspect_graph",
+        {"memory_id": "mem_x", "edge_types": ["bogus"]},
+        "Unknown relation type: bogus",
+    ),
+    # What an error echoes is bounded: a huge value is cut, a list of bad items summed up.
+    ("memory_store", {"content": "x", "namespace": "n" * 100_000}, "Invalid namespace: 'nnn"),
+    ("memory_store_batch", {"memories": [1] * 20_000}, "… and 19,990 more"),
 ]
 
 
@@ -53,9 +101,12 @@ def test_refused_over_mcp_and_rest(
     before = table_counts()
     answer = call(BY_NAME[name], args)
     assert answer["success"] is False and message in answer["error"], answer
+    assert len(answer["error"]) <= 2_000
     rest = BY_NAME[name].rest[0]
-    path = "/v1" + rest.path.replace("{key:path}", quote(str(args.get("key", ""))))
-    body = {k: v for k, v in args.items() if k != "key"}
+    path, body = "/v1" + rest.path, dict(args)
+    for field in re.findall(r"{(\w+)(?::path)?}", rest.path):  # the path's own parameters
+        value = quote(str(body.pop(field, "")), safe="")
+        path = path.replace(f"{{{field}:path}}", value).replace(f"{{{field}}}", value)
     if rest.method == "GET":
         response = client.get(path, params=body)
     else:
@@ -69,6 +120,7 @@ def test_refused_over_mcp_and_rest(
     assert 400 <= response.status_code < 500, response.text
     error = response.json()["error"]
     assert message in error and "Traceback" not in error and "SELECT" not in error
+    assert len(error) <= 2_000
     assert table_counts() == before
 
 

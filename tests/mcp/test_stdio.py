@@ -296,6 +296,11 @@ BAD_INPUT = [
     ("memory_recall", {"query": "x", "n_results": "5"}, "Invalid arguments: n_results"),
     ("memory_recall", {"query": "x", "n_results": True}, "Invalid arguments: n_results"),
     ("index_directory", {"dir_path": "{tmp}", "recursive": "yes"}, "Invalid arguments"),
+    # A number is no time (the SDK read 123 as 1970-01-01T00:02:03 and the call stored it).
+    ("memory_store", {"content": "x", "reference_time": 123}, "Invalid arguments: reference"),
+    ("preference_get", {"key": "style", "as_of": 0}, "Invalid arguments: as_of"),
+    ("memory_brief", {"kind": "episodes", "day": 0}, "Invalid arguments: day"),
+    ("memory_store", {"content": "x", "reference_time": "123"}, "Invalid reference_time: '123'"),
 ]
 
 

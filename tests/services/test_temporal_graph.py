@@ -113,6 +113,20 @@ def test_build_context_and_closed_edges_as_of(episodes: dict[str, Any]) -> None:
     assert then["facts"][0]["fact"] == AUTH
 
 
+def test_build_context_ranks_from_a_centre_that_exists(episodes: dict[str, Any]) -> None:
+    found = op("search_entities", query="token.ts", num_results=5)["entities"]
+    centre = next(e["uuid"] for e in found if e["name"] == "token.ts")
+    ctx = op("build_context", entity_names=["auth.ts"], center_node_uuid=centre)
+    assert ctx["facts"] and ctx["facts"][0]["distance"] == 0  # an edge of token.ts itself
+    assert "token.ts" in (ctx["facts"][0]["subject"], ctx["facts"][0]["object"])
+    # A centre that is no entity ranked nothing and said nothing; now it is named.
+    missing = fails("build_context", entity_names=["auth.ts"], center_node_uuid="ent_nothere")
+    assert "Entity ent_nothere (center_node_uuid) not found" in missing
+    assert "center_node_uuid cannot be empty" in fails(
+        "build_context", entity_names=["auth.ts"], center_node_uuid="  "
+    )
+
+
 def test_bad_graph_reads_are_refused(episodes: dict[str, Any]) -> None:
     future = (datetime.now(UTC) + timedelta(days=1)).isoformat()
     assert "is in the future" in fails("query_graph", query="auth", as_of=future)

@@ -107,3 +107,29 @@ def test_mcp_import_is_a_dry_run_unless_told(tmp_path: Path, embedder: Any) -> N
     assert diffed["success"] and diffed["data"]["identical"]
     refused = call(BY_NAME["memory_diff"], {"snapshot_a": str(tmp_path / "none.json")})
     assert not refused["success"] and "Snapshot not found" in refused["error"]
+
+
+def test_paths_the_file_system_refuses_are_clear_errors(tmp_path: Path, embedder: Any) -> None:
+    """A name too long for the file system, a link loop: one line naming the reason (they
+    were "Internal error in memory_export; see the server log")."""
+    import os
+
+    seed()
+    long_name = str(tmp_path / ("a" * 256))
+    loop = tmp_path / "loop"
+    os.symlink(loop, loop)
+    before = table_counts()
+    for name, args, reason in (
+        ("memory_export", {"path": long_name + ".json"}, "File name too long"),
+        ("memory_import", {"path": long_name, "dry_run": False}, "File name too long"),
+        ("memory_diff", {"snapshot_a": long_name}, "File name too long"),
+        ("index_file", {"file_path": long_name + ".md"}, "File name too long"),
+        ("index_directory", {"dir_path": long_name}, "File name too long"),
+        ("memory_export", {"path": str(loop / "snap.json")}, "Symlink loop"),
+        ("memory_import", {"path": str(loop), "dry_run": False}, "Symlink loop"),
+        ("memory_diff", {"snapshot_a": str(loop)}, "Symlink loop"),
+    ):
+        answer = call(BY_NAME[name], args)
+        assert not answer["success"] and reason in answer["error"], (name, answer)
+        assert "Internal error" not in answer["error"] and len(answer["error"]) < 500
+    assert table_counts() == before
