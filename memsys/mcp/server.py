@@ -32,7 +32,7 @@ from pydantic.fields import FieldInfo
 
 from memsys import __version__, envelope, tenancy
 from memsys.config import allowed_hosts, allowed_origins
-from memsys.errors import MemsysError, clauses
+from memsys.errors import MemsysError, bounded, clauses
 from memsys.operations import BY_NAME, OPERATIONS, Operation
 
 log = logging.getLogger(__name__)
@@ -162,6 +162,17 @@ def make_tool(op: Operation) -> Any:
 # ------------------------------------------------------------------ the server
 
 
+def _refused(name: str, message: str) -> CallToolResult:
+    """A call refused before its tool ran, in the tool's own shape: the memsys envelope, or
+    for the memory-server drop-in tools that server's plain-text error result."""
+    op = BY_NAME.get(name)
+    if op is not None and not op.mcp_envelope:
+        return CallToolResult(
+            content=[TextContent(type="text", text=bounded(message))], is_error=True
+        )
+    return to_result(envelope.failure(message))
+
+
 def _argument_error(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors():
@@ -178,27 +189,25 @@ class MemsysMCPServer(MCPServer):
         unknown = sorted(set(arguments or {}) - known) if known is not None else []
         if unknown:
             takes = ", ".join(sorted(known or ())) or "no arguments"
-            return to_result(
-                envelope.failure(
-                    f"Unknown argument(s) for {name}: {', '.join(unknown)} (it takes: {takes})"
-                )
+            return _refused(
+                name, f"Unknown argument(s) for {name}: {', '.join(unknown)} (it takes: {takes})"
             )
         caller = caller_of(context)
         if caller is None:
-            return to_result(envelope.failure("No caller scope for this request; refused"))
+            return _refused(name, "No caller scope for this request; refused")
         try:
             with tenancy.using(caller):  # the tool's worker thread copies this context
                 return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:
             log.error("tool %s crashed", name, exc_info=exc.__cause__)
-            return to_result(envelope.failure(f"Internal error in {name}; see the server log"))
+            return _refused(name, f"Internal error in {name}; see the server log")
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError):
                 message = _argument_error(cause)
             else:
                 message = str(cause) if cause else str(exc)
-            return to_result(envelope.failure(message))
+            return _refused(name, message)
 
     async def read_resource(self, uri, context=None):  # type: ignore[no-untyped-def]
         caller = caller_of(context)

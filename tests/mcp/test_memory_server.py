@@ -112,6 +112,14 @@ def test_errors_are_tool_errors_and_write_nothing(mcp: Stdio) -> None:
     assert bad.is_error and "Entity with name Nobody not found" in bad.content[0].text
     empty = mcp.call("create_entities", {"entities": [{"name": " ", "entityType": "person"}]})
     assert empty.is_error and "name cannot be empty" in empty.content[0].text
+    # Refused before the tool runs, the same plain text (they came back as memsys envelopes).
+    for args, reason in (
+        ({"entities": [ALICE], "colour": "red"}, "Unknown argument(s) for create_entities"),
+        ({"entities": "Alice"}, "Invalid arguments: entities"),
+    ):
+        refused = mcp.call("create_entities", args)
+        text = refused.content[0].text
+        assert refused.is_error and text.startswith(reason) and "success" not in text, text
     mcp.settle()
     assert table_counts() == before
 
