@@ -80,13 +80,14 @@ _PATH_ERRNOS = frozenset(
 
 
 def from_os_error(exc: OSError) -> MemsysError:
-    """An OSError a service let through, as one line: the system's reason and the path (a
-    name too long for the file system, a link loop), never a traceback."""
+    """An OSError a service let through, as one line, never a traceback: about a path (a
+    name too long for the file system, a link loop), the reason and the path; else the
+    machine's reason alone (a full disk), the path left to the server's log."""
     reason = exc.strerror or str(exc) or type(exc).__name__
-    name = "" if exc.filename is None else f": {shortened(str(exc.filename))}"
     if exc.errno in _PATH_ERRNOS:
+        name = "" if exc.filename is None else f": {shortened(str(exc.filename))}"
         return InvalidInput(f"{reason}{name}")
-    return SystemRefused(f"{reason}{name}")
+    return SystemRefused(f"{reason} (the system refused this call)")
 
 
 def shortened(value: str, limit: int = 200) -> str:

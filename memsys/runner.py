@@ -1,6 +1,7 @@
 """What every front end does with a call: validate the input, run the service in one
 transaction, hand back the output schema. Errors propagate as MemsysError."""
 
+import logging
 import random
 import time
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from memsys.errors import Contended, from_os_error
 from memsys.schemas import parse
 from memsys.services import tracing
 
+log = logging.getLogger(__name__)
 In = TypeVar("In", bound=BaseModel)
 Out = TypeVar("Out")
 
@@ -69,6 +71,7 @@ def run(service: Callable[[Session, In], Out], params: In) -> Out:
                 time.sleep(_PAUSE_S * attempt * (1 + random.random()))
         return _once(service, params, prepared, last=True)
     except OSError as exc:  # a path the file system refused (too long, a link loop, …)
+        log.warning("%s: refused by the system: %s", getattr(service, "__name__", service), exc)
         raise from_os_error(exc) from None
 
 

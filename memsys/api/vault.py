@@ -136,6 +136,7 @@ def _import(spool: Path, dry_run: bool, partial: bool, restore: bool) -> ImportO
         raise type(exc)(exc.message.replace(str(spool), "body")) from None
     for p in result.problems:  # the client never saw the temporary file's name
         p.source = p.source.replace(str(spool), "body", 1)
+        p.message = p.message.replace(str(spool), "body")  # "also at …/body.json:2"
     return result
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import suppress
 from typing import Any
 
 import typer
@@ -26,7 +27,14 @@ from memsys.cli import (
     trace,
     vault,
 )
-from memsys.errors import DatabaseUnavailable, MemsysError, SystemRefused, TimedOut
+from memsys.errors import (
+    DatabaseUnavailable,
+    InvalidInput,
+    MemsysError,
+    SystemRefused,
+    TimedOut,
+    from_os_error,
+)
 
 EXIT_DATABASE = 1
 EXIT_SYSTEM = 1  # the machine refused: a full disk, a closed pipe, a missing permission
@@ -91,14 +99,15 @@ class MemsysGroup(TyperGroup):
         except BrokenPipeError:
             # `memsys export - | head`: the reader has what it wanted. Nothing more goes to
             # the closed pipe (Python would complain again when it flushes stdout at exit).
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
+            with suppress(OSError, ValueError):  # a stdout without a descriptor (a test's)
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise typer.Exit(EXIT_SYSTEM) from None
         except OSError as exc:
-            # What the system refused while the command read or wrote (`export - >
-            # /dev/full`: no space left on device): its reason in one line, no traceback.
-            where = f": {exc.filename}" if exc.filename else ""
-            raise fail(f"{exc.strerror or exc}{where}", EXIT_SYSTEM) from None
+            # What the system refused while the command read or wrote: a path it cannot
+            # take is bad input (exit 2), `export - > /dev/full` the machine's (exit 1).
+            refused = from_os_error(exc)
+            code = EXIT_INPUT if isinstance(refused, InvalidInput) else EXIT_SYSTEM
+            raise fail(refused.message, code) from None
         except Exception as exc:
             if _created_schema(exc):
                 raise _SchemaCreated from None

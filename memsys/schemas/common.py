@@ -246,15 +246,15 @@ def path_checker(what: str) -> Rule:
     return non_blank(f"{what} path")
 
 
-def limited(limit: int) -> Rule:
-    """Text of at most `limit` characters, or "<field> is too long: N characters (limit L)":
-    a free-text field is stored, and nothing needs megabytes of it."""
+def limited(limit: int, what: str | None = None) -> Rule:
+    """Text of at most `limit` characters, or "<what> is too long: N characters (limit L)"
+    (`what`: the field's name unless given, e.g. for the items of a list): a free-text field
+    is stored, and nothing needs megabytes of it."""
 
     def check(value: str, info: ValidationInfo) -> str:
         if len(value) > limit:
-            raise ValueError(
-                f"{info.field_name} is too long: {len(value):,} characters (limit {limit:,})"
-            )
+            name = what or info.field_name
+            raise ValueError(f"{name} is too long: {len(value):,} characters (limit {limit:,})")
         return value
 
     return Rule(check, maxLength=limit)

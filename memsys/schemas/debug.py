@@ -9,7 +9,6 @@ from pydantic import Field
 
 from memsys.retrieval.modes import MODES
 from memsys.schemas.common import (
-    NOT_BLANK,
     NOTE_CHARS,
     Input,
     NamespaceName,
@@ -120,7 +119,8 @@ class TraceFeedbackIn(Input):
         Field(description="What was wrong, in your words"),
     ] = None
     expected_ids: Annotated[
-        list[Annotated[str, NOT_BLANK, limited(ID_CHARS)]] | None,
+        list[Annotated[str, non_blank("An expected id"), limited(ID_CHARS, "An expected id")]]
+        | None,
         Field(
             description="Ids that should have been returned: the answer says where each was "
             f"(at most {MAX_EXPECTED})",

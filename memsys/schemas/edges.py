@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field
 
 from memsys import relations
+from memsys.errors import shortened
 from memsys.schemas.common import AsOf, Input, Output, Rule, given, within
 
 # memory_relate takes any public relation of the one registry (memsys.relations): S001's four
@@ -25,10 +27,21 @@ def _relation(v: str) -> str:
         ) from None
 
 
+EDGE_TYPE = r"^[A-Za-z][A-Za-z0-9_ -]{0,63}$"
+
+
 def _edge_type(v: str) -> str:
-    """A relation to follow, in any spelling the registry reads (memsys's own too: a walk may
-    follow `mentions`); an unknown one is refused instead of matching nothing."""
-    return relations.require(v, internal=True)
+    """A relation to follow: the registry's name for it in any spelling (memsys's own too: a
+    walk may follow `mentions`), else the lower snake_case form an imported vault stores
+    (any relation of that shape: `inspired_by`); other text is refused, not matched to
+    nothing."""
+    if not re.fullmatch(EDGE_TYPE, v):
+        raise ValueError(
+            f"Invalid edge type: {shortened(repr(v), 80)}. A relation is a name of letters, "
+            "digits and _ (e.g. caused_by, relates_to)"
+        )
+    name = relations.normalise(v)
+    return relations.canonical(name) or name
 
 
 def _decay(v: float) -> float:
@@ -127,7 +140,7 @@ class MemoryInspectIn(Input):
     ] = 2
     direction: Annotated[Direction, Field(description="Which edges to follow")] = "both"
     edge_types: Annotated[
-        list[Annotated[str, Rule(_edge_type, enum=list(relations.BY_NAME))]] | None,
+        list[Annotated[str, Rule(_edge_type, pattern=EDGE_TYPE)]] | None,
         Field(description="Optional list of edge types (relations) to follow; any case"),
     ] = None
     include_scores: Annotated[bool, Field(description="Compute relevance scores for paths")] = True

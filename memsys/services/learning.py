@@ -30,7 +30,7 @@ from memsys.schemas.learning import (
     ValidationHistoryOut,
     ValidationSummary,
 )
-from memsys.services import events, memories
+from memsys.services import events, memories, namespaces
 from memsys.services import history as change_log
 from memsys.vocabulary import is_golden
 
@@ -62,9 +62,10 @@ def apply(session: Session, params: MemoryApplyIn) -> MemoryApplyOut:
 
 
 def outcome(session: Session, params: MemoryOutcomeIn) -> MemoryOutcomeOut:
-    chunk = memories.live_memory(
-        session, params.memory_id, lock=True
-    )  # outcomes of one memory queue up
+    # Outcomes of one memory queue up on its row, after its namespace's write turn (an import
+    # editing the memory is waited for at most MEMSYS_BUSY_WAIT_S, holding nothing).
+    namespaces.share_of_memory(session, params.memory_id)
+    chunk = memories.live_memory(session, params.memory_id, lock=True)
     old = chunk.confidence
     new = next_confidence(old, params.success)
     was_golden = is_golden(chunk.memory_type, old)

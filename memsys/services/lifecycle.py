@@ -198,9 +198,7 @@ def live_row(session: Session, memory_id: str, lock: bool = False, turn: bool = 
     live = (Chunk.doc_type == "memory", Chunk.valid_to.is_(None), Chunk.id == memory_id)
     stmt = select(*ROW).where(*live)
     if turn:
-        found = session.scalar(select(Chunk.namespace).where(*live))
-        if found is not None:
-            namespaces.share(session, [found])
+        namespaces.share_of_memory(session, memory_id)
     row = session.execute(stmt.with_for_update() if lock else stmt).first()
     if row is None:
         raise NotFound(f"Memory not found: {memory_id}")

@@ -2,13 +2,14 @@
 
 from collections.abc import Iterable
 
-from sqlalchemy import ColumnElement, SQLColumnExpression, String, func, literal, text
+from sqlalchemy import ColumnElement, SQLColumnExpression, String, func, literal, select, text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from memsys.config import get_settings
 from memsys.db import remember_transaction_time, take_turns_all
 from memsys.errors import Busy, NotFound
+from memsys.models import Chunk
 from memsys.schemas import NamespaceInfo, NamespaceListOut
 
 _LIST = text(
@@ -71,44 +72,57 @@ def ensure(session: Session, name: str) -> None:
 
 
 _TRY_SHARE = text("SELECT pg_try_advisory_xact_lock_shared(hashtextextended(:turn, 0))")
-_TRY_SHARE_ALL = text(
-    """
-    SELECT coalesce(bool_and(pg_try_advisory_xact_lock_shared(hashtextextended(k, 0))), true)
-    FROM (SELECT DISTINCT k FROM unnest(CAST(:keys AS text[])) AS u(k)) AS d
-    """
-)
 
 
 def share(session: Session, names: Iterable[str]) -> None:
     """A writer's share of these namespaces' write turns (as ensure takes, without creating
-    them): for a change of rows that exist, before it reads them FOR UPDATE or writes them."""
+    them): for a change of rows that exist, before it reads them FOR UPDATE or writes them.
+    One namespace is tried first (one round trip); several are waited for in sorted order
+    (a share tried out of order and kept could close a cycle with an import that waits)."""
     wanted = sorted(set(names))
-    if wanted and not session.scalar(_TRY_SHARE_ALL, {"keys": [_turn(n) for n in wanted]}):
+    if len(wanted) == 1 and session.scalar(_TRY_SHARE, {"turn": _turn(wanted[0])}):
+        return
+    if wanted:
         _wait_for_turns(session, wanted)
 
 
 _LOCK_TIMEOUT = text("SELECT set_config('lock_timeout', :value, true)")
+_CURRENT_LOCK_TIMEOUT = text("SELECT current_setting('lock_timeout')")
 
 
 def _wait_for_turns(session: Session, names: list[str]) -> None:
-    """An import writes alone in (some of) these namespaces: wait for it up to
-    MEMSYS_BUSY_WAIT_S, in sorted order as write_alone takes them, else refuse (Busy) —
-    the caller's transaction is then rolled back, nothing of it written."""
-    settings = get_settings()
-    session.execute(_LOCK_TIMEOUT, {"value": f"{max(1, round(settings.busy_wait_s * 1000))}ms"})
+    """An import may write alone in (some of) these namespaces: wait for it up to
+    MEMSYS_BUSY_WAIT_S for each turn, in sorted order as write_alone takes them, else refuse
+    (Busy) — the caller's transaction is then rolled back, nothing of it written."""
+    wait = get_settings().busy_wait_s
+    before = session.scalar(_CURRENT_LOCK_TIMEOUT)  # the transaction's limit, given back after
+    session.execute(_LOCK_TIMEOUT, {"value": f"{max(1, round(wait * 1000))}ms"})
     try:
         take_turns_all(session, [(_turn(name),) for name in names], shared=True)
     except OperationalError as exc:
         if getattr(exc.orig, "sqlstate", None) != _LOCK_NOT_AVAILABLE:
             raise
-        where = ", ".join(repr(n) for n in names)
+        shown = ", ".join(repr(n) for n in names[:5])
+        if len(names) > 5:
+            shown += f" and {len(names) - 5} more"
         raise Busy(
-            f"An import (or a folder's indexing) is writing namespace {where} and holds it "
-            f"until it commits; this call waited {settings.busy_wait_s:g} s "
-            "(MEMSYS_BUSY_WAIT_S) and wrote nothing. Try again when the import ends."
+            f"An import (or a folder's indexing) is writing namespace {shown} and holds it "
+            f"until it commits; this call waited {wait:g} s (MEMSYS_BUSY_WAIT_S) and wrote "
+            "nothing. Try again when the import ends."
         ) from None
-    limit = settings.lock_timeout_s  # back to the configured limit (0: none)
-    session.execute(_LOCK_TIMEOUT, {"value": f"{round(limit * 1000)}ms"})
+    session.execute(_LOCK_TIMEOUT, {"value": before})
+
+
+def share_of_memory(session: Session, memory_id: str) -> None:
+    """`share` for the namespace of a live memory (nothing when there is none: the caller's
+    own read then says it is not found)."""
+    found = session.scalar(
+        select(Chunk.namespace).where(
+            Chunk.doc_type == "memory", Chunk.valid_to.is_(None), Chunk.id == memory_id
+        )
+    )
+    if found is not None:
+        share(session, [found])
 
 
 def share_scope(session: Session, namespace: str | None) -> None:

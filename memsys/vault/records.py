@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from memsys.errors import bounded
 from memsys.schemas import memories as memories_schema
 from memsys.schemas.common import check_values
 from memsys.vocabulary import LIFECYCLES, MEMORY_TYPES
@@ -73,6 +74,9 @@ class Problem:
     source: str
     line: int | None
     message: str
+
+    def __post_init__(self) -> None:  # a message echoing a field's value: never megabytes
+        object.__setattr__(self, "message", bounded(self.message))
 
     def __str__(self) -> str:
         where = self.source if self.line is None else f"{self.source}:{self.line}"

@@ -85,8 +85,8 @@ CASES = [
     ),
     (
         "memory_inspect_graph",
-        {"memory_id": "mem_x", "edge_types": ["bogus"]},
-        "Unknown relation type: bogus",
+        {"memory_id": "mem_x", "edge_types": ["no;such"]},
+        "Invalid edge type: 'no;such'",
     ),
     # What an error echoes is bounded: a huge value is cut, a list of bad items summed up.
     ("memory_store", {"content": "x", "namespace": "n" * 100_000}, "Invalid namespace: 'nnn"),

@@ -85,6 +85,13 @@ def test_inspect_walks_hops_with_decaying_relevance(chain: list[str]) -> None:
         edge_types=["caused_by"],
     )
     assert {n["id"] for n in one_hop["nodes"]} == {a, b}
+    # Any spelling of a relation; one the registry does not know (an imported vault may have
+    # stored it) matches its edges, not an error; text that is no relation is refused.
+    spelled = op("memory_inspect_graph", memory_id=a, max_depth=1, edge_types=["Caused-By"])
+    assert {n["id"] for n in spelled["nodes"]} == {a, b}
+    other = op("memory_inspect_graph", memory_id=a, max_depth=1, edge_types=["inspired_by"])
+    assert {n["id"] for n in other["nodes"]} == {a}
+    assert "Invalid edge type" in fails("memory_inspect_graph", memory_id=a, edge_types=["a;b"])
     incoming = op("memory_inspect_graph", memory_id=d, max_depth=1, direction="incoming")
     assert {n["id"] for n in incoming["nodes"]} == {c, d}
     assert "max_depth must be between 1 and 5" in fails(

@@ -74,6 +74,12 @@ def test_import_of_a_missing_file_is_one_error_line(tmp_path: Path) -> None:
     assert "Snapshot not found" in fails("import", str(tmp_path / "nope.json"))
 
 
+def test_a_path_the_file_system_refuses_is_bad_input(tmp_path: Path) -> None:
+    long_name = str(tmp_path / ("a" * 300))
+    for command in ("import", "diff", "lint"):
+        assert "File name too long" in fails(command, long_name), command  # exit 2
+
+
 def test_a_folder_that_is_no_vault_is_refused(tmp_path: Path, embedder: object) -> None:
     empty = tmp_path / "empty"
     (empty / "notes").mkdir(parents=True)  # a mistyped path: it imported as "0 new", exit 0
@@ -248,7 +254,8 @@ def test_an_output_the_system_refuses_is_one_line_or_a_quiet_exit(embedder: obje
             [*_memsys(), "export", "-"], stdout=full, stderr=subprocess.PIPE, timeout=120
         )
     assert done.returncode == 1
-    assert done.stderr.decode().strip() == "error: No space left on device"
+    line = done.stderr.decode().strip()
+    assert line.startswith("error: No space left on device (the system") and "\n" not in line
     # A reader that stopped reading (`memsys export - | head -c 10` on a large store): no
     # traceback and no complaint, the exit says the output was cut.
     read, write = os.pipe()

@@ -13,6 +13,7 @@ from memsys.mcp.server import call
 from memsys.operations import BY_NAME
 from tests.conftest import table_counts
 from tests.vault.helpers import empty_database, export, seed
+from tests.vault.test_import_batches import memory
 
 
 def test_rest_export_streams_what_the_file_export_writes(
@@ -70,6 +71,13 @@ def test_rest_import_with_problems_is_422_and_writes_nothing(client: TestClient)
     assert "rest): body edges[0]: dangling edge: memory mem_a" in error, error
     assert "None" not in error
     assert table_counts() == before
+    # A duplicate names the other line by the body too, never the server's temporary file.
+    record = json.dumps(memory(1, "The kettle is descaled every March")).encode()
+    twice = body.splitlines()[0] + b"\n" + record + b"\n" + record + b"\n"
+    duplicate = client.post("/v1/import", content=twice)
+    assert duplicate.status_code == 422
+    assert "body:3: duplicate id" in duplicate.json()["error"]
+    assert "/tmp" not in json.dumps(duplicate.json()), duplicate.json()
     future = client.post(
         "/v1/import", content=b'{"format": "memsys-export", "schema_version": "3.1"}'
     )

@@ -22,8 +22,9 @@ from memsys.db import get_engine, session_scope
 from memsys.errors import Busy
 from memsys.models import Chunk, Entity
 from memsys.schemas import MemoryForgetIn, MemoryStoreIn
+from memsys.schemas.learning import MemoryOutcomeIn
 from memsys.schemas.lifecycle import DecayIn, PinIn
-from memsys.services import decay, memories, namespaces, pinning
+from memsys.services import decay, learning, memories, namespaces, pinning
 from memsys.vault import apply, service
 from tests.conftest import lock_waiters, lock_waits, until
 from tests.factories import store
@@ -173,3 +174,60 @@ def test_a_writer_that_waited_for_a_short_import_keeps_the_lock_limit(
     finally:
         ender.join(30)
         importer.close()
+
+
+def test_a_writer_of_several_namespaces_never_holds_one_an_import_needs_while_it_waits(
+    embedder: Any,
+) -> None:
+    """share() of several namespaces takes them in sorted order, waiting: a share tried out
+    of order and kept (of "zeta" while "alpha" was queued for) closed a cycle with an import
+    of both once it got "alpha", and PostgreSQL rolled one of them back."""
+    store("Deploys happen on Tuesdays", namespace="alpha")
+    store("Releases are cut on Thursdays", namespace="zeta")
+    earlier = Session(get_engine())  # a writer of alpha, under way
+    namespaces.share(earlier, ["alpha"])
+    importer = Session(get_engine())
+    outcome: dict[str, Any] = {}
+
+    def import_both() -> None:
+        try:
+            namespaces.write_alone(importer, ["alpha", "zeta"])
+            outcome["import"] = "took both"
+        except Exception as exc:  # the assertion below shows it
+            outcome["import"] = exc
+
+    def write_both() -> None:
+        try:
+            with session_scope() as writer:
+                namespaces.share(writer, ["alpha", "zeta"])
+            outcome["writer"] = "wrote"
+        except Exception as exc:
+            outcome["writer"] = exc
+
+    queued = threading.Thread(target=import_both)
+    queued.start()
+    assert until(lambda: lock_waiters() == 1, 20)  # the import queues for alpha
+    writer = threading.Thread(target=write_both)
+    writer.start()
+    assert until(lambda: lock_waiters() == 2, 20)  # the writer too, behind it
+    earlier.commit()  # the import gets alpha, then needs zeta
+    queued.join(30)
+    assert outcome["import"] == "took both"  # not rolled back to break a deadlock
+    importer.commit()
+    writer.join(30)
+    assert outcome["writer"] == "wrote"  # it waited for the import, then went on
+    earlier.close()
+    importer.close()
+
+
+def test_an_outcome_waits_for_an_import_of_its_memory_at_most_busy_wait(
+    embedder: Any, busy_wait_1s: None
+) -> None:
+    kept = store("Deploys happen on Tuesdays")
+    with Session(get_engine()) as importer:
+        namespaces.write_alone(importer, ["global"])
+        with pytest.raises(Busy):
+            runner.execute(
+                learning.outcome, MemoryOutcomeIn, {"memory_id": kept.id, "success": True}
+            )
+        importer.rollback()
