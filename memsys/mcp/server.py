@@ -71,8 +71,8 @@ def bare(annotation: Any) -> Any:
     if annotation in (int, float, bool):  # JSON types as given: no "5" for 5, no 1 for true
         return Annotated[annotation, Strict()]
     if annotation in (datetime, date):
-        # A string for memsys to read (ISO 8601, or "now" where a field takes it): the SDK's
-        # own reading would make 123 a time in 1970 before memsys saw it, where REST refuses.
+        # A string for memsys to read (ISO 8601): the SDK's own reading would make 123 a
+        # time in 1970 before memsys saw it, where REST refuses.
         kind = "date-time" if annotation is datetime else "date"
         return Annotated[str, Field(json_schema_extra={"format": kind})]
     return annotation
@@ -141,7 +141,12 @@ def answer(op: Operation, arguments: dict[str, Any]) -> CallToolResult:
         return to_result(env)
     if env["success"]:
         return to_result(env["data"], is_error=False)
-    return CallToolResult(content=[TextContent(type="text", text=env["error"])], is_error=True)
+    return _plain_error(env["error"])
+
+
+def _plain_error(message: str) -> CallToolResult:
+    """The memory server's error result: its message as text, no envelope."""
+    return CallToolResult(content=[TextContent(type="text", text=bounded(message))], is_error=True)
 
 
 def make_tool(op: Operation) -> Any:
@@ -167,9 +172,7 @@ def _refused(name: str, message: str) -> CallToolResult:
     for the memory-server drop-in tools that server's plain-text error result."""
     op = BY_NAME.get(name)
     if op is not None and not op.mcp_envelope:
-        return CallToolResult(
-            content=[TextContent(type="text", text=bounded(message))], is_error=True
-        )
+        return _plain_error(message)
     return to_result(envelope.failure(message))
 
 
