@@ -86,21 +86,37 @@ def share(session: Session, names: Iterable[str]) -> None:
         _wait_for_turns(session, wanted)
 
 
-_LOCK_TIMEOUT = text("SELECT set_config('lock_timeout', :value, true)")
-_CURRENT_LOCK_TIMEOUT = text("SELECT current_setting('lock_timeout')")
+# The limits a wait for turns sets for itself, and gives back after (the transaction's own).
+_LIMITS = text(
+    "SELECT current_setting('lock_timeout') AS lock, current_setting('statement_timeout') "
+    "AS statement, (SELECT setting::bigint FROM pg_settings WHERE name = 'statement_timeout') "
+    "AS statement_ms"
+)
+_SET_LIMITS = text(
+    "SELECT set_config('lock_timeout', :lock, true), "
+    "set_config('statement_timeout', :statement, true)"
+)
+_QUERY_CANCELED = "57014"  # statement_timeout
 
 
 def _wait_for_turns(session: Session, names: list[str]) -> None:
     """An import may write alone in (some of) these namespaces: wait for it up to
-    MEMSYS_BUSY_WAIT_S for each turn, in sorted order as write_alone takes them, else refuse
-    (Busy) — the caller's transaction is then rolled back, nothing of it written."""
+    MEMSYS_BUSY_WAIT_S in all (not for each turn), in sorted order as write_alone takes them,
+    else refuse (Busy) — the caller's transaction is then rolled back, nothing of it
+    written."""
     wait = get_settings().busy_wait_s
-    before = session.scalar(_CURRENT_LOCK_TIMEOUT)  # the transaction's limit, given back after
-    session.execute(_LOCK_TIMEOUT, {"value": f"{max(1, round(wait * 1000))}ms"})
+    ms = max(1, round(wait * 1000))
+    before = session.execute(_LIMITS).one()
+    # lock_timeout bounds each turn's wait; statement_timeout the statement that takes them
+    # all (several namespaces), unless the transaction's own limit is shorter.
+    statement, ours = before.statement, (_LOCK_NOT_AVAILABLE,)
+    if wait > 0 and (before.statement_ms == 0 or before.statement_ms > ms):
+        statement, ours = f"{ms}ms", (_LOCK_NOT_AVAILABLE, _QUERY_CANCELED)
+    session.execute(_SET_LIMITS, {"lock": f"{ms}ms", "statement": statement})
     try:
         take_turns_all(session, [(_turn(name),) for name in names], shared=True)
     except OperationalError as exc:
-        if getattr(exc.orig, "sqlstate", None) != _LOCK_NOT_AVAILABLE:
+        if getattr(exc.orig, "sqlstate", None) not in ours:  # else the runner's own error
             raise
         shown = ", ".join(repr(n) for n in names[:5])
         if len(names) > 5:
@@ -110,7 +126,7 @@ def _wait_for_turns(session: Session, names: list[str]) -> None:
             f"until it commits; this call waited {wait:g} s (MEMSYS_BUSY_WAIT_S) and wrote "
             "nothing. Try again when the import ends."
         ) from None
-    session.execute(_LOCK_TIMEOUT, {"value": before})
+    session.execute(_SET_LIMITS, {"lock": before.lock, "statement": before.statement})
 
 
 def share_of_memory(session: Session, memory_id: str) -> None:

@@ -158,6 +158,38 @@ def test_a_writer_gives_up_on_a_long_import_busy_and_writes_nothing(
     assert live == [kept.id]
 
 
+def test_a_writer_of_many_namespaces_waits_the_busy_wait_once_not_once_each(
+    embedder: Any, busy_wait_1s: None
+) -> None:
+    """A decay or forget with no namespace shares every namespace. Behind imports of six
+    that end one after another, each just before the writer's wait for it ran out, it
+    waited MEMSYS_BUSY_WAIT_S for each (~5.5 s here); it now waits 1 s in all."""
+    names = [f"ns{i}" for i in range(6)]
+    for name in names:
+        store("Deploys happen on Tuesdays", namespace=name)
+    importers = [Session(get_engine()) for _ in names]
+    for importer, name in zip(importers, names, strict=True):
+        namespaces.write_alone(importer, [name])
+
+    def end_one_by_one() -> None:
+        for importer in importers:
+            time.sleep(0.8)
+            importer.rollback()
+
+    ender = threading.Thread(target=end_one_by_one)
+    started = time.monotonic()
+    ender.start()
+    try:
+        shown = "'ns0', 'ns1', 'ns2', 'ns3', 'ns4' and 1 more"
+        with pytest.raises(Busy, match=shown), session_scope() as writer:
+            namespaces.share(writer, names)
+        assert time.monotonic() - started < 3.0
+    finally:
+        ender.join(30)
+        for importer in importers:
+            importer.close()
+
+
 def test_a_writer_that_waited_for_a_short_import_keeps_the_lock_limit(
     embedder: Any, busy_wait_1s: None
 ) -> None:
