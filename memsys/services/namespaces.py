@@ -109,9 +109,9 @@ def _wait_for_turns(session: Session, names: list[str]) -> None:
     before = session.execute(_LIMITS).one()
     # lock_timeout bounds each turn's wait; statement_timeout the statement that takes them
     # all (several namespaces), unless the transaction's own limit is shorter.
-    statement, ours = before.statement, (_LOCK_NOT_AVAILABLE,)
+    statement, ours = before.statement, {_LOCK_NOT_AVAILABLE}
     if wait > 0 and (before.statement_ms == 0 or before.statement_ms > ms):
-        statement, ours = f"{ms}ms", (_LOCK_NOT_AVAILABLE, _QUERY_CANCELED)
+        statement, ours = f"{ms}ms", {_LOCK_NOT_AVAILABLE, _QUERY_CANCELED}
     session.execute(_SET_LIMITS, {"lock": f"{ms}ms", "statement": statement})
     try:
         take_turns_all(session, [(_turn(name),) for name in names], shared=True)
