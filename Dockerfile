@@ -12,6 +12,9 @@ COPY memsys ./memsys
 COPY migrations ./migrations
 RUN pip install --no-cache-dir ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} torch==2.13.0 \
  && pip install --no-cache-dir .
+# The model as ONNX, once, where memsys looks for it (as `make install` does): served with
+# onnxruntime, without importing torch; the user below could not write it there.
+RUN memsys model export
 
 RUN useradd --create-home memsys
 USER memsys

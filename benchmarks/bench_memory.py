@@ -361,8 +361,8 @@ def trace_timings(
     trace_ids: list[str], walls: list[float], keys: tuple[str, ...] = TRACE_KEYS
 ) -> dict[str, dict[str, float]]:
     """Per call, from the query traces: the service's embed / SQL / total milliseconds, the
-    rest of the service (total - embed - SQL: namespace check, access-count UPDATE, result
-    building) and what lies outside it (wall - total: trace write, commit, validation)."""
+    rest of the service (total - embed - SQL: namespace check, result building) and what
+    lies outside it (wall - total: trace write, commit, validation)."""
     from sqlalchemy import text
 
     from memsys.db import session_scope
@@ -514,7 +514,8 @@ def channel_times(qs: list[str], namespace: str | None) -> dict[str, Any]:
 
 
 def touch_times(hit_ids: list[list[str]]) -> dict[str, float]:
-    """The access-count UPDATE that every recall runs on its hits (rolled back here)."""
+    """Writing the access rows of a recall's hits (rolled back here); a served recall writes
+    them after it answers (memsys.deferred)."""
     from memsys.db import session_scope
     from memsys.services import search
 

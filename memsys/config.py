@@ -1,12 +1,17 @@
 """Settings read from the environment (prefix MEMSYS_)."""
 
+import logging
 import os
 from functools import lru_cache
 from pathlib import Path
 
 import platformdirs
-from pydantic import Field
+from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from memsys.errors import BadSetting
+
+log = logging.getLogger(__name__)
 
 
 def _default_home() -> Path:
@@ -20,20 +25,22 @@ class Settings(BaseSettings):
     # Any PostgreSQL >= 15 with pgvector >= 0.7. Unset: the embedded server under `home`.
     database_url: str | None = None
     host: str = "127.0.0.1"
-    port: int = 8700
+    port: int = Field(default=8700, ge=1, le=65_535)
     # Required (as a Bearer token on every request) when serving on a non-loopback address.
     api_token: str | None = None
 
     # Limits, documented in the README.
-    max_content_chars: int = 32_000
-    max_file_bytes: int = 20 * 1024 * 1024
-    max_query_chars: int = 4_000
-    chunk_max_tokens: int = 256
+    max_content_chars: int = Field(default=32_000, ge=1, le=10_000_000)
+    max_file_bytes: int = Field(default=20 * 1024 * 1024, ge=1, le=2**40)
+    max_query_chars: int = Field(default=4_000, ge=1, le=1_000_000)
+    # A document chunk's size: at most the embedding model's window (256 tokens), beyond
+    # which the model would read a chunk's start only.
+    chunk_max_tokens: int = Field(default=256, ge=16, le=256)
 
-    # Retrieval knobs.
-    rrf_k: int = 60
-    candidate_pool: int = 60
-    hnsw_ef_search: int = 100
+    # Retrieval knobs: candidates each channel brings (at least the call's top_k), and the
+    # HNSW search's breadth (pgvector's range).
+    candidate_pool: int = Field(default=60, ge=1, le=1_000)
+    hnsw_ef_search: int = Field(default=100, ge=1, le=1_000)
 
     # No call waits forever (seconds; 0 = no limit): a statement running longer — waiting for
     # a lock another transaction holds included — is cancelled and its transaction rolled
@@ -50,11 +57,11 @@ class Settings(BaseSettings):
 
     # The context-assembly debugger: how long traces are kept (`memsys maintain` prunes older
     # ones) and when monitoring raises an alert (S004's thresholds).
-    trace_retention_days: int = 30
-    alert_latency_p95_ms: float = 800.0
-    alert_verification_failure_rate: float = 0.02
-    alert_mode_accuracy: float = 0.85
-    alert_context_bug_rate: float = 0.30
+    trace_retention_days: int = Field(default=30, ge=0, le=36_500)
+    alert_latency_p95_ms: float = Field(default=800.0, ge=0, le=3_600_000)
+    alert_verification_failure_rate: float = Field(default=0.02, ge=0, le=1)
+    alert_mode_accuracy: float = Field(default=0.85, ge=0, le=1)
+    alert_context_bug_rate: float = Field(default=0.30, ge=0, le=1)
 
     # auto | onnx | sentence-transformers (memsys/embeddings.py).
     embedding_provider: str = "auto"
@@ -72,7 +79,7 @@ class Settings(BaseSettings):
     extractor_url: str | None = None
     extractor_model: str = "gpt-4o-mini"
     extractor_api_key: str | None = None
-    extractor_timeout: float = 30.0
+    extractor_timeout: float = Field(default=30.0, gt=0, le=3_600)
 
     def allowed_roots(self) -> list[Path]:
         if self.index_roots is None:
@@ -84,9 +91,31 @@ class Settings(BaseSettings):
         return self.home / "pgdata"
 
 
+# MEMSYS_ variables read outside Settings: the ONNX file's folder, the CLI's in-process
+# switch, the test suite's database.
+_READ_ELSEWHERE = ("MEMSYS_MODEL_DIR", "MEMSYS_CLI_LOCAL", "MEMSYS_TEST_DATABASE_URL")
+
+
 @lru_cache
 def get_settings() -> Settings:
-    return Settings()
+    """The settings; a variable that does not parse is refused by name (BadSetting: its
+    value is not shown, it may be a secret), one memsys does not know is logged (a
+    misspelling would otherwise be ignored without a word)."""
+    for name in unknown_variables():
+        log.warning("%s is not a memsys setting and is ignored (README: Configuration)", name)
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = [
+            f"MEMSYS_{'_'.join(str(part) for part in e['loc']).upper()}: {e['msg']}"
+            for e in exc.errors()
+        ]
+        raise BadSetting(f"{'; '.join(problems)} (README: Configuration)") from None
+
+
+def unknown_variables() -> list[str]:
+    known = {f"MEMSYS_{name.upper()}" for name in Settings.model_fields} | set(_READ_ELSEWHERE)
+    return sorted(n for n in os.environ if n.upper().startswith("MEMSYS_") and n not in known)
 
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")

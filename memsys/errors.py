@@ -18,6 +18,10 @@ class InvalidInput(MemsysError):
     status_code = 422
 
 
+class BadSetting(InvalidInput):
+    """A MEMSYS_ environment variable memsys cannot read (CLI exit 2, before any work)."""
+
+
 class NotFound(MemsysError):
     status_code = 404
 

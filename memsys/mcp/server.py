@@ -42,7 +42,9 @@ CORE_RESOURCE = "memory://core"  # CORE.md (S003), for a client to load at sessi
 INSTRUCTIONS = (
     "memsys is long-term memory. Call memory_context (or memory_recall) at the start of a "
     "task, memory_store when you learn a preference, decision, fix or fact worth keeping, and "
-    "search for indexed documents. Every tool answers {success, data} or {success, error}."
+    "search for indexed documents. Every memsys tool answers {success, data} or {success, "
+    "error}; the nine knowledge-graph tools named as in the official memory server "
+    "(create_entities, read_graph, …) answer in that server's shapes, errors as text."
 )
 
 

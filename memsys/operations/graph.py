@@ -37,8 +37,10 @@ GRAPH_CLI = "memsys.cli.graph"
 EDGE_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         name="memory_relate",
-        summary="Create a relationship (edge) between two memories of one namespace. Relating "
-        "the same pair with the same relation again returns the existing edge.",
+        summary="Create a relationship (edge) between two memories, document chunks, "
+        "entities, facts or episodes of one namespace (source_kind / target_kind; memories by "
+        "default). Relating the same pair with the same relation again returns the existing "
+        "edge.",
         service="edges:relate",
         input=e.MemoryRelateIn,
         output=e.MemoryRelateOut,

@@ -12,7 +12,8 @@ LIFECYCLE_OPERATIONS: tuple[Operation, ...] = (
         name="decay",
         summary="Recompute S003 decay scores (importance x e^(-0.03 days idle) x "
         "log2(accesses+1) x type weight) for the memories in scope; session (ultra tier) "
-        "memories below the threshold are deleted. Returns ENTRIES_DECAYED / ENTRIES_DELETED.",
+        "memories below the threshold are deleted. Returns entries_decayed / entries_deleted "
+        "(S002's ENTRIES_DECAYED / ENTRIES_DELETED).",
         service="decay:decay",
         input=lc.DecayIn,
         output=lc.DecayOut,

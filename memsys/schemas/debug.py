@@ -27,7 +27,13 @@ ID_CHARS = 128
 Mode = Annotated[str, Rule(check_mode, enum=list(MODES))]
 
 
-TraceId = Annotated[str, Field(description="A trace id (trace_id of a search, recall or context)")]
+TraceId = Annotated[
+    str,
+    Field(
+        description="A trace id (the trace_id of a search, recall or context, the query_id of "
+        "a memory_query)"
+    ),
+]
 
 
 class TraceIn(Input):

@@ -62,3 +62,28 @@ def test_unreachable_database_exits_1_with_one_line(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.startswith("error: Cannot connect to PostgreSQL")
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+def test_a_setting_that_does_not_parse_is_one_line_naming_it_not_its_value(
+    tmp_path: Path,
+) -> None:
+    env = {**_env(tmp_path), "MEMSYS_API_TOKEN": "s3cret", "MEMSYS_BUSY_WAIT_S": "-1"}
+    env["MEMSYS_HNSW_EF_SEARCH"] = "lots"
+    for args in (["count"], ["mcp"]):
+        done = subprocess.run(
+            [*_memsys(), *args], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith("error: MEMSYS_")
+        assert "MEMSYS_BUSY_WAIT_S: Input should be greater than or equal to 0" in done.stderr
+        assert "MEMSYS_HNSW_EF_SEARCH: Input should be a valid integer" in done.stderr
+        assert len(done.stderr.splitlines()) == 1 and "lots" not in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_misspelt_setting_is_named_not_ignored_without_a_word(tmp_path: Path) -> None:
+    env = {**_env(tmp_path), "MEMSYS_BUSY_WAIT": "30"}  # MEMSYS_BUSY_WAIT_S meant
+    done = subprocess.run(
+        [*_memsys(), "count"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert "MEMSYS_BUSY_WAIT is not a memsys setting and is ignored" in done.stderr
