@@ -84,17 +84,23 @@ def import_(
     namespace: Annotated[str | None, typer.Option("--namespace", "-n")] = None,
 ) -> None:
     """Load the official memory server's JSONL file: entities (with their observations),
-    then relations. Existing names and relations are kept as they are."""
+    then relations, in one transaction (a bad line writes nothing). Existing names and
+    relations are kept as they are."""
+    from memsys import runner
+    from memsys.cli import remote
     from memsys.schemas.graph_jsonl import parse_jsonl
+    from memsys.services import graph_io
 
-    parsed = parse_jsonl(read_input(path), namespace)
-    made = linked = None
-    if parsed.entities is not None:
-        made = _graph_op("create_entities", parsed.entities.model_dump(exclude_none=True))
-    if parsed.relations is not None:
-        dumped = parsed.relations.model_dump(by_alias=True, exclude_none=True)
-        linked = _graph_op("create_relations", dumped)
+    text = read_input(path)
+    query = {} if namespace is None else {"namespace": namespace}
+    answer = remote.post_file("/graph/import", text.encode("utf-8"), query)
+    if answer is None:  # no server: here
+        made, linked = runner.run(graph_io.import_graph, parse_jsonl(text, namespace))
+        answer = {
+            "entities_created": len(made.entities),
+            "relations_created": len(linked.relations),
+        }
     typer.echo(
-        f"Imported {len(made.entities) if made else 0} new entities, "
-        f"{len(linked.relations) if linked else 0} new relations"
+        f"Imported {answer['entities_created']} new entities, "
+        f"{answer['relations_created']} new relations"
     )

@@ -87,10 +87,30 @@ def call(op: Operation, data: dict[str, Any]) -> Output | None:
     base = server_url()
     if base is None:
         return None
-    request = _request(op, data, base)
+    answer = _send(_request(op, data, base))
+    return None if answer is None else op.output.model_validate(answer)
+
+
+def post_file(path: str, body: bytes, query: dict[str, str]) -> Any | None:
+    """POST a file's bytes to the running server's `path` (under /v1): its JSON answer, or
+    None to do the work in process."""
+    base = server_url()
+    if base is None:
+        return None
+    url = f"{base}/v1{path}" + (f"?{urllib.parse.urlencode(query)}" if query else "")
+    headers = {"Content-Type": "application/octet-stream", "Accept": "application/json"}
+    from memsys.config import get_settings
+
+    token = get_settings().api_token
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    return _send(urllib.request.Request(url, data=body, headers=headers, method="POST"))
+
+
+def _send(request: urllib.request.Request) -> Any | None:
     try:
         with urllib.request.urlopen(request, timeout=CALL_TIMEOUT) as response:
-            return op.output.model_validate(json.loads(response.read()))
+            return json.loads(response.read())
     except urllib.error.HTTPError as exc:
         try:
             message = json.loads(exc.read()).get("error") or exc.reason

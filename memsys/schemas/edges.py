@@ -59,9 +59,10 @@ Relation = Annotated[
 
 NodeKind = Literal["memory", "chunk", "entity", "fact", "episode"]
 MAX_CONTEXT = 2000
+MAX_WEIGHT = 1000.0
 
 
-def _context(v: str | None) -> str | None:
+def edge_context(v: str | None) -> str | None:
     if v is None:
         return None
     if len(v) > MAX_CONTEXT:
@@ -73,7 +74,7 @@ class MemoryRelateIn(Input):
     source_id: Annotated[str, Field(description="ID of the source memory")]
     target_id: Annotated[str, Field(description="ID of the target memory")]
     relation: Relation
-    weight: Annotated[float, within(0, 1000), Field(description="Edge weight (0-1000)")] = 1.0
+    weight: Annotated[float, within(0, MAX_WEIGHT), Field(description="Edge weight (0-1000)")] = 1.0
     # memsys's additions: an edge may join any two nodes of one namespace, with a reason
     source_kind: Annotated[
         NodeKind,
@@ -87,7 +88,7 @@ class MemoryRelateIn(Input):
     )
     context: Annotated[
         str | None,
-        AfterValidator(_context),
+        AfterValidator(edge_context),
         Field(description=f"Why they are related, kept on the edge (≤ {MAX_CONTEXT} characters)"),
     ] = None
 

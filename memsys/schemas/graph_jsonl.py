@@ -9,16 +9,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from memsys.errors import InvalidInput
 from memsys.schemas.common import Input, parse
-from memsys.schemas.graph import CreateEntitiesIn, CreateRelationsIn, GraphOut
+from memsys.schemas.graph import MAX_ITEMS, CreateEntitiesIn, CreateRelationsIn, GraphOut
+
+M = TypeVar("M", CreateEntitiesIn, CreateRelationsIn)
 
 
 class GraphImportIn(Input):
-    entities: CreateEntitiesIn | None = None
-    relations: CreateRelationsIn | None = None
+    """A file's entities and relations, in calls of at most MAX_ITEMS (a create_entities
+    call's limit): the import runs them all in one transaction."""
+
+    entities: list[CreateEntitiesIn] = []
+    relations: list[CreateRelationsIn] = []
 
 
 def objects(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -31,26 +36,47 @@ def objects(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
             item = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"line {n}: not valid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise InvalidInput(f"line {n}: not valid JSON: nested too deeply to read") from None
         if not isinstance(item, dict):
             raise InvalidInput(f"line {n}: expected a JSON object")
         yield n, item
 
 
 def parse_jsonl(text: str, namespace: str | None = None) -> GraphImportIn:
-    entities: list[dict[str, Any]] = []
-    relations: list[dict[str, Any]] = []
+    entities: list[tuple[int, dict[str, Any]]] = []
+    relations: list[tuple[int, dict[str, Any]]] = []
     for n, item in objects(text):
         kind = item.pop("type", None)
         if kind not in ("entity", "relation"):
             raise InvalidInput(f"line {n}: not an entity or relation line")
-        (entities if kind == "entity" else relations).append(item)
+        (entities if kind == "entity" else relations).append((n, item))
     scope = {} if namespace is None else {"namespace": namespace}
     return GraphImportIn(
-        entities=parse(CreateEntitiesIn, {"entities": entities, **scope}) if entities else None,
-        relations=parse(CreateRelationsIn, {"relations": relations, **scope})
-        if relations
-        else None,
+        entities=[_call(CreateEntitiesIn, "entities", part, scope) for part in _parts(entities)],
+        relations=[
+            _call(CreateRelationsIn, "relations", part, scope) for part in _parts(relations)
+        ],
     )
+
+
+def _parts(lines: list[tuple[int, dict[str, Any]]]) -> list[list[tuple[int, dict[str, Any]]]]:
+    return [lines[i : i + MAX_ITEMS] for i in range(0, len(lines), MAX_ITEMS)]
+
+
+def _call(
+    model: type[M], field: str, part: list[tuple[int, dict[str, Any]]], scope: dict[str, Any]
+) -> M:
+    """One call's input; a line it refuses is named by its line number in the file."""
+    try:
+        return parse(model, {field: [item for _, item in part], **scope})
+    except InvalidInput:
+        for n, item in part:  # the first line that is wrong on its own
+            try:
+                parse(model, {field: [item], **scope})
+            except InvalidInput as exc:
+                raise InvalidInput(f"line {n}: {exc.message}") from None
+        raise  # wrong only together (a namespace), as the message says
 
 
 def render_jsonl(graph: GraphOut) -> str:

@@ -13,20 +13,20 @@ from memsys.services import knowledge
 
 
 def _texts(params: GraphImportIn) -> list[str]:
-    return [
-        o for e in (params.entities.entities if params.entities else []) for o in e.observations
-    ]
+    return [o for call in params.entities for e in call.entities for o in e.observations]
 
 
 @before_transaction(lambda p: knowledge.embed_texts(_texts(p)))
 def import_graph(
     session: Session, params: GraphImportIn, prepared: knowledge.Vectors | None = None
 ) -> tuple[EntitiesOut, RelationsOut]:
+    """Every entity, then every relation, as create_entities / create_relations calls of at
+    most 1,000 items each, all in this one transaction."""
     vectors = prepared if prepared is not None else knowledge.embed_texts(_texts(params))
     made = EntitiesOut(entities=[])
-    if params.entities is not None:
-        made = knowledge.create_entities(session, params.entities, prepared=vectors)
+    for entities in params.entities:
+        made.entities += knowledge.create_entities(session, entities, prepared=vectors).entities
     linked = RelationsOut(relations=[])
-    if params.relations is not None:
-        linked = knowledge.create_relations(session, params.relations)
+    for relations in params.relations:
+        linked.relations += knowledge.create_relations(session, relations).relations
     return made, linked

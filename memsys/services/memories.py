@@ -8,10 +8,11 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Select, delete, func, select
+from sqlalchemy import Select, delete, func, select, tuple_
 from sqlalchemy.orm import Session
 
 from memsys import ids
+from memsys.db import take_turns_all
 from memsys.embeddings import embed_beside, get_embedder
 from memsys.errors import InvalidInput, NotFound
 from memsys.models import Chunk, Edge, MemoryAccess, MemoryChange, ValidationEvent
@@ -139,10 +140,26 @@ def recall(session: Session, params: MemoryRecallIn) -> MemoryRecallOut:
     )
 
 
-def _close(session: Session, targets: list[Chunk], operation: str, purge: bool) -> None:
-    """Close (or, with purge, erase) memories and log each one."""
+def _close(session: Session, targets: list[Chunk], operation: str, purge: bool) -> list[Chunk]:
+    """Close (or, with purge, erase) memories and log each one; the ones it closed. It takes
+    each content's turn, as memory_store does, so that a store of the same text waits and
+    then writes a new memory rather than answer with the id being closed; a memory that
+    another call closed meanwhile is left out (it is gone once, not twice)."""
+    if not targets:
+        return []
     namespaces.share(session, sorted({c.namespace for c in targets}))  # after any import
-    for chunk in targets:
+    take_turns_all(session, sorted({(c.namespace, "memory", c.content_hash) for c in targets}))
+    keys = [(c.namespace, c.id) for c in targets]
+    still = set(
+        session.scalars(
+            select(Chunk)
+            .where(tuple_(Chunk.namespace, Chunk.id).in_(keys), Chunk.valid_to.is_(None))
+            .with_for_update()
+            .execution_options(populate_existing=True)
+        )
+    )
+    closed = [c for c in targets if c in still]
+    for chunk in closed:
         if purge:
             for log in (ValidationEvent, MemoryChange, MemoryAccess):  # its history goes too
                 session.execute(
@@ -168,6 +185,7 @@ def _close(session: Session, targets: list[Chunk], operation: str, purge: bool) 
             subject_id=chunk.id,
         )
     session.flush()
+    return closed
 
 
 @before_transaction(search.embed_query_of)
@@ -208,8 +226,11 @@ def forget(session: Session, params: MemoryForgetIn) -> MemoryForgetOut:
             tracing.write(session, t, retrieved=[{"id": h.id, "score": h.score} for h in chosen])
 
     protected = [c for c in targets if c.golden and not params.force]
-    doomed = [c for c in targets if c not in protected]
-    _close(session, doomed, "memory_forget", params.purge)
+    doomed = _close(
+        session, [c for c in targets if c not in protected], "memory_forget", params.purge
+    )
+    if memory_id is not None and not doomed and not protected:  # forgotten meanwhile
+        raise NotFound(f"Memory not found: {memory_id}")
     return MemoryForgetOut(
         deleted_ids=[c.id for c in doomed],
         deleted_count=len(doomed),

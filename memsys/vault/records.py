@@ -17,9 +17,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import ValidationError
+
+from memsys import relations
 from memsys.errors import bounded
+from memsys.schemas import edges as edges_schema
 from memsys.schemas import memories as memories_schema
-from memsys.schemas.common import check_values
+from memsys.schemas.common import CLOCK_SKEW, check_values
+from memsys.schemas.preferences import PreferenceSetIn
 from memsys.vocabulary import LIFECYCLES, MEMORY_TYPES
 
 SCHEMA_VERSION = "1.0"
@@ -58,13 +63,14 @@ EDGE_KEYS = (
 )
 PREFERENCE_KEYS = ("kind", "namespace", "key", "value", "lifecycle")
 KEYS = {"memory": MEMORY_KEYS, "edge": EDGE_KEYS, "preference": PREFERENCE_KEYS}
+# Keys the readers add themselves (a relation read from a memory file's frontmatter).
+_READER_KEYS = {"from_relation"}
 # Fields whose change makes a new version of a memory on import (times follow the change).
 VERSIONED: tuple[str, ...] = ("type", "content", "importance", "confidence", "tags")
 VERSIONED += ("lifecycle", "stage", "pinned", "metadata")
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,39}$")
 _NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@-]{0,127}$")
-_RELATION = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
 @dataclass(frozen=True)
@@ -145,6 +151,9 @@ def _time(rec: Record, key: str, problems: list[str], required: bool = True) -> 
         rec[key] = timestamp(rec.get(key))
     except (TypeError, ValueError):
         problems.append(f"{key}: expected an ISO 8601 timestamp, got {rec.get(key)!r}")
+        return
+    if datetime.fromisoformat(rec[key]) > datetime.now(UTC) + CLOCK_SKEW:
+        problems.append(f"{key}: {rec[key]} is in the future")
 
 
 def _limited(rec: Record, key: str, check: Any, problems: list[str]) -> None:
@@ -211,45 +220,52 @@ def check_edge(rec: Record) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     rec.setdefault("namespace", "global")
     relation = rec.get("type")
-    if isinstance(relation, str):
-        rec["type"] = relation = relation.strip().lower()
-    if not isinstance(relation, str) or not _RELATION.match(relation):
-        found.append(("type", f"type: {relation!r} is not a relation name"))
+    known = relations.canonical(relation) if isinstance(relation, str) else None
+    if known is None or relations.BY_NAME[known].internal:  # as memory_relate refuses it
+        found.append(
+            ("type", f"type: {relation!r} is not a relation memsys knows (memory_relate's list)")
+        )
+    else:
+        rec["type"] = known
     for key in ("from_id", "to_id"):
         if not isinstance(rec.get(key), str) or not _ID.match(rec[key]):
             found.append((key, f"{key}: missing or not a memory id"))
     if not found and rec["from_id"] == rec["to_id"]:
         found.append(("to_id", "to_id: an edge cannot join a memory to itself"))
-    strength = rec.get("strength", 1.0)
-    if isinstance(strength, bool) or not isinstance(strength, int | float) or strength < 0:
-        found.append(("strength", f"strength: expected a number >= 0, got {strength!r}"))
-    else:
-        rec["strength"] = float(strength)
-    context = rec.get("context")
-    if context is not None and not isinstance(context, str):
-        found.append(("context", "context: expected text"))
-    rec["context"] = (context or "").strip() or None
+    rec.setdefault("strength", 1.0)
     problems: list[str] = []
+    _number(rec, "strength", 0.0, edges_schema.MAX_WEIGHT, problems)  # memory_relate's weight
+    context = rec.setdefault("context", None)
+    if context is not None and not isinstance(context, str):
+        problems.append("context: expected text")
+    else:
+        _limited(rec, "context", edges_schema.edge_context, problems)
     _time(rec, "created", problems)
-    found.extend(("created", p) for p in problems)
+    found.extend((p.split(":", 1)[0], p) for p in problems)
     if not found:
         rec["id"] = edge_id(rec["namespace"], rec["from_id"], rec["type"], rec["to_id"])
     return found
 
 
 def check_preference(rec: Record) -> list[tuple[str, str]]:
-    found: list[tuple[str, str]] = []
+    """Normalise a preference record in place by preference_set's own rules."""
     rec.setdefault("namespace", "global")
-    if not isinstance(rec.get("key"), str) or not rec["key"].strip() or len(rec["key"]) > 256:
-        found.append(("key", "key: missing, empty or longer than 256 characters"))
-    if "value" not in rec:
-        found.append(("value", "value: missing"))
-    elif (problem := json_problem(rec["value"], "value")) is not None:
-        found.append(("value", problem))
     rec.setdefault("lifecycle", "personal")
-    if rec["lifecycle"] not in LIFECYCLES:
-        found.append(("lifecycle", f"lifecycle: {rec['lifecycle']!r} is not one of {LIFECYCLES}"))
-    return found
+    if "value" not in rec:
+        return [("value", "value: missing")]
+    if (problem := json_problem(rec["value"], "value")) is not None:
+        return [("value", problem)]
+    fields = {k: rec[k] for k in ("namespace", "key", "value", "lifecycle") if k in rec}
+    try:
+        checked = PreferenceSetIn.model_validate(fields)
+    except ValidationError as exc:
+        found = []
+        for error in exc.errors():
+            key = ".".join(str(part) for part in error["loc"]) or "record"
+            found.append((key, f"{key}: {error['msg'].removeprefix('Value error, ')}"))
+        return found
+    rec.update(namespace=checked.namespace, key=checked.key, lifecycle=checked.lifecycle)
+    return []
 
 
 def json_problem(value: Any, where: str) -> str | None:
@@ -301,6 +317,9 @@ def check(rec: Record) -> list[tuple[str, str]]:
     kind = rec.get("kind")
     if kind not in CHECKS:
         return [("kind", f"kind: expected memory, edge or preference, got {kind!r}")]
+    unknown = [str(k) for k in rec if k not in KEYS[kind] and k not in _READER_KEYS]
+    if unknown:  # refused, never dropped: a misspelt field would lose what it held
+        return [(k, f"{k}: unknown field of a {kind} record") for k in unknown]
     return CHECKS[kind](rec)
 
 

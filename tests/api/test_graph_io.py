@@ -46,3 +46,32 @@ def test_a_bad_line_refuses_the_whole_file(client: TestClient) -> None:
     bad_ns = client.get("/v1/graph/export", params={"namespace": "no spaces"})
     assert bad_ns.status_code == 422 and "Invalid namespace" in bad_ns.json()["error"]
     assert table_counts() == before
+
+
+def test_a_file_of_more_than_one_call_imports_whole_and_names_a_bad_line(
+    client: TestClient,
+) -> None:
+    """A memory.jsonl of 2,500 entities was refused ("At most 1000 items per call"): moving
+    over is one command whatever the file's size; a wrong line is named by its number."""
+    people = [
+        {"type": "entity", "name": f"Person {i}", "entityType": "person", "observations": []}
+        for i in range(2_500)
+    ]
+    knows = [
+        {"type": "relation", "from": f"Person {i}", "to": f"Person {i + 1}", "relationType": "k"}
+        for i in range(1_200)
+    ]
+    body = "\n".join(json.dumps(line) for line in people + knows) + "\n"
+    before = table_counts()
+    wrong = body.replace('"Person 1500", "entityType": "person"', '"Person 1500", "entityType": 7')
+    refused = client.post("/v1/graph/import", content=wrong.encode())
+    assert refused.status_code == 422 and refused.json()["error"].startswith("line 1501: ")
+    deep = '{"type":"entity","name":"D","entityType":"t","observations":' + "[" * 5_000
+    nested = client.post("/v1/graph/import", content=(deep + "]" * 5_000 + "}\n").encode())
+    assert nested.status_code == 422, nested.text
+    assert nested.json()["error"] == "line 1: not valid JSON: nested too deeply to read"
+    assert table_counts() == before
+    done = client.post("/v1/graph/import", content=body.encode())
+    assert done.json() == {"entities_created": 2_500, "relations_created": 1_200}
+    exported = client.get("/v1/graph/export").text.splitlines()
+    assert len(exported) == 3_700

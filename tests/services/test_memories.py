@@ -380,3 +380,52 @@ def test_metadata_keeps_numbers_json_allows(embedder) -> None:
     out = store("metadata with very large numbers", metadata=meta)
     with session_scope() as s:
         assert s.scalar(select(Chunk.meta).where(Chunk.id == out.id)) == meta
+
+
+def test_a_memory_is_forgotten_once_however_many_forgets_race(embedder) -> None:  # type: ignore[no-untyped-def]
+    """Five forgets of one id at once each answered deleted_count 1 (and wrote five delete
+    events): the row is closed once, the others find it gone."""
+    kept = store("Deploys happen on Tuesdays")
+    holder = Session(get_engine())
+    first = memories.forget(holder, MemoryForgetIn(memory_id=kept.id))  # not committed yet
+    answers: list[object] = []
+
+    def another() -> None:
+        try:
+            answers.append(forget(memory_id=kept.id).deleted_count)
+        except NotFound as exc:
+            answers.append(exc.message)
+
+    racers = [threading.Thread(target=another) for _ in range(4)]
+    for racer in racers:
+        racer.start()
+    assert until(lambda: lock_waiters() == 4, 20)  # each waits for the first
+    holder.commit()
+    holder.close()
+    for racer in racers:
+        racer.join(30)
+    assert first.deleted_count == 1
+    assert answers == [f"Memory not found: {kept.id}"] * 4
+    with session_scope() as s:
+        deletes = s.scalar(
+            select(func.count()).where(Event.event_type == "delete", Event.subject_id == kept.id)
+        )
+    assert deletes == 1
+
+
+def test_a_store_beside_a_forget_of_its_text_never_answers_with_the_closing_id(  # type: ignore[no-untyped-def]
+    embedder,
+) -> None:
+    kept = store("Deploys happen on Tuesdays")
+    holder = Session(get_engine())
+    memories.forget(holder, MemoryForgetIn(memory_id=kept.id))  # not committed yet
+    stored: list[MemoryStoreOut] = []
+    writer = threading.Thread(target=lambda: stored.append(store("Deploys happen on Tuesdays")))
+    writer.start()
+    assert until(lambda: lock_waiters() == 1, 20)  # the store waits for the forget's turn
+    holder.commit()
+    holder.close()
+    writer.join(30)
+    (again,) = stored
+    assert not again.duplicate and again.id != kept.id  # a new memory, alive
+    assert recall("when do we deploy").memories[0].id == again.id

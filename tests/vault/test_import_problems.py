@@ -229,3 +229,47 @@ def test_a_vault_link_to_a_file_outside_it_is_not_read(tmp_path: Path, embedder:
     (problem,) = report.problems
     assert problem.source == "graph/solutions/link-aaaaaa.md"
     assert "outside the vault" in problem.message
+
+
+def test_what_the_other_writers_refuse_is_a_problem_in_a_file_too(
+    tmp_path: Path, embedder: object
+) -> None:
+    """A preference preference_set refuses was a 500 after a clean dry run; unknown fields
+    were dropped; a future time, a relation memsys does not know, a weight or a context
+    memory_relate refuses were stored."""
+    edge = {"kind": "edge", "from_id": "mem_0000000000000001", "to_id": "mem_0000000000000002"}
+    edge |= {"type": "solves", "created": "2026-01-01T00:00:00+00:00"}
+    lines = [
+        '{"kind": "header", "format": "memsys-export", "schema_version": "1.0"}',
+        memory_line(1),
+        memory_line(2),
+        memory_line(3, colour="blue"),
+        memory_line(4, created="2999-01-01T00:00:00+00:00"),
+        json.dumps({**edge, "type": "zzz"}),
+        json.dumps({**edge, "strength": 1e30}),
+        json.dumps({**edge, "context": "c" * 2_001}),
+        json.dumps({**edge, "note": "x"}),
+        json.dumps({"kind": "preference", "key": "k" * 65, "value": "v"}),
+        json.dumps({"kind": "preference", "key": "a\tb", "value": "v"}),
+        json.dumps({"kind": "preference", "key": "theme", "value": None}),
+        json.dumps({"kind": "preference", "key": "theme", "value": "v", "namespace": "bad ns"}),
+        json.dumps({"kind": "preference", "key": "editor", "value": "helix", "zz": 1}),
+    ]
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    before = table_counts()
+    dry = import_(path, dry_run=True)
+    report = import_(path)
+    by_line = {p.line: p.message for p in report.problems}
+    assert sorted(by_line) == list(range(4, 15)), report.problems
+    assert {p.line for p in dry.problems} == set(by_line)  # the dry run finds the same
+    assert "colour: unknown field" in by_line[4] and "in the future" in by_line[5]
+    assert "'zzz' is not a relation memsys knows" in by_line[6]
+    assert "strength" in by_line[7] and "context is at most 2000" in by_line[8]
+    assert "note: unknown field" in by_line[9] and "too long" in by_line[10]
+    assert "control character" in by_line[11] and "null" in by_line[12]
+    assert "namespace" in by_line[13] and "zz: unknown field" in by_line[14]
+    assert not report.applied and table_counts() == before
+    # Spelled another way, a relation of the registry is that relation.
+    path.write_text("\n".join([*lines[:3], json.dumps({**edge, "type": "SOLVES"})]) + "\n")
+    assert import_(path).edges.new == 1
