@@ -27,8 +27,9 @@ def _refuse(shown: str) -> InvalidInput:
     return InvalidInput(f"Not a regular file: {shown} {HINT}")
 
 
-def read_bytes(path: Path, shown: str | None = None) -> bytes:
-    """The bytes of a regular file; InvalidInput for anything else (OSError propagates)."""
+def read_bytes(path: Path, shown: str | None = None, limit: int = -1) -> bytes:
+    """The bytes of a regular file (the first `limit` of them, if given); InvalidInput for
+    anything else (OSError propagates)."""
     shown = shown or str(path)
     fd = os.open(regular_or_missing(path, shown), os.O_RDONLY | os.O_NONBLOCK)
     try:
@@ -36,7 +37,7 @@ def read_bytes(path: Path, shown: str | None = None) -> bytes:
             raise _refuse(shown)
         os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=False) as file:
-            return file.read()
+            return file.read(limit)
     finally:
         os.close(fd)
 

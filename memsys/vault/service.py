@@ -7,6 +7,7 @@ caller.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -50,6 +51,19 @@ def form_of(path: Path, given: SnapshotForm | None) -> SnapshotForm:
     return "json" if path.suffix == ".json" else "vault"
 
 
+_EXPORT_HEADER = re.compile(rb'^\{("kind":\s*"header",\s*)?"format":\s*"memsys-export"')
+
+
+def _replaceable(where: Path) -> bool:
+    """A file an export may replace: none, an empty one, or an earlier JSON export (as a
+    vault export replaces an earlier vault, never another folder's files)."""
+    try:
+        head = regular_files.read_bytes(where, str(where), limit=256)
+    except (FileNotFoundError, NotADirectoryError):  # nothing there (writing says more)
+        return True
+    return not head or _EXPORT_HEADER.match(head) is not None
+
+
 def export(session: Session, params: ExportIn) -> ExportOut:
     """Write the database (or one namespace) as a JSON document, JSON lines or a vault."""
     return export_to(session, resolved(params.path), params.format, params.namespace)
@@ -68,6 +82,11 @@ def export_to(
     else:
         if where.is_dir():
             raise InvalidInput(f"{where} is a folder: give a file name for {form}")
+        if not _replaceable(where):
+            raise InvalidInput(
+                f"{where} exists and is not a memsys export: give a new file name (an earlier "
+                "export is replaced; any other file is left alone)"
+            )
         with regular_files.replaced(where) as out:  # a failed export leaves the old file
             counts = exporting.to_stream(session, out, form, namespace)
         size, written = where.stat().st_size, 1

@@ -101,6 +101,26 @@ def test_rest_diff_and_migrate(tmp_path: Path, client: TestClient) -> None:
     assert plan.json()["sql"] == "" and plan.json()["from_revision"] == plan.json()["to_revision"]
 
 
+def test_an_export_replaces_an_earlier_export_never_another_file(
+    tmp_path: Path, client: TestClient
+) -> None:
+    """POST /v1/export/file replaced any file under the index roots (a home folder's)."""
+    seed()
+    precious = tmp_path / "notes.txt"
+    precious.write_text("precious data\n")
+    for path in (precious, tmp_path / "notes.json"):
+        if path.suffix == ".json":
+            path.write_text('{"title": "my settings"}\n')
+        refused = client.post("/v1/export/file", json={"path": str(path), "format": "jsonl"})
+        assert refused.status_code == 422, refused.text
+        assert "exists and is not a memsys export" in refused.json()["error"]
+    assert precious.read_text() == "precious data\n"
+    for name in ("snap.json", "snap.jsonl"):
+        first = client.post("/v1/export/file", json={"path": str(tmp_path / name)})
+        again = client.post("/v1/export/file", json={"path": str(tmp_path / name)})
+        assert first.status_code == again.status_code == 200, again.text
+
+
 def test_mcp_import_is_a_dry_run_unless_told(tmp_path: Path, embedder: Any) -> None:
     seed()
     made = call(BY_NAME["memory_export"], {"path": str(tmp_path / "vault")})
