@@ -162,7 +162,7 @@ ERROR_REF = "#/components/schemas/ErrorOut"
 ERRORS = {
     400: "A body that is not UTF-8 (the error says so)",
     401: "Missing or wrong bearer token (when MEMSYS_API_TOKEN is set)",
-    403: "A golden rule or a foreign browser Origin",
+    403: "A namespace the bearer token may not write, or a foreign browser Origin",
     404: "Unknown memory, preference, file or namespace",
     421: "A Host header outside the allow-list (DNS rebinding)",
     422: "Invalid input: the error says which field and why",

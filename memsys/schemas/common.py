@@ -288,14 +288,18 @@ def _iso(kind: type[date], what: str, form: str) -> Callable[[Any, ValidationInf
 CLOCK_SKEW = timedelta(minutes=5)
 
 
-def check_as_of(value: datetime | None) -> datetime | None:
-    """An instant in the past (a naive time is UTC); the future is refused, not guessed at."""
+def check_as_of(value: datetime | None, info: ValidationInfo) -> datetime | None:
+    """An instant in the past (a naive time is UTC); the future is refused, not guessed at,
+    with the field's name (as_of, reference_time, valid_from)."""
     if value is None:
         return None
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     if value > datetime.now(UTC) + CLOCK_SKEW:
-        raise ValueError(f"as_of {value.isoformat()} is in the future; give a past time or omit it")
+        raise ValueError(
+            f"{info.field_name or 'time'} {value.isoformat()} is in the future; give a past "
+            "time or omit it"
+        )
     return value
 
 

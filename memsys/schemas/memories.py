@@ -28,6 +28,7 @@ from memsys.schemas.common import (
     Timestamp,
     TokenBudget,
     UnitInterval,
+    check_as_of,
     check_query,
     given,
     within,
@@ -96,9 +97,10 @@ class MemoryStoreIn(Input):
         Field(description="personal | project | session (default by memory type)"),
     ] = None
     reference_time: Annotated[
-        Annotated[Timestamp, AfterValidator(_utc)] | None,
+        Annotated[Timestamp, AfterValidator(_utc), AfterValidator(check_as_of)] | None,
         Field(
-            description="ISO 8601 time when the remembered thing happened (default: now); "
+            description="ISO 8601 time when the remembered thing happened, not in the future "
+            "(default: now); "
             'queries naming a date or range ("last May") match against it'
         ),
     ] = None

@@ -7,12 +7,20 @@ full stdout/stderr blobs). An observation string that starts with `{` is an enve
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    TypeAdapter,
+    ValidationError,
+)
 
-from memsys.schemas.common import check_values
+from memsys.schemas.common import Timestamp, check_as_of, check_values
 
 MAX_HEAD = 2000  # characters of stdout/stderr/excerpt kept in an observation
 ENVELOPE_TYPES = (
@@ -27,20 +35,25 @@ ENVELOPE_TYPES = (
 
 Text = Annotated[str, Field(min_length=1)]
 Head = Annotated[str, Field(max_length=MAX_HEAD)]
+# JSON's own types, as every memsys input: "0", true or 1.0 is no exit code, 1700000000 no
+# time (pydantic's lax mode would take them, and true and 1 would give the same key).
+ExitCode = Annotated[StrictInt, Field(ge=-(2**31), le=2**32 - 1)]
+Number = StrictInt | StrictFloat
+When = Annotated[Timestamp, AfterValidator(check_as_of)]  # ISO 8601 text, not in the future
 
 
 class _Envelope(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=False)
 
-    ts: datetime | None = None  # when it happened (ISO 8601); run keys need it
+    ts: When | None = None  # when it happened (ISO 8601); run keys need it
 
 
 class CommandExec(_Envelope):
     type: Literal["command.exec"]
     cmd: Text
     cwd: str | None = None
-    exitCode: int
-    durationMs: Annotated[int, Field(ge=0)] | None = None
+    exitCode: ExitCode
+    durationMs: Annotated[StrictInt, Field(ge=0, le=2**53)] | None = None
     stdoutHead: Head | None = None
     stderrHead: Head | None = None
 
@@ -73,9 +86,9 @@ class FixOutcome(_Envelope):
     type: Literal["fix.outcome"]
     status: Literal["verified_successful", "failed", "partially_effective"]
     verificationMethod: Text
-    durationToVerify: float | str
+    durationToVerify: Number | str
     sideEffects: list[str] | str | None = None
-    testCoverage: float | str | None = None
+    testCoverage: Number | str | None = None
     fixId: str | None = None  # the fix it measures: the outcome key needs it
 
 
@@ -85,8 +98,8 @@ class DocNote(_Envelope):
     title: str | None = None
     site: str | None = None
     author: str | None = None
-    published_at: datetime | None = None
-    accessed_at: datetime
+    published_at: When | None = None
+    accessed_at: When
     archive_url: Annotated[str, Field(pattern=r"^https?://\S+$")] | None = None
     excerpt: Head | None = None
 
@@ -96,7 +109,7 @@ class RunSummary(_Envelope):
     summary: Text
     cmd: str | None = None
     cwd: str | None = None
-    exitCode: int | None = None
+    exitCode: ExitCode | None = None
     stdoutHead: Head | None = None
     stderrHead: Head | None = None
 

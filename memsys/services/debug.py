@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from memsys.config import get_settings
 from memsys.errors import NotFound
-from memsys.models import Event, QueryTrace
+from memsys.models import Chunk, Event, QueryTrace
 from memsys.retrieval import trace as shape
 from memsys.schemas.debug import (
     FeedbackOut,
@@ -103,10 +103,26 @@ def query_log(session: Session, params: QueryLogIn) -> QueryLogOut:
     )
 
 
+def _require_known(session: Session, memory_ids: list[str]) -> None:
+    """Expected ids name memories (or chunks) that exist or existed: a mistyped one would be
+    recorded as a memory retrieval lost, a false bug in the error attribution."""
+    if not memory_ids:
+        return
+    known = set(session.scalars(select(Chunk.id).where(Chunk.id.in_(memory_ids)).distinct()))
+    unknown = [i for i in memory_ids if i not in known]
+    if unknown:
+        raise NotFound(
+            f"No memory has the expected id {', '.join(unknown[:5])}"
+            + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+            + ": nothing recorded"
+        )
+
+
 def feedback(session: Session, params: TraceFeedbackIn) -> TraceFeedbackOut:
     row = find(session, params.trace_id)
     returned = [r.get("id") for r in row.retrieved]
     expected = params.expected_ids or []
+    _require_known(session, [i for i in expected if i not in returned])
     attribution: dict[str, object] = {
         memory_id: (
             {"returned_at_rank": returned.index(memory_id) + 1}

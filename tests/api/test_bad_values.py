@@ -77,6 +77,11 @@ CASES = [
         "source_uri cannot be empty",
     ),
     ("preference_list", {"as_of": "9999-12-31T00:00:00Z"}, "is in the future"),
+    (  # a future time was stored as when a memory happened (episodes refused it)
+        "memory_store",
+        {"content": "x", "reference_time": "2999-01-01T00:00:00Z"},
+        "reference_time 2999-01-01T00:00:00+00:00 is in the future",
+    ),
     ("debug_why", {"trace_id": "t", "memory_id": " "}, "memory_id cannot be empty"),
     (
         "debug_feedback",

@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from memsys import runner
 from memsys.config import get_settings
 from memsys.db import session_scope
-from memsys.errors import InvalidInput
+from memsys.errors import InvalidInput, NotFound
 from memsys.models import QueryTrace
 from memsys.schemas import MemoryForgetIn, MemoryRecallIn
 from memsys.schemas.debug import TraceFeedbackIn, TraceFeedbackOut, TraceWhyIn, TraceWhyOut
@@ -104,6 +104,19 @@ def test_model_bug_system_error_and_right(ids: dict[str, str]) -> None:
         )
     assert judge(trace_id, expected_ids=[ids["kept"]]).error_type == "system_error"
     assert judge(trace_id, "right").error_type == "system_error"  # a failed call stays failed
+
+
+def test_a_mistyped_expected_id_is_refused_not_counted_as_a_model_bug(
+    ids: dict[str, str],
+) -> None:
+    trace_id = recall("when do backups run", n_results=1)
+    with pytest.raises(NotFound, match="No memory has the expected id mem_nonexistent_zz"):
+        judge(trace_id, expected_ids=[ids["kept"], "mem_nonexistent_zz"])
+    with session_scope() as s:  # nothing recorded
+        assert s.scalar(select(QueryTrace.error_type).where(QueryTrace.id == trace_id)) is None
+    forgotten = ids["plant"]  # a memory forgotten since is still one that existed
+    runner.execute(memories.forget, MemoryForgetIn, {"memory_id": forgotten})
+    assert judge(trace_id, expected_ids=[forgotten]).attribution == {forgotten: "not returned"}
 
 
 def test_statistics_over_days(ids: dict[str, str]) -> None:

@@ -97,6 +97,15 @@ def test_bad_envelopes_keys_and_relations_are_refused_and_write_nothing(embedder
     assert "is not an S000 observation type" in fails(
         "memory_observe", envelope={"type": "note", "text": "x"}
     )
+    # JSON's types, not what could be made of them: true and 1 gave one key
+    for code in ("0", True, 1.0, 10**30):
+        shown = fails(
+            "memory_observe", envelope={"type": "command.exec", "cmd": "ls", "exitCode": code}
+        )
+        assert "envelope.exitCode" in shown, code
+    for ts in (1_700_000_000, "2999-01-01T00:00:00Z"):
+        run = {"type": "run.summary", "summary": "tests", "ts": ts}
+        assert "envelope.ts" in fails("memory_observe", envelope=run), ts
     assert "Unknown relation type: blames" in fails(
         "memory_observe", envelope=ERROR, links=[{"relation": "blames", "target": "dep#x"}]
     )
