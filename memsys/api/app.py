@@ -21,7 +21,12 @@ from starlette.routing import Match
 
 from memsys import __version__, deferred, envelope
 from memsys.api import docs, graph_io, operations, system, vault
-from memsys.api.deps import OriginGuardMiddleware, TokenAuthMiddleware, known_query_only
+from memsys.api.deps import (
+    OriginGuardMiddleware,
+    TokenAuthMiddleware,
+    Utf8UrlMiddleware,
+    known_query_only,
+)
 from memsys.background import worker
 from memsys.config import allowed_hosts, allowed_origins, get_settings
 from memsys.embeddings import warm_up
@@ -71,9 +76,13 @@ def create_app(extra_hosts: list[str] | None = None, background: bool = True) ->
         headers = dict(exc.headers or {})
         if exc.status_code == 405:  # every method of the path, not only the first route's
             headers["Allow"] = ", ".join(sorted(allowed_methods(app, request)))
-        return JSONResponse(
-            envelope.failure(str(exc.detail)), status_code=exc.status_code, headers=headers
-        )
+        detail = str(exc.detail)
+        if detail == _UNPARSED_BODY:  # FastAPI's words when its JSON reader raised
+            detail = (
+                "The body could not be read as JSON: it is not UTF-8 text, or it is nested "
+                "too deeply"
+            )
+        return JSONResponse(envelope.failure(detail), status_code=exc.status_code, headers=headers)
 
     @app.exception_handler(Exception)
     async def _crash(request: Request, exc: Exception) -> JSONResponse:
@@ -83,6 +92,15 @@ def create_app(extra_hosts: list[str] | None = None, background: bool = True) ->
 
     @app.exception_handler(RequestValidationError)
     async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        kind = request.headers.get("content-type", "")
+        if _not_json(kind) and any(e.get("loc") == ("body",) for e in exc.errors()):
+            shown = f"Content-Type {kind!r}" if kind else "no Content-Type"
+            return JSONResponse(
+                envelope.failure(
+                    f"Send the body as JSON (Content-Type: application/json), not {shown}"
+                ),
+                status_code=415,
+            )
         return JSONResponse(envelope.failure(_describe_request_errors(exc)), status_code=422)
 
     app.include_router(system.router, prefix="/v1")
@@ -91,6 +109,7 @@ def create_app(extra_hosts: list[str] | None = None, background: bool = True) ->
     app.include_router(vault.router, prefix="/v1", responses=operations.common_errors(True))
     app.router.routes.extend(routes)
     app.add_middleware(TokenAuthMiddleware, admin_token=get_settings().api_token)
+    app.add_middleware(Utf8UrlMiddleware)
     app.add_middleware(  # outermost: a foreign Host or Origin is refused before anything
         OriginGuardMiddleware,
         hosts=allowed_hosts(extra_hosts),
@@ -131,9 +150,22 @@ def _leaves(routes: Iterable[Any]) -> Iterator[Any]:
             yield from _leaves(candidates())
 
 
+_UNPARSED_BODY = "There was an error parsing the body"
+
+
+def _not_json(content_type: str) -> bool:
+    kind = content_type.split(";")[0].strip().lower()
+    return bool(kind) and not (kind == "application/json" or kind.endswith("+json"))
+
+
 def _describe_request_errors(exc: RequestValidationError) -> str:
     parts = []
     for err in exc.errors():
+        if err.get("type") == "json_invalid":  # where and why, not "5: JSON decode error"
+            where = err.get("loc", ("body", 0))[-1]
+            why = (err.get("ctx") or {}).get("error", "not JSON")
+            parts.append(f"The body is not valid JSON: {why} at character {where}")
+            continue
         ctx_error = (err.get("ctx") or {}).get("error")
         if err.get("type") == "value_error" and ctx_error is not None:
             parts.append(str(ctx_error))

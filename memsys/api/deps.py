@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hmac
 import typing
+import urllib.parse
 from collections.abc import Iterable
 from typing import Any
 
@@ -54,6 +55,31 @@ class OriginGuardMiddleware(BaseHTTPMiddleware):
         if origin is not None and not matches(origin, self._origins):
             return JSONResponse(envelope.failure(f"Origin not allowed: {origin}"), status_code=403)
         return await call_next(request)
+
+
+class Utf8UrlMiddleware:
+    """A path or query string whose percent-encoded bytes are not UTF-8 is refused (400), as
+    a body that is not UTF-8 is: the server would read `%FF` as U+FFFD and store a key
+    nobody typed."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            for part, raw in (
+                ("path", scope.get("raw_path") or b""),
+                ("query string", (scope.get("query_string") or b"").replace(b"+", b" ")),
+            ):
+                try:
+                    urllib.parse.unquote_to_bytes(raw).decode("utf-8")
+                except UnicodeDecodeError:
+                    refused = JSONResponse(
+                        envelope.failure(f"The URL's {part} is not UTF-8 text"), status_code=400
+                    )
+                    await refused(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)
 
 
 class TokenAuthMiddleware:

@@ -51,6 +51,28 @@ SPACE = r"\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\
 NON_BLANK_PATTERN = rf"^[^\x00]*[^\x00{SPACE}][^\x00]*$"
 
 
+# Characters that show nothing: spaces, controls, and the format characters text carries
+# unseen (soft hyphen, zero-width, bidi, BOM). Spelled out, not looked up by Unicode category,
+# so that the published JSON Schema pattern says exactly what the check refuses.
+INVISIBLE = (
+    SPACE + r"\x00-\x08\x0e-\x1b\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u202a-\u202e"
+    r"\u2060-\u2064\u2066-\u206f\ufeff"
+)
+_SHOWN = re.compile(f"[^{INVISIBLE}]")
+VISIBLE_PATTERN = rf"^[^\x00]*[^{INVISIBLE}][^\x00]*$"
+# C0 and C1 control characters (a tab, \x1f), and the bidirectional controls that reorder
+# what a reader sees ("Trojan Source"): never in a name.
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
+NAME_CHARACTERS = r"^[^\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]*$"
+
+
+def visible(text: str) -> bool:
+    """Whether the text shows at least one character (a zero-width space or a BOM alone does
+    not)."""
+    return _SHOWN.search(text) is not None
+
+
 MAX_DEPTH = 20  # nesting of lists and objects in any input (metadata, preference values)
 
 
@@ -162,6 +184,7 @@ def given(*groups: tuple[str, ...]) -> dict[str, Any]:
 
 
 NOT_BLANK = Rule(minLength=1, pattern=NON_BLANK_PATTERN)  # "… cannot be empty" (after strip)
+VISIBLE_TEXT = Rule(minLength=1, pattern=VISIBLE_PATTERN)  # "… has no visible character"
 
 
 def check_namespace(value: str) -> str:

@@ -11,6 +11,7 @@ from pydantic import AfterValidator, ConfigDict, Field, model_validator
 from memsys import keys, relations
 from memsys.schemas.common import (
     NOT_BLANK,
+    VISIBLE_TEXT,
     AsOf,
     Input,
     NamespaceName,
@@ -51,7 +52,7 @@ def _items(v: list[object]) -> list[object]:
 
 ITEMS = Rule(_items, maxItems=MAX_ITEMS)
 Name = Annotated[str, AfterValidator(_name), NOT_BLANK]
-Observation = Annotated[str, AfterValidator(_observation), NOT_BLANK]
+Observation = Annotated[str, AfterValidator(_observation), VISIBLE_TEXT]
 GraphNamespace = Annotated[
     NamespaceName | None,
     Field(description="Namespace of the graph (default: MEMSYS_GRAPH_NAMESPACE, 'global')"),

@@ -11,7 +11,11 @@ from pydantic import AfterValidator, ConfigDict, Field, field_validator
 from memsys import ids
 from memsys.config import get_settings
 from memsys.schemas.common import (
+    BIDI_CONTROLS,
+    CONTROL,
+    NAME_CHARACTERS,
     NOT_BLANK,
+    VISIBLE_TEXT,
     Input,
     Lifecycle,
     MemoryType,
@@ -31,6 +35,7 @@ from memsys.schemas.common import (
     check_as_of,
     check_query,
     given,
+    visible,
     within,
 )
 
@@ -43,6 +48,8 @@ def content_text(v: str) -> str:
     v = v.strip()
     if not v:
         raise ValueError("Content cannot be empty")
+    if not visible(v):
+        raise ValueError("Content has no visible character (only controls or zero-width ones)")
     limit = get_settings().max_content_chars
     if len(v) > limit:
         raise ValueError(
@@ -53,7 +60,11 @@ def content_text(v: str) -> str:
 
 
 def tag_list(v: list[str]) -> list[str]:
-    cleaned = sorted({t.strip() for t in v if t.strip()})
+    """Tags trimmed, deduplicated and sorted; a blank one is dropped, one with a control
+    character refused (a tag is a name: a newline or tab in one would not show)."""
+    if any(CONTROL.search(t) or BIDI_CONTROLS.search(t) for t in v):
+        raise ValueError("A tag cannot hold a control character (a newline, a tab, …)")
+    cleaned = sorted({t.strip() for t in v if visible(t)})
     if any(len(t) > 64 for t in cleaned):
         raise ValueError("Tags must be at most 64 characters each")
     if len(cleaned) > MAX_TAGS:
@@ -77,7 +88,10 @@ def _utc(v: datetime) -> datetime:
 
 class MemoryStoreIn(Input):
     content: Annotated[
-        str, AfterValidator(content_text), NOT_BLANK, Field(description="The memory content text")
+        str,
+        AfterValidator(content_text),
+        VISIBLE_TEXT,
+        Field(description="The memory content text"),
     ]
     memory_type: MemoryType = "session"
     namespace: Annotated[
@@ -90,7 +104,9 @@ class MemoryStoreIn(Input):
         Field(description="Optional additional metadata"),
     ] = None
     tags: Annotated[
-        Annotated[list[str], AfterValidator(tag_list)] | None, Field(description="Optional tags")
+        Annotated[list[Annotated[str, Rule(pattern=NAME_CHARACTERS)]], AfterValidator(tag_list)]
+        | None,
+        Field(description="Optional tags"),
     ] = None
     lifecycle: Annotated[
         Lifecycle | None,

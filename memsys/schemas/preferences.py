@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -11,7 +10,9 @@ from pydantic import AfterValidator, Field
 
 from memsys.config import get_settings
 from memsys.schemas.common import (
-    SPACE,
+    BIDI_CONTROLS,
+    CONTROL,
+    INVISIBLE,
     Input,
     Lifecycle,
     LifecycleFilter,
@@ -20,6 +21,7 @@ from memsys.schemas.common import (
     Rule,
     Timestamp,
     check_as_of,
+    visible,
 )
 
 # The preference table takes 256 characters, but each change is logged with the key as the
@@ -27,20 +29,22 @@ from memsys.schemas.common import (
 MAX_KEY_CHARS = 64
 # A key is a name: a control character in one (a tab, \x1f) would be stripped or invisible, and
 # two different requests would name the same preference.
-CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_NAME = r"\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"  # controls, bidi controls
 KEY_RULE = Rule(
     minLength=1,
     maxLength=MAX_KEY_CHARS,
-    pattern=rf"^[^\x00-\x1f\x7f-\x9f]*[^\x00-\x1f\x7f-\x9f{SPACE}][^\x00-\x1f\x7f-\x9f]*$",
+    pattern=rf"^[^{_NAME}]*[^{_NAME}{INVISIBLE}][^{_NAME}]*$",
 )
 
 
 def _key(v: str) -> str:
-    if CONTROL.search(v):
+    if CONTROL.search(v) or BIDI_CONTROLS.search(v):
         raise ValueError(f"Preference key {v!r} contains a control character; use visible text")
     v = v.strip()
     if not v:
         raise ValueError("Preference key cannot be empty")
+    if not visible(v):
+        raise ValueError("Preference key has no visible character (only zero-width ones)")
     if len(v) > MAX_KEY_CHARS:
         raise ValueError(f"Preference key is too long: {len(v)} characters (limit {MAX_KEY_CHARS})")
     return v

@@ -77,6 +77,11 @@ CASES = [
         "source_uri cannot be empty",
     ),
     ("preference_list", {"as_of": "9999-12-31T00:00:00Z"}, "is in the future"),
+    # text that shows nothing, where a name or a memory is meant
+    ("memory_store", {"content": "\u200b\ufeff\x01"}, "no visible character"),
+    ("memory_store", {"content": "x", "tags": ["a\nb"]}, "control character"),
+    ("preference_set", {"key": "\u200b", "value": 1}, "no visible character"),
+    ("preference_set", {"key": "abc\u202edef", "value": 1}, "control character"),
     (  # a future time was stored as when a memory happened (episodes refused it)
         "memory_store",
         {"content": "x", "reference_time": "2999-01-01T00:00:00Z"},
@@ -134,3 +139,18 @@ def test_refused_by_the_cli() -> None:
     assert "not valid Unicode" in fails("store", "lone \udcff byte")
     assert "offset must be 0 or more" in fails("list", "--offset", str(10**30))
     assert table_counts() == before
+
+
+def test_a_url_that_is_not_utf8_is_refused_not_guessed_at(client: TestClient) -> None:
+    """%FF in a path was read as U+FFFD: a preference stored under a key nobody typed."""
+    before = table_counts()
+    for url in ("/v1/preferences/%FF", "/v1/preferences/%ED%A0%80", "/v1/preferences/k?x=%FF"):
+        answer = client.put(url, json={"value": 1})
+        assert answer.status_code == 400, answer.text
+        assert answer.json() == {
+            "success": False,
+            "error": f"The URL's {'query string' if '?' in url else 'path'} is not UTF-8 text",
+        }
+    assert client.put("/v1/preferences/caf%C3%A9", json={"value": 1}).status_code == 200
+    assert client.get("/v1/preferences/café").json()["value"] == 1
+    assert table_counts()["preference"] == before["preference"] + 1

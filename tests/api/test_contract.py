@@ -24,6 +24,7 @@ from schemathesis.core.failures import FailureGroup
 
 import tests.api.fuzz.hooks  # noqa: F401  (registers filter_failure)
 from memsys.api.app import create_app
+from tests.conftest import table_counts
 from tests.factories import fuzz_root
 
 load_all_checks()
@@ -36,6 +37,10 @@ def contract(embedder: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     with fuzz_root(tmp_path_factory.mktemp("contract-root")):
         app = create_app(extra_hosts=["testserver"], background=False)  # the ASGI client's host
         yield schemathesis.openapi.from_asgi("/openapi.json", app)
+
+
+PLAIN = {"content-type": "text/plain"}
+JSON_TYPE = {"content-type": "application/json"}
 
 
 def broken(operation: Any, mode: GenerationMode) -> str | None:
@@ -118,3 +123,22 @@ def test_import_and_migrate_refuse_clearly(client: TestClient) -> None:
     assert answer.status_code == 404 and "No such revision" in answer.json()["error"]
     answer = client.post("/v1/migrate", json={"revision": "head; drop", "dry_run": True})
     assert answer.status_code == 422 and "Invalid revision" in answer.json()["error"]
+
+
+def test_a_body_that_is_not_json_says_why_and_where(client: TestClient) -> None:
+    """It said "request: Input should be a valid dictionary…" for a text/plain body, "5: JSON
+    decode error" for bad JSON and "There was an error parsing the body" for Latin-1."""
+    before = table_counts()
+    as_text = client.post("/v1/memories", content=b'{"content": "x"}', headers=PLAIN)
+    assert as_text.status_code == 415
+    assert as_text.json()["error"] == (
+        "Send the body as JSON (Content-Type: application/json), not Content-Type 'text/plain'"
+    )
+    broken = client.post("/v1/memories", content=b'{"content": x}', headers=JSON_TYPE)
+    assert broken.status_code == 422
+    assert broken.json()["error"] == "The body is not valid JSON: Expecting value at character 12"
+    for body in ('{"content": "caf\xe9"}'.encode("latin-1"), b"[" * 10_000 + b"]" * 10_000):
+        unread = client.post("/v1/memories", content=body, headers=JSON_TYPE)
+        assert unread.status_code == 400
+        assert unread.json()["error"].startswith("The body could not be read as JSON")
+    assert table_counts() == before
