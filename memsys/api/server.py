@@ -11,6 +11,7 @@ from types import FrameType
 
 import uvicorn
 
+from memsys import runtime_info
 from memsys.config import get_settings
 from memsys.errors import InvalidInput
 
@@ -30,6 +31,18 @@ def check_bind(host: str) -> None:
             f"Refusing to serve on {host} without MEMSYS_API_TOKEN: anyone who can reach it "
             "could read and change every memory. Set MEMSYS_API_TOKEN (clients then send "
             "'Authorization: Bearer <token>') or serve on 127.0.0.1."
+        )
+
+
+def check_alone() -> None:
+    """One server per MEMSYS_HOME: a second would take over its announcement (server.json),
+    and remove it when it stopped, leaving the CLI blind to the first."""
+    running = runtime_info.running_server()
+    if running is not None and running.get("pid") != os.getpid():
+        raise InvalidInput(
+            f"memsys serve already runs on this MEMSYS_HOME (pid {running['pid']}, "
+            f"{running.get('url', 'port ' + str(running.get('port')))}): stop it first, or "
+            "give this one another MEMSYS_HOME"
         )
 
 
@@ -56,6 +69,7 @@ def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 def serve(host: str = "127.0.0.1", port: int = 8700) -> None:
     """Migrate the database to the newest schema, then serve until interrupted."""
+    check_alone()
     check_bind(host)
     check_port(host, port)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

@@ -113,6 +113,9 @@ def brief(
     emit(result, as_json, lambda r: echo(f"Wrote {target} ({plural(r.entries, 'entry')})"))
 
 
+MAX_BUDGET_S = 86_400  # a day: a pass that needs more runs again tomorrow
+
+
 def maintain(
     budget: Annotated[
         float,
@@ -127,8 +130,10 @@ def maintain(
     of near-duplicates; small transactions, safe beside live traffic and to run twice."""
     from memsys.services import maintain as maintenance
 
-    if budget <= 0:
-        raise InvalidInput(f"--budget must be more than 0 seconds, got {budget}")
+    if not 0 < budget <= MAX_BUDGET_S:  # NaN too: a cron job with a bad value did nothing
+        raise InvalidInput(
+            f"--budget must be more than 0 and at most {MAX_BUDGET_S:,} seconds, got {budget}"
+        )
     if namespace is not None:
         from memsys.schemas.common import check_namespace
 

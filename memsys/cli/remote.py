@@ -22,6 +22,7 @@ from typing import Any
 from memsys import errors
 from memsys.operations import Operation
 from memsys.schemas import Output
+from memsys.schemas.common import check_values
 
 PATH_FIELDS = ("file_path", "dir_path", "source_file")  # resolved here, not in the server's cwd
 CONNECT_TIMEOUT = 2.0
@@ -54,12 +55,20 @@ def server_url() -> str | None:
 def _request(op: Operation, data: dict[str, Any], base: str) -> urllib.request.Request:
     rest = op.rest[0]
     data = dict(data)
+    for name, value in data.items():  # what cannot travel (a lone surrogate): as in process
+        try:
+            check_values(value, name)
+        except ValueError as exc:
+            raise errors.InvalidInput(str(exc)) from None
     for name in PATH_FIELDS:
         if isinstance(data.get(name), str) and data[name].strip():
             data[name] = os.path.abspath(os.path.expanduser(data[name]))
     path = rest.path
     for name in [p.split(":")[0] for p in _path_params(path)]:
-        value = urllib.parse.quote(str(data.pop(name, "")), safe="")
+        raw = str(data.pop(name, ""))
+        if not raw.strip():  # an empty id would make the path another route's
+            raise errors.InvalidInput(f"{name} cannot be empty")
+        value = urllib.parse.quote(raw, safe="")
         path = path.replace(f"{{{name}:path}}", value).replace(f"{{{name}}}", value)
     query = {k: data.pop(k) for k in list(data) if k in rest.query}
     if rest.method in ("GET", "DELETE"):

@@ -15,14 +15,17 @@ def serve(
     host: Annotated[str, typer.Option(envvar="MEMSYS_HOST", help="Address to bind.")] = (
         "127.0.0.1"
     ),
-    port: Annotated[int, typer.Option(envvar="MEMSYS_PORT", help="Port to bind.")] = 8700,
+    port: Annotated[
+        int, typer.Option(envvar="MEMSYS_PORT", min=1, max=65_535, help="Port to bind.")
+    ] = 8700,
     as_json: Json = False,
 ) -> None:
     """Serve REST (/v1, /docs) and MCP (/mcp) on one port; migrates the schema first."""
-    from memsys.api.server import check_bind, check_port
+    from memsys.api.server import check_alone, check_bind, check_port
     from memsys.api.server import serve as run_server
 
-    check_bind(host)  # refuse before announcing anything
+    check_alone()  # refuse before announcing anything
+    check_bind(host)
     check_port(host, port)
     shown = f"[{host}]" if ":" in host else host
     urls = {

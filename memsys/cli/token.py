@@ -29,7 +29,10 @@ def expiry(text: str | None) -> datetime | None:
         return None
     match = _DURATION.match(text.strip())
     if match:
-        return datetime.now(UTC) + timedelta(**{_UNITS[match[2]]: int(match[1])})
+        try:
+            return datetime.now(UTC) + timedelta(**{_UNITS[match[2]]: int(match[1])})
+        except (OverflowError, ValueError):
+            raise InvalidInput(f"--expires {text!r} is too far in the future") from None
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:

@@ -172,11 +172,12 @@ class Rule:
         return published
 
 
-def given(*groups: tuple[str, ...]) -> dict[str, Any]:
-    """JSON Schema for "at least one of these groups of fields is given, not null" (a rule a
-    model's validator or service checks), for a model's `json_schema_extra`."""
+def given(*groups: tuple[str, ...], only_one: bool = False) -> dict[str, Any]:
+    """JSON Schema for "at least one of these groups of fields is given, not null" (with
+    `only_one`: exactly one) — a rule a model's validator or service checks — for a model's
+    `json_schema_extra`."""
     return {
-        "anyOf": [
+        "oneOf" if only_one else "anyOf": [
             {"required": list(group), "properties": {f: {"not": {"type": "null"}} for f in group}}
             for group in groups
         ]

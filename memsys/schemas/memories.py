@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_validator
 
 from memsys import ids
 from memsys.config import get_settings
@@ -203,7 +203,9 @@ def _input_value(v: str) -> str:
 
 
 class MemoryForgetIn(Input):
-    model_config = ConfigDict(json_schema_extra=given(("memory_id",), ("query",), ("input_value",)))
+    model_config = ConfigDict(
+        json_schema_extra=given(("memory_id",), ("query",), ("input_value",), only_one=True)
+    )
 
     memory_id: Annotated[
         Annotated[str, NOT_BLANK] | None, Field(description="Specific memory ID to delete")
@@ -230,6 +232,15 @@ class MemoryForgetIn(Input):
     min_similarity: Annotated[
         UnitInterval, Field(description="Query mode: forget only matches at least this similar")
     ] = 0.5
+
+    @model_validator(mode="after")
+    def _one_target(self) -> MemoryForgetIn:
+        named = [f for f in ("memory_id", "query", "input_value") if getattr(self, f) is not None]
+        if len(named) > 1:  # one would be ignored: a forget by id that was meant by query
+            raise ValueError(
+                f"Give one of memory_id, query or input_value, not {' and '.join(named)}"
+            )
+        return self
 
 
 class MemoryForgetOut(Output):

@@ -77,6 +77,12 @@ CASES = [
         "source_uri cannot be empty",
     ),
     ("preference_list", {"as_of": "9999-12-31T00:00:00Z"}, "is in the future"),
+    # a forget by id that was also given a query ignored the query
+    (
+        "memory_forget",
+        {"memory_id": "mem_0000000000000001", "query": "old notes"},
+        "Give one of memory_id, query or input_value, not memory_id and query",
+    ),
     # text that shows nothing, where a name or a memory is meant
     ("memory_store", {"content": "\u200b\ufeff\x01"}, "no visible character"),
     ("memory_store", {"content": "x", "tags": ["a\nb"]}, "control character"),
@@ -136,6 +142,10 @@ def test_refused_over_mcp_and_rest(
 
 def test_refused_by_the_cli() -> None:
     before = table_counts()
+    assert "--budget must be more than 0" in fails("maintain", "--budget", "nan")
+    assert "--budget must be more than 0" in fails("maintain", "--budget", "inf")
+    far = fails("token", "create", "t", "-n", "x", "--expires", "99999999d")
+    assert "is too far in the future" in far
     assert "not valid Unicode" in fails("store", "lone \udcff byte")
     assert "offset must be 0 or more" in fails("list", "--offset", str(10**30))
     assert table_counts() == before

@@ -87,9 +87,9 @@ def test_sigterm_stops_the_server_and_its_embedded_postgres(home: Path) -> None:
 
         _the_cli_hands_calls_to_the_server(home, port)
 
-        busy = subprocess.run(
+        busy = subprocess.run(  # from another home: this one has its server
             [*_memsys(), "serve", "--port", str(port)],
-            env=_env(home),
+            env=_env(home / "another-home"),
             capture_output=True,
             text=True,
             timeout=60,
@@ -135,6 +135,13 @@ def _the_cli_hands_calls_to_the_server(home: Path, port: int) -> None:
     # The server's errors are the CLI's errors: one line, exit 2.
     empty = cli("recall", "   ")
     assert empty.returncode == 2 and empty.stderr.strip() == "error: Query cannot be empty"
+    # What cannot go into a URL is refused as in process, not a traceback (an empty id
+    # reached the list route).
+    for args in (("get", "bad\udcff"), ("pref", "get", "k\udcff"), ("get", "")):
+        refused = cli(*args)
+        assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1, refused.stderr
+    assert "not valid Unicode" in cli("get", "bad\udcff").stderr
+    assert cli("get", "").stderr.strip() == "error: memory_id cannot be empty"
     # A relative path is the CLI's, not the server's working directory.
     folder = Path(tempfile.mkdtemp(prefix="msv-doc-"))
     (folder / "notes.md").write_text("# Notes\n\nThe cache is flushed hourly.\n")
@@ -201,3 +208,34 @@ def test_first_use_of_an_embedded_home_creates_the_schema(home: Path) -> None:
         timeout=180,
     )
     assert stored.returncode == 0 and "creating" not in stored.stderr, stored.stderr
+
+
+def test_a_second_server_on_one_home_and_a_port_out_of_range_are_refused(
+    tmp_path: Path,
+) -> None:
+    """A second `memsys serve` on a home took over server.json and removed it when it
+    stopped: the CLI lost the first. Port -1 or 10**30 was a traceback, port 0 announced
+    port 0."""
+    (tmp_path / "server.json").write_text(
+        json.dumps({"pid": os.getpid(), "port": 8799, "url": "http://127.0.0.1:8799"})
+    )
+    second = subprocess.run(
+        [*_memsys(), "serve", "--port", "8798"],
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert second.returncode == 2, second.stderr
+    assert second.stderr.startswith("error: memsys serve already runs on this MEMSYS_HOME")
+    assert json.loads((tmp_path / "server.json").read_text())["pid"] == os.getpid()
+    for port in ("-1", "0", str(10**30)):
+        bad = subprocess.run(
+            [*_memsys(), "serve", "--port", port],
+            env=_env(tmp_path / "other"),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1, bad.stderr
+        assert "--port" in bad.stderr
