@@ -13,7 +13,7 @@ import os
 import secrets
 import stat
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TextIO
 
@@ -59,6 +59,9 @@ def replaced(path: Path, shown: str | None = None) -> Iterator[TextIO]:
     loop, a name too long) is InvalidInput, one line."""
     shown = shown or str(path)
     try:
+        if path.is_symlink():  # a link loop: ELOOP (the loop would be replaced by a file);
+            with suppress(FileNotFoundError):  # a link to a file yet to be is written through
+                os.stat(path)
         # A link is written through (its target is replaced, not the link itself).
         target = regular_or_missing(Path(os.path.realpath(path)), shown)
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -60,19 +60,27 @@ def export_command(
 ) -> None:
     """Export memories, edges and preferences: a JSON document, JSON lines or a vault."""
     from memsys.errors import InvalidInput
-    from memsys.vault import export, service
+    from memsys.vault import service
 
     if form not in (None, "json", "jsonl", "vault"):
         raise InvalidInput(f"--format must be json, jsonl or vault, not {form}")
     if path == "-":
         if form == "vault":
             raise InvalidInput("a vault is a folder: give its path instead of -")
-        in_session(lambda s: export.to_stream(s, sys.stdout, form or "json", namespace))
+        in_session(lambda s: _to_stdout(s, form or "json", namespace))
         return
     result = in_session(
         lambda s: service.export_to(s, Path(path).expanduser(), form, namespace)  # type: ignore[arg-type]
     )
     emit(result, as_json, _exported)
+
+
+def _to_stdout(session: Session, form: str, namespace: str | None) -> None:
+    from memsys.services import namespaces
+    from memsys.vault import export
+
+    namespaces.require(session, namespace)  # a misspelt one: no empty snapshot, exit 0
+    export.to_stream(session, sys.stdout, form, namespace)
 
 
 def _exported(r: ExportOut) -> None:

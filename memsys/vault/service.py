@@ -44,11 +44,20 @@ def resolved(path: str) -> Path:
 
 
 def form_of(path: Path, given: SnapshotForm | None) -> SnapshotForm:
+    """The export's form: given, or from the path (.json, .jsonl, a folder for a vault). A
+    new path with another extension (`notes.txt`) is refused rather than made a folder."""
     if given is not None:
         return given
     if path.suffix == ".jsonl":
         return "jsonl"
-    return "json" if path.suffix == ".json" else "vault"
+    if path.suffix == ".json":
+        return "json"
+    if path.suffix and not path.is_dir():
+        raise InvalidInput(
+            f"{path.name}: name a .json or .jsonl file, or a folder for the vault (or give "
+            "the format: json, jsonl or vault)"
+        )
+    return "vault"
 
 
 _EXPORT_HEADER = re.compile(rb'^\{("kind":\s*"header",\s*)?"format":\s*"memsys-export"')

@@ -222,6 +222,12 @@ def pipes_and_devices_refused(tmp_path: Path) -> None:
         ["migrate", "--file", str(good), "--output", str(pipe)],
     ):
         assert "Not a regular file" in fails(*args), args
+    loop = tmp_path / "loop.jsonl"
+    loop.symlink_to(loop)  # was replaced by the export, exit 0
+    assert "symbolic links" in fails("export", str(loop)) and loop.is_symlink()
+    assert "name a .json or .jsonl file" in fails("export", str(tmp_path / "notes.txt"))
+    assert not (tmp_path / "notes.txt").exists()  # not made a vault folder
+    assert "Namespace not found: typo" in fails("export", "-", "-n", "typo")
     vault = tmp_path / "vault"
     run("export", str(vault))
     memory = next((vault / "graph").rglob("*.md"))

@@ -46,6 +46,7 @@ def test_a_failing_suite_exits_1_with_its_figure(embedder: object) -> None:
 
 def test_unknown_suite_is_bad_input() -> None:
     assert "Unknown suite(s): vibes" in fails("eval", "--suite", "vibes")
+    assert "Namespace not found: typo" in fails("eval", "-n", "typo")  # passed on no data
 
 
 def test_secret_like_content_is_flagged_on_store(embedder: object) -> None:

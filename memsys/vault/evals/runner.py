@@ -8,6 +8,7 @@ from sqlalchemy.orm import Session
 
 from memsys.db import session_scope
 from memsys.errors import InvalidInput
+from memsys.services import namespaces
 from memsys.vault.evals import freshness, leakage, precision, redteam, staleness
 from memsys.vault.evals.base import Context, Figure, SuiteResult
 
@@ -26,6 +27,9 @@ def run(
     unknown = [n for n in names if n not in SUITES]
     if unknown:
         raise InvalidInput(f"Unknown suite(s): {', '.join(unknown)}; use {', '.join(SUITES)}")
+    if namespace is not None:  # a misspelt one would pass every suite on no data
+        with session_scope() as session:
+            namespaces.require(session, namespace)
     ctx = Context(namespace=namespace, locomo=locomo)
     results = []
     for name in names:
