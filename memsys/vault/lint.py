@@ -9,6 +9,7 @@ default, a number outside its range clamped to it — that `--fix` writes back i
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -19,6 +20,7 @@ from typing import Any
 import yaml
 
 from memsys.errors import InvalidInput
+from memsys.vault import records
 from memsys.vault.records import Located, Problem, Record, timestamp
 
 SCHEMA_FILE = "memory-schema.yaml"
@@ -142,7 +144,10 @@ def check_field(name: str, value: Any, rule: dict[str, Any]) -> list[tuple[str, 
     if high is not None and value > high:
         found.append((f"{name}: {value} above maximum {high}", float(high)))
     limit = rule.get("max_length")
-    size = len(value) if isinstance(value, str) else len(str(value)) if kind == "json" else 0
+    # Text as import keeps it: trimmed (a vault file's body ends with a newline).
+    size = (
+        len(value.strip()) if isinstance(value, str) else len(str(value)) if kind == "json" else 0
+    )
     if limit is not None and size > limit:
         found.append((f"{name}: {size} characters, more than {limit}", None))
     if kind == "enum" and value not in rule.get("values", []):
@@ -161,6 +166,7 @@ class Linter:
         self.schema = schema
         self.now = now or datetime.now(UTC)
         self.report = Report(schema_version=str(schema.get("version")))
+        self._seen: dict[tuple[str, ...], str] = {}  # a record's identity: where it was first
 
     def _add(
         self, rec: Located | Record, key: str | None, severity: str, message: str, fix: Any = None
@@ -175,11 +181,37 @@ class Linter:
 
     def record(self, rec: Located | Record) -> None:
         kind = rec.get("kind")
+        before = len(self.report.findings)
         if kind == "memory":
             self._memory(rec)
         elif kind in SECTIONS:
             self._fields(rec, (self.schema.get(SECTIONS[kind]) or {}).get("schema", {}))
+        self._as_import(rec, {f.message.split(":")[0] for f in self.report.findings[before:]})
         self.report.checked[str(kind)] = self.report.checked.get(str(kind), 0) + 1
+
+    def _as_import(self, rec: Located | Record, flagged: set[str]) -> None:
+        """What import would refuse that the schema lets through (a NUL, an unknown field, a
+        duplicate id): lint passes what import takes, and nothing it refuses."""
+        checked = copy.deepcopy(rec)  # check() normalises in place; fixes need the original
+        found = records.check(checked)
+        for key, message in found:
+            if key not in flagged:
+                self._add(rec, key, "error", message)
+        if found or checked.get("kind") == "edge":  # an edge's duplicate is the same edge
+            return
+        name = records.identity(checked)
+        source = getattr(rec, "source", None) or " ".join(name)
+        where = f"{source}:{rec.at('id') if isinstance(rec, Located) else ''}".rstrip(":")
+        if name in self._seen:
+            what = "duplicate id" if name[0] == "memory" else "duplicate preference"
+            self._add(
+                rec,
+                "id" if name[0] == "memory" else "key",
+                "error",
+                f"{what} {name[-1]} (also at {self._seen[name]})",
+            )
+        else:
+            self._seen[name] = where
 
     def _memory(self, rec: Located | Record) -> None:
         spec = self.schema["memory_types"].get(rec.get("type"))

@@ -115,6 +115,46 @@ def test_lint_live_database_and_a_vault_with_fix(tmp_path: Path, embedder: objec
     assert "importance: 1.0" in path.read_text() and "lifecycle: project" in path.read_text()
 
 
+def test_lint_refuses_what_import_refuses_and_passes_what_it_takes(
+    tmp_path: Path, embedder: object
+) -> None:
+    """lint passed files import refused (a duplicate id, a NUL, an unknown field) and failed
+    exports import takes (content of 25,000 characters, over the shipped schema's 20,000)."""
+    from tests.vault.test_import_problems import memory_line as line
+
+    def memory_line(n: int, **fields: object) -> str:  # every field an export writes
+        full = {"namespace": "global", "lifecycle": "project", "stage": "active"}
+        return line(n, **full, updated="2026-01-01T00:00:00+00:00", **fields)
+
+    header = '{"kind": "header", "format": "memsys-export", "schema_version": "1.0"}'
+    lines = [
+        header,
+        memory_line(1),
+        memory_line(1, content="the same id again"),
+        memory_line(2, content="half\u0000way"),
+        memory_line(3, importnace=0.9),
+        memory_line(4, content="word " * 5_000),
+    ]
+    snap = tmp_path / "snap.jsonl"
+    snap.write_text("\n".join(lines) + "\n")
+    found = run("lint", str(snap), "--json")
+    assert found.exit_code == 1
+    findings = json.loads(found.stdout)["findings"]
+    errors = {
+        (f["line"], f["message"].split(" (")[0]) for f in findings if f["severity"] == "error"
+    }
+    assert errors == {
+        (3, "duplicate id mem_0000000000000001"),
+        (4, "content contains a NUL character"),
+        (5, "importnace: unknown field of a memory record"),
+    }, errors
+    refused = run("import", str(snap))
+    assert refused.exit_code == 2
+    snap.write_text("\n".join([header, lines[1], lines[5]]) + "\n")
+    assert run("lint", str(snap)).exit_code == 0  # 25,000 characters: import takes them
+    assert run("import", str(snap)).exit_code == 0
+
+
 def test_lint_with_a_missing_schema_file(tmp_path: Path) -> None:
     assert "Schema file not found" in fails("lint", "--schema", str(tmp_path / "none.yaml"))
 
