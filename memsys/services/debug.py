@@ -32,7 +32,7 @@ from memsys.schemas.debug import (
     TraceWhyOut,
 )
 from memsys.schemas.debug_replay import PruneTracesIn, PruneTracesOut
-from memsys.services import debug_attribution, events
+from memsys.services import debug_attribution, events, namespaces
 
 FEEDBACK = "feedback"
 
@@ -71,6 +71,7 @@ def readable(record: dict[str, Any]) -> dict[str, Any]:
 
 def query_log(session: Session, params: QueryLogIn) -> QueryLogOut:
     """Traces, newest first."""
+    namespaces.require(session, params.namespace)  # a misspelt one: not "no traces"
     stmt = select(QueryTrace)
     if params.namespace:
         stmt = stmt.where(QueryTrace.namespace == params.namespace)

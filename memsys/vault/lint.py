@@ -9,7 +9,6 @@ default, a number outside its range clamped to it — that `--fix` writes back i
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -19,7 +18,8 @@ from typing import Any
 
 import yaml
 
-from memsys.errors import InvalidInput
+from memsys import regular_files
+from memsys.errors import InvalidInput, from_os_error
 from memsys.vault import records
 from memsys.vault.records import Located, Problem, Record, timestamp
 
@@ -53,12 +53,15 @@ def default_schema_path() -> Path:
 def load_schema(path: str | Path | None = None) -> dict[str, Any]:
     """The schema: the user's file, or the one shipped with memsys."""
     where = Path(path).expanduser() if path is not None else default_schema_path()
-    if not where.is_file():
+    if not where.exists() and not where.is_symlink():
         raise InvalidInput(f"Schema file not found: {where}")
-    try:
-        schema = yaml.safe_load(where.read_text(encoding="utf-8"))
+    try:  # a folder, a pipe, a device or a link loop: refused with its reason, never read
+        text = regular_files.read_bytes(where, str(where)).decode("utf-8")
+        schema = yaml.safe_load(text)
     except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
         raise InvalidInput(f"{where}: not valid YAML: {str(exc)[:200]}") from None
+    except OSError as exc:  # a link loop, a name too long
+        raise from_os_error(exc) from None
     types = schema.get("memory_types") if isinstance(schema, dict) else None
     if not isinstance(types, dict) or not all(
         isinstance(t, dict) and isinstance(t.get("schema"), dict) for t in types.values()
@@ -192,7 +195,7 @@ class Linter:
     def _as_import(self, rec: Located | Record, flagged: set[str]) -> None:
         """What import would refuse that the schema lets through (a NUL, an unknown field, a
         duplicate id): lint passes what import takes, and nothing it refuses."""
-        checked = copy.deepcopy(rec)  # check() normalises in place; fixes need the original
+        checked = dict(rec)  # check() sets fields in place; fixes need the original's
         found = records.check(checked)
         for key, message in found:
             if key not in flagged:

@@ -110,15 +110,21 @@ def edge_id(namespace: str, source: str, relation: str, target: str) -> str:
     return f"edge_{digest.hexdigest()[:16]}"
 
 
-def timestamp(value: Any) -> str:
-    """A moment as the one text form exports use: ISO 8601 in UTC with +00:00."""
+def moment(value: Any) -> datetime:
+    """A moment in UTC from an ISO 8601 text or a datetime (naive: UTC)."""
     if isinstance(value, str):
         value = datetime.fromisoformat(value.replace("Z", "+00:00"))
     if not isinstance(value, datetime):
         raise ValueError(f"not a timestamp: {value!r}")
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
-    return str(value.astimezone(UTC).isoformat())
+    utc: datetime = value.astimezone(UTC)
+    return utc
+
+
+def timestamp(value: Any) -> str:
+    """A moment as the one text form exports use: ISO 8601 in UTC with +00:00."""
+    return str(moment(value).isoformat())
 
 
 def ordered(record: Record) -> Record:
@@ -148,12 +154,17 @@ def _time(rec: Record, key: str, problems: list[str], required: bool = True) -> 
     if rec.get(key) is None and not required:
         return
     try:
-        rec[key] = timestamp(rec.get(key))
+        when = moment(rec.get(key))
     except (TypeError, ValueError):
         problems.append(f"{key}: expected an ISO 8601 timestamp, got {rec.get(key)!r}")
         return
-    if datetime.fromisoformat(rec[key]) > datetime.now(UTC) + CLOCK_SKEW:
+    rec[key] = when.isoformat()
+    if when > _latest():
         problems.append(f"{key}: {rec[key]} is in the future")
+
+
+def _latest() -> datetime:
+    return datetime.now(UTC) + CLOCK_SKEW
 
 
 def _limited(rec: Record, key: str, check: Any, problems: list[str]) -> None:

@@ -77,6 +77,7 @@ CASES = [
         "source_uri cannot be empty",
     ),
     ("preference_list", {"as_of": "9999-12-31T00:00:00Z"}, "is in the future"),
+    ("debug_query_log", {"namespace": "typo"}, "Namespace not found: typo"),  # was []
     # a forget by id that was also given a query ignored the query
     (
         "memory_forget",

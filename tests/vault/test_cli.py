@@ -157,6 +157,9 @@ def test_lint_refuses_what_import_refuses_and_passes_what_it_takes(
 
 def test_lint_with_a_missing_schema_file(tmp_path: Path) -> None:
     assert "Schema file not found" in fails("lint", "--schema", str(tmp_path / "none.yaml"))
+    (tmp_path / "loop.yaml").symlink_to(tmp_path / "loop.yaml")  # said "not found"
+    assert "symbolic links" in fails("lint", "--schema", str(tmp_path / "loop.yaml"))
+    assert "Not a regular file" in fails("lint", "--schema", str(tmp_path))
 
 
 def test_lint_refuses_a_schema_whose_rules_cannot_be_checked(tmp_path: Path) -> None:
