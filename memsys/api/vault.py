@@ -24,7 +24,7 @@ from pydantic import Field
 from memsys import envelope, migrator
 from memsys.api.operations import strict
 from memsys.db import session_scope
-from memsys.errors import InvalidInput, MemsysError, NotFound
+from memsys.errors import InvalidInput, NotFound
 from memsys.schemas.common import Input, NamespaceFilter, Output
 from memsys.schemas.vault import ImportOut
 from memsys.services import namespaces
@@ -129,15 +129,8 @@ async def import_(
 
 
 def _import(spool: Path, dry_run: bool, partial: bool, restore: bool) -> ImportOut:
-    try:
-        with session_scope() as session:
-            result = service.import_from(session, spool, dry_run, partial, restore)
-    except MemsysError as exc:  # name the body, not the server's temporary file
-        raise type(exc)(exc.message.replace(str(spool), "body")) from None
-    for p in result.problems:  # the client never saw the temporary file's name
-        p.source = p.source.replace(str(spool), "body", 1)
-        p.message = p.message.replace(str(spool), "body")  # "also at …/body.json:2"
-    return result
+    with session_scope() as session:  # the client never saw the temporary file's name
+        return service.import_spooled(session, spool, "body", dry_run, partial, restore)
 
 
 REVISION = r"^(head|[0-9a-f]{12})$"

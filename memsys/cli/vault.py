@@ -127,8 +127,10 @@ def import_command(
     nothing written unless --partial; edited memories become new versions."""
     from memsys.vault import service
 
-    with _readable(path) as where:
-        result = in_session(lambda s: service.import_from(s, where, dry_run, partial, restore))
+    with _readable(path) as where:  # stdin's problems name `-`, not the temporary file
+        result = in_session(
+            lambda s: service.import_spooled(s, where, path, dry_run, partial, restore)
+        )
     emit(result, as_json, _imported)
     if result.problem_count and not partial:
         raise refuse(

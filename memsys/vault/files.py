@@ -142,6 +142,11 @@ def _file_version(path: Path) -> tuple[Form, str, str, int]:
         head = _loads(first)
         if isinstance(head, dict) and head.get("kind") == "header":
             return "jsonl", str(head.get("schema_version", "")), str(path), 1
+        if isinstance(head, dict) and "kind" in head:  # a record first: lines, no header
+            raise InvalidInput(
+                f"{path}:1: JSON lines without their header: the first line of a memsys "
+                'export is {"kind": "header", "format": "memsys-export", "schema_version": …}'
+            )
     except ValueError:
         pass
     try:

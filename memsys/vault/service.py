@@ -14,7 +14,7 @@ from typing import Any, TextIO
 from sqlalchemy.orm import Session
 
 from memsys import regular_files, tenancy
-from memsys.errors import InvalidInput, Protected
+from memsys.errors import InvalidInput, MemsysError, Protected
 from memsys.schemas.vault import (
     MAX_LISTED,
     DiffIn,
@@ -71,6 +71,21 @@ def _replaceable(where: Path) -> bool:
     except (FileNotFoundError, NotADirectoryError):  # nothing there (writing says more)
         return True
     return not head or _EXPORT_HEADER.match(head) is not None
+
+
+def import_spooled(
+    session: Session, spool: Path, shown: str, dry_run: bool, partial: bool, restore: bool
+) -> ImportOut:
+    """import_from of a snapshot copied into a temporary file (a request body, stdin), each
+    problem and error naming it as the caller knows it (`shown`), not the file's path."""
+    try:
+        result = import_from(session, spool, dry_run, partial, restore)
+    except MemsysError as exc:
+        raise type(exc)(exc.message.replace(str(spool), shown)) from None
+    for p in result.problems:
+        p.source = p.source.replace(str(spool), shown, 1)
+        p.message = p.message.replace(str(spool), shown)  # "also at …/body.json:2"
+    return result
 
 
 def export(session: Session, params: ExportIn) -> ExportOut:

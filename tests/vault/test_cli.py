@@ -316,3 +316,22 @@ def test_an_output_the_system_refuses_is_one_line_or_a_quiet_exit(embedder: obje
     finally:
         os.close(write)
     assert (done.returncode, done.stderr.decode()) == (1, "")
+
+
+def test_problems_of_stdin_name_it_and_lines_without_a_header_say_so(
+    tmp_path: Path, embedder: object
+) -> None:
+    from typer.testing import CliRunner
+
+    from memsys.cli.main import app
+    from tests.vault.test_import_problems import memory_line
+
+    header = '{"kind": "header", "format": "memsys-export", "schema_version": "1.0"}'
+    body = "\n".join([header, memory_line(1), memory_line(1, content="again")]) + "\n"
+    piped = CliRunner().invoke(app, ["import", "-"], input=body)
+    assert piped.exit_code == 2
+    assert "-:3: duplicate id mem_0000000000000001 (also at -:2)" in piped.stdout, piped.stdout
+    assert "memsys-import-" not in piped.stdout + piped.stderr  # the temporary file's name
+    headless = tmp_path / "lines.jsonl"
+    headless.write_text("\n".join([memory_line(1), memory_line(2)]) + "\n")  # said "Extra data"
+    assert "JSON lines without their header" in fails("import", str(headless))
