@@ -115,7 +115,10 @@ def get_settings() -> Settings:
 
 def unknown_variables() -> list[str]:
     known = {f"MEMSYS_{name.upper()}" for name in Settings.model_fields} | set(_READ_ELSEWHERE)
-    return sorted(n for n in os.environ if n.upper().startswith("MEMSYS_") and n not in known)
+    # pydantic-settings reads names in any case: memsys_port is MEMSYS_PORT.
+    return sorted(
+        n for n in os.environ if n.upper().startswith("MEMSYS_") and n.upper() not in known
+    )
 
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")

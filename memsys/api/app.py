@@ -94,10 +94,9 @@ def create_app(extra_hosts: list[str] | None = None, background: bool = True) ->
     async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         kind = request.headers.get("content-type", "")
         if _not_json(kind) and any(e.get("loc") == ("body",) for e in exc.errors()):
-            shown = f"Content-Type {kind!r}" if kind else "no Content-Type"
             return JSONResponse(
                 envelope.failure(
-                    f"Send the body as JSON (Content-Type: application/json), not {shown}"
+                    f"Send the body as JSON (Content-Type: application/json), not {kind!r}"
                 ),
                 status_code=415,
             )

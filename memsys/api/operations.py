@@ -160,11 +160,12 @@ def endpoint(op: Operation, rest: Rest) -> Any:
 
 ERROR_REF = "#/components/schemas/ErrorOut"
 ERRORS = {
-    400: "A body that is not UTF-8 (the error says so)",
+    400: "A body, URL path or query string that is not UTF-8 (the error says which)",
     401: "Missing or wrong bearer token (when MEMSYS_API_TOKEN is set)",
     403: "A namespace the bearer token may not write, or a foreign browser Origin",
     404: "Unknown memory, preference, file or namespace",
     421: "A Host header outside the allow-list (DNS rebinding)",
+    415: "A body sent without a JSON Content-Type",
     422: "Invalid input: the error says which field and why",
     500: "Internal error (details only in the server log)",
     503: "The database is unavailable",
@@ -172,7 +173,7 @@ ERRORS = {
 
 
 def common_errors(body: bool) -> dict[int | str, dict[str, Any]]:
-    """The error codes any route may answer, each with the error envelope (400 only where a
+    """The error codes any route may answer, each with the error envelope (415 only where a
     body is read)."""
     return {
         code: {  # a $ref, not a model: JSON even on routes that answer JSON lines
@@ -180,7 +181,7 @@ def common_errors(body: bool) -> dict[int | str, dict[str, Any]]:
             "content": {"application/json": {"schema": {"$ref": ERROR_REF}}},
         }
         for code, text in ERRORS.items()
-        if body or code != 400
+        if body or code != 415
     }
 
 

@@ -38,12 +38,24 @@ def check_alone() -> None:
     """One server per MEMSYS_HOME: a second would take over its announcement (server.json),
     and remove it when it stopped, leaving the CLI blind to the first."""
     running = runtime_info.running_server()
-    if running is not None and running.get("pid") != os.getpid():
+    if running is not None and running.get("pid") != os.getpid() and _answers(running):
         raise InvalidInput(
             f"memsys serve already runs on this MEMSYS_HOME (pid {running['pid']}, "
             f"{running.get('url', 'port ' + str(running.get('port')))}): stop it first, or "
             "give this one another MEMSYS_HOME"
         )
+
+
+def _answers(announced: dict[str, object]) -> bool:
+    """Whether the announced server listens (its pid alone may be another process's now,
+    after a crash left server.json behind)."""
+    host = str(announced.get("host") or "127.0.0.1")
+    host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    try:
+        with socket.create_connection((host, int(str(announced.get("port")))), timeout=1):
+            return True
+    except (OSError, ValueError):
+        return False
 
 
 def check_port(host: str, port: int) -> None:

@@ -64,7 +64,7 @@ VISIBLE_PATTERN = rf"^[^\x00]*[^{INVISIBLE}][^\x00]*$"
 # what a reader sees ("Trojan Source"): never in a name.
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
-NAME_CHARACTERS = r"^[^\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]*$"
+NAME_CHARACTERS = r"^[^\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]*$(?![\s\S])"
 
 
 def visible(text: str) -> bool:
@@ -310,6 +310,13 @@ def _iso(kind: type[date], what: str, form: str) -> Callable[[Any, ValidationInf
 # top level (inside a union pydantic would bury it in anyOf).
 
 CLOCK_SKEW = timedelta(minutes=5)
+
+
+def check_past(value: datetime | None, info: ValidationInfo) -> datetime | None:
+    """check_as_of's rule, the value kept as given (a naive time stays naive: an observation
+    envelope's canonical text, its identity, does not change)."""
+    check_as_of(value, info)
+    return value
 
 
 def check_as_of(value: datetime | None, info: ValidationInfo) -> datetime | None:

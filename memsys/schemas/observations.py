@@ -20,7 +20,7 @@ from pydantic import (
     ValidationError,
 )
 
-from memsys.schemas.common import Timestamp, check_as_of, check_values
+from memsys.schemas.common import Timestamp, check_past, check_values
 
 MAX_HEAD = 2000  # characters of stdout/stderr/excerpt kept in an observation
 ENVELOPE_TYPES = (
@@ -39,7 +39,7 @@ Head = Annotated[str, Field(max_length=MAX_HEAD)]
 # time (pydantic's lax mode would take them, and true and 1 would give the same key).
 ExitCode = Annotated[StrictInt, Field(ge=-(2**31), le=2**32 - 1)]
 Number = StrictInt | StrictFloat
-When = Annotated[Timestamp, AfterValidator(check_as_of)]  # ISO 8601 text, not in the future
+When = Annotated[Timestamp, AfterValidator(check_past)]  # ISO 8601 text, not in the future
 
 
 class _Envelope(BaseModel):

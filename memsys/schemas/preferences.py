@@ -13,6 +13,7 @@ from memsys.schemas.common import (
     BIDI_CONTROLS,
     CONTROL,
     INVISIBLE,
+    SPACE,
     Input,
     Lifecycle,
     LifecycleFilter,
@@ -29,24 +30,41 @@ from memsys.schemas.common import (
 MAX_KEY_CHARS = 64
 # A key is a name: a control character in one (a tab, \x1f) would be stripped or invisible, and
 # two different requests would name the same preference.
-_NAME = r"\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"  # controls, bidi controls
+# A new key also shows a character and holds no bidi control (which reorders what a reader
+# sees); a key is read, deleted or listed by the older rule, so that one stored before the
+# newer rule stays reachable.
+_CONTROLS = r"\x00-\x1f\x7f-\x9f"
+_NAME = _CONTROLS + r"\u202a-\u202e\u2066-\u2069"  # controls, bidi controls
+_END = r"$(?![\s\S])"  # `$` alone matches before a final newline in Python's re
+READ_KEY_RULE = Rule(
+    minLength=1,
+    maxLength=MAX_KEY_CHARS,
+    pattern=rf"^[^{_CONTROLS}]*[^{_CONTROLS}{SPACE}][^{_CONTROLS}]*{_END}",
+)
 KEY_RULE = Rule(
     minLength=1,
     maxLength=MAX_KEY_CHARS,
-    pattern=rf"^[^{_NAME}]*[^{_NAME}{INVISIBLE}][^{_NAME}]*$",
+    pattern=rf"^[^{_NAME}]*[^{_NAME}{INVISIBLE}][^{_NAME}]*{_END}",
 )
 
 
-def _key(v: str) -> str:
-    if CONTROL.search(v) or BIDI_CONTROLS.search(v):
+def _read_key(v: str) -> str:
+    if CONTROL.search(v):
         raise ValueError(f"Preference key {v!r} contains a control character; use visible text")
     v = v.strip()
     if not v:
         raise ValueError("Preference key cannot be empty")
-    if not visible(v):
-        raise ValueError("Preference key has no visible character (only zero-width ones)")
     if len(v) > MAX_KEY_CHARS:
         raise ValueError(f"Preference key is too long: {len(v)} characters (limit {MAX_KEY_CHARS})")
+    return v
+
+
+def _key(v: str) -> str:
+    v = _read_key(v)
+    if BIDI_CONTROLS.search(v):
+        raise ValueError(f"Preference key {v!r} contains a control character; use visible text")
+    if not visible(v):
+        raise ValueError("Preference key has no visible character (only zero-width ones)")
     return v
 
 
@@ -61,6 +79,9 @@ def _value(v: Any) -> Any:
 
 
 Key = Annotated[str, AfterValidator(_key), KEY_RULE, Field(description="Preference key")]
+ReadKey = Annotated[
+    str, AfterValidator(_read_key), READ_KEY_RULE, Field(description="Preference key")
+]
 PreferenceNamespace = Annotated[NamespaceName, Field(description="Namespace")]
 # A past time, as every as_of (the future is refused, not guessed at).
 AsOf = Annotated[
@@ -71,7 +92,7 @@ AsOf = Annotated[
 
 
 class PreferenceKeyIn(Input):
-    key: Key
+    key: ReadKey
     namespace: PreferenceNamespace = "global"
 
 

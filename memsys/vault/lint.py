@@ -189,7 +189,8 @@ class Linter:
             self._memory(rec)
         elif kind in SECTIONS:
             self._fields(rec, (self.schema.get(SECTIONS[kind]) or {}).get("schema", {}))
-        self._as_import(rec, {f.message.split(":")[0] for f in self.report.findings[before:]})
+        errors = [f for f in self.report.findings[before:] if f.severity == "error"]
+        self._as_import(rec, {f.message.split(":")[0] for f in errors})
         self.report.checked[str(kind)] = self.report.checked.get(str(kind), 0) + 1
 
     def _as_import(self, rec: Located | Record, flagged: set[str]) -> None:

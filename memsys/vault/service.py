@@ -54,13 +54,15 @@ def form_of(path: Path, given: SnapshotForm | None) -> SnapshotForm:
         return "json"
     if path.suffix and not path.is_dir():
         raise InvalidInput(
-            f"{path.name}: name a .json or .jsonl file, or a folder for the vault (or give "
-            "the format: json, jsonl or vault)"
+            f"{path.name}: name a .json or .jsonl file, or a folder for the vault (a folder "
+            "with a dot in its name: add --format vault, REST and MCP format=vault)"
         )
     return "vault"
 
 
-_EXPORT_HEADER = re.compile(rb'^\{("kind":\s*"header",\s*)?"format":\s*"memsys-export"')
+_EXPORT_HEADER = re.compile(  # as written, or reformatted (spaces, a BOM) as import reads it
+    rb'^(\xef\xbb\xbf)?\s*\{\s*("kind"\s*:\s*"header"\s*,\s*)?"format"\s*:\s*"memsys-export"'
+)
 
 
 def _replaceable(where: Path) -> bool:

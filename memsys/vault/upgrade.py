@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from memsys.errors import InvalidInput
-from memsys.vault.records import SCHEMA_VERSION, Record
+from memsys.vault.records import KEYS, SCHEMA_VERSION, Record
 
 Step = Callable[[Record], Record]
 
@@ -32,8 +32,13 @@ RENAMES_0_9 = {
 
 
 def _from_0_9(record: Record) -> Record:
-    renames = RENAMES_0_9.get(record.get("kind", "memory"), {})
-    return {renames.get(k, k): v for k, v in record.items()}
+    """Renamed to 1.0's fields; what a `memsys list` item carried besides (access_count,
+    last_accessed_at, …) has no field in 1.0 and is left behind, as export leaves it out."""
+    kind = record.get("kind", "memory")
+    renames = RENAMES_0_9.get(kind, {})
+    renamed = {renames.get(k, k): v for k, v in record.items()}
+    known = KEYS.get(kind)
+    return renamed if known is None else {k: v for k, v in renamed.items() if k in known}
 
 
 # version → (next version, the step from it)

@@ -163,5 +163,7 @@ def test_a_url_that_is_not_utf8_is_refused_not_guessed_at(client: TestClient) ->
             "error": f"The URL's {'query string' if '?' in url else 'path'} is not UTF-8 text",
         }
     assert client.put("/v1/preferences/caf%C3%A9", json={"value": 1}).status_code == 200
+    # a key stored before keys had to show a character is still read by its name
+    assert client.get("/v1/preferences/%E2%80%8B").status_code == 404
     assert client.get("/v1/preferences/café").json()["value"] == 1
     assert table_counts()["preference"] == before["preference"] + 1

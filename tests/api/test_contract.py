@@ -132,7 +132,7 @@ def test_a_body_that_is_not_json_says_why_and_where(client: TestClient) -> None:
     as_text = client.post("/v1/memories", content=b'{"content": "x"}', headers=PLAIN)
     assert as_text.status_code == 415
     assert as_text.json()["error"] == (
-        "Send the body as JSON (Content-Type: application/json), not Content-Type 'text/plain'"
+        "Send the body as JSON (Content-Type: application/json), not 'text/plain'"
     )
     broken = client.post("/v1/memories", content=b'{"content": x}', headers=JSON_TYPE)
     assert broken.status_code == 422

@@ -216,19 +216,33 @@ def test_a_second_server_on_one_home_and_a_port_out_of_range_are_refused(
     """A second `memsys serve` on a home took over server.json and removed it when it
     stopped: the CLI lost the first. Port -1 or 10**30 was a traceback, port 0 announced
     port 0."""
-    (tmp_path / "server.json").write_text(
-        json.dumps({"pid": os.getpid(), "port": 8799, "url": "http://127.0.0.1:8799"})
-    )
-    second = subprocess.run(
-        [*_memsys(), "serve", "--port", "8798"],
-        env=_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert second.returncode == 2, second.stderr
-    assert second.stderr.startswith("error: memsys serve already runs on this MEMSYS_HOME")
-    assert json.loads((tmp_path / "server.json").read_text())["pid"] == os.getpid()
+    with socket.socket() as first:  # the first server: alive and listening
+        first.bind(("127.0.0.1", 0))
+        first.listen()
+        port = first.getsockname()[1]
+        announced = {"pid": os.getpid(), "port": port, "url": f"http://127.0.0.1:{port}"}
+        (tmp_path / "server.json").write_text(json.dumps(announced))
+        second = subprocess.run(
+            [*_memsys(), "serve", "--port", str(_free_port())],
+            env=_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert second.returncode == 2, second.stderr
+        assert second.stderr.startswith("error: memsys serve already runs on this MEMSYS_HOME")
+        assert json.loads((tmp_path / "server.json").read_text())["pid"] == os.getpid()
+        # A server.json a crash left behind, its pid another process's now: not a server.
+        # (Refused here only for the port, which the socket above holds.)
+        (tmp_path / "server.json").write_text(json.dumps({**announced, "port": _free_port()}))
+        stale = subprocess.run(
+            [*_memsys(), "serve", "--port", str(port)],
+            env=_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert stale.stderr.startswith(f"error: Cannot listen on 127.0.0.1:{port}"), stale.stderr
     for port in ("-1", "0", str(10**30)):
         bad = subprocess.run(
             [*_memsys(), "serve", "--port", port],

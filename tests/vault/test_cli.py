@@ -150,6 +150,11 @@ def test_lint_refuses_what_import_refuses_and_passes_what_it_takes(
     }, errors
     refused = run("import", str(snap))
     assert refused.exit_code == 2
+    # The schema's edge types only warn; import refuses a relation it does not know.
+    edge = {"kind": "edge", "from_id": "mem_0000000000000001", "to_id": "mem_0000000000000004"}
+    edge |= {"type": "zzz", "strength": 1.0, "created": "2026-01-01T00:00:00+00:00"}
+    snap.write_text("\n".join([header, lines[1], lines[5], json.dumps(edge)]) + "\n")
+    assert run("lint", str(snap)).exit_code == 1
     snap.write_text("\n".join([header, lines[1], lines[5]]) + "\n")
     assert run("lint", str(snap)).exit_code == 0  # 25,000 characters: import takes them
     assert run("import", str(snap)).exit_code == 0

@@ -119,6 +119,11 @@ def test_an_export_replaces_an_earlier_export_never_another_file(
         first = client.post("/v1/export/file", json={"path": str(tmp_path / name)})
         again = client.post("/v1/export/file", json={"path": str(tmp_path / name)})
         assert first.status_code == again.status_code == 200, again.text
+    pretty = tmp_path / "pretty.json"  # an earlier export, reformatted: still one
+    pretty.write_text(
+        "\ufeff" + json.dumps(json.loads((tmp_path / "snap.json").read_text()), indent=2)
+    )
+    assert client.post("/v1/export/file", json={"path": str(pretty)}).status_code == 200
 
 
 def test_mcp_import_is_a_dry_run_unless_told(tmp_path: Path, embedder: Any) -> None:

@@ -152,6 +152,8 @@ def test_older_schema_version_is_upgraded_on_read(tmp_path: Path, embedder: obje
             "content": "The API listens on port 8700",
             "importance": 0.5,
             "created_at": "2026-01-01T00:00:00+00:00",
+            "access_count": 3,  # a `memsys list` item's field, which 1.0 has not
+            "last_accessed_at": "2026-01-02T00:00:00+00:00",
         },
     ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
