@@ -78,13 +78,19 @@ def _request(op: Operation, data: dict[str, Any], base: str) -> urllib.request.R
         pairs = {k: json.dumps(v) if isinstance(v, bool) else v for k, v in query.items()}
         url += "?" + urllib.parse.urlencode(pairs, doseq=True)
     body = json.dumps(data).encode() if rest.method in ("POST", "PUT") else None
-    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    return urllib.request.Request(
+        url, data=body, headers=_headers("application/json"), method=rest.method
+    )
+
+
+def _headers(content_type: str) -> dict[str, str]:
     from memsys.config import get_settings
 
+    headers = {"Content-Type": content_type, "Accept": "application/json"}
     token = get_settings().api_token
     if token:
         headers["Authorization"] = f"Bearer {token}"
-    return urllib.request.Request(url, data=body, headers=headers, method=rest.method)
+    return headers
 
 
 def _path_params(path: str) -> list[str]:
@@ -107,12 +113,7 @@ def post_file(path: str, body: bytes, query: dict[str, str]) -> Any | None:
     if base is None:
         return None
     url = f"{base}/v1{path}" + (f"?{urllib.parse.urlencode(query)}" if query else "")
-    headers = {"Content-Type": "application/octet-stream", "Accept": "application/json"}
-    from memsys.config import get_settings
-
-    token = get_settings().api_token
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
+    headers = _headers("application/octet-stream")
     return _send(urllib.request.Request(url, data=body, headers=headers, method="POST"))
 
 

@@ -62,9 +62,12 @@ _SHOWN = re.compile(f"[^{INVISIBLE}]")
 VISIBLE_PATTERN = rf"^[^\x00]*[^{INVISIBLE}][^\x00]*$"
 # C0 and C1 control characters (a tab, \x1f), and the bidirectional controls that reorder
 # what a reader sees ("Trojan Source"): never in a name.
-CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
-NAME_CHARACTERS = r"^[^\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]*$(?![\s\S])"
+CONTROL_CHARS = r"\x00-\x1f\x7f-\x9f"
+BIDI_CHARS = r"\u202a-\u202e\u2066-\u2069"
+CONTROL = re.compile(f"[{CONTROL_CHARS}]")
+NAME_BREAKERS = re.compile(f"[{CONTROL_CHARS}{BIDI_CHARS}]")
+PATTERN_END = r"$(?![\s\S])"  # `$` alone matches before a final newline in Python's re
+NAME_CHARACTERS = rf"^[^{CONTROL_CHARS}{BIDI_CHARS}]*{PATTERN_END}"
 
 
 def visible(text: str) -> bool:

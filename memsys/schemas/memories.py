@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_validator
@@ -11,8 +11,7 @@ from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_v
 from memsys import ids
 from memsys.config import get_settings
 from memsys.schemas.common import (
-    BIDI_CONTROLS,
-    CONTROL,
+    NAME_BREAKERS,
     NAME_CHARACTERS,
     NOT_BLANK,
     VISIBLE_TEXT,
@@ -62,7 +61,7 @@ def content_text(v: str) -> str:
 def tag_list(v: list[str]) -> list[str]:
     """Tags trimmed, deduplicated and sorted; a blank one is dropped, one with a control
     character refused (a tag is a name: a newline or tab in one would not show)."""
-    if any(CONTROL.search(t) or BIDI_CONTROLS.search(t) for t in v):
+    if any(NAME_BREAKERS.search(t) for t in v):
         raise ValueError("A tag cannot hold a control character (a newline, a tab, …)")
     cleaned = sorted({t.strip() for t in v if visible(t)})
     if any(len(t) > 64 for t in cleaned):
@@ -80,10 +79,6 @@ def metadata_map(v: dict[str, Any]) -> dict[str, Any]:
             "Keep large text in content or index it as a document."
         )
     return v
-
-
-def _utc(v: datetime) -> datetime:
-    return v if v.tzinfo else v.replace(tzinfo=UTC)
 
 
 class MemoryStoreIn(Input):
@@ -113,7 +108,7 @@ class MemoryStoreIn(Input):
         Field(description="personal | project | session (default by memory type)"),
     ] = None
     reference_time: Annotated[
-        Annotated[Timestamp, AfterValidator(_utc), AfterValidator(check_as_of)] | None,
+        Annotated[Timestamp, AfterValidator(check_as_of)] | None,  # naive: UTC
         Field(
             description="ISO 8601 time when the remembered thing happened, not in the future "
             "(default: now); "

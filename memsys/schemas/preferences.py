@@ -10,9 +10,12 @@ from pydantic import AfterValidator, Field
 
 from memsys.config import get_settings
 from memsys.schemas.common import (
-    BIDI_CONTROLS,
+    BIDI_CHARS,
     CONTROL,
+    CONTROL_CHARS,
     INVISIBLE,
+    NAME_BREAKERS,
+    PATTERN_END,
     SPACE,
     Input,
     Lifecycle,
@@ -33,18 +36,16 @@ MAX_KEY_CHARS = 64
 # A new key also shows a character and holds no bidi control (which reorders what a reader
 # sees); a key is read, deleted or listed by the older rule, so that one stored before the
 # newer rule stays reachable.
-_CONTROLS = r"\x00-\x1f\x7f-\x9f"
-_NAME = _CONTROLS + r"\u202a-\u202e\u2066-\u2069"  # controls, bidi controls
-_END = r"$(?![\s\S])"  # `$` alone matches before a final newline in Python's re
+_NAME = CONTROL_CHARS + BIDI_CHARS
 READ_KEY_RULE = Rule(
     minLength=1,
     maxLength=MAX_KEY_CHARS,
-    pattern=rf"^[^{_CONTROLS}]*[^{_CONTROLS}{SPACE}][^{_CONTROLS}]*{_END}",
+    pattern=rf"^[^{CONTROL_CHARS}]*[^{CONTROL_CHARS}{SPACE}][^{CONTROL_CHARS}]*{PATTERN_END}",
 )
 KEY_RULE = Rule(
     minLength=1,
     maxLength=MAX_KEY_CHARS,
-    pattern=rf"^[^{_NAME}]*[^{_NAME}{INVISIBLE}][^{_NAME}]*{_END}",
+    pattern=rf"^[^{_NAME}]*[^{_NAME}{INVISIBLE}][^{_NAME}]*{PATTERN_END}",
 )
 
 
@@ -61,7 +62,7 @@ def _read_key(v: str) -> str:
 
 def _key(v: str) -> str:
     v = _read_key(v)
-    if BIDI_CONTROLS.search(v):
+    if NAME_BREAKERS.search(v):  # a bidi control (_read_key refused the others)
         raise ValueError(f"Preference key {v!r} contains a control character; use visible text")
     if not visible(v):
         raise ValueError("Preference key has no visible character (only zero-width ones)")
