@@ -142,26 +142,37 @@ def _scoped(secret: str) -> tenancy.Scope | None:
 
 def known_query_only(request: Request) -> None:
     """Refuse a query parameter the route does not take (422) instead of ignoring it: a
-    mistyped `dryrun=true` must not become an import that writes."""
+    mistyped `dryrun=true` must not become an import that writes. A parameter that takes one
+    value and is given twice (`?limit=5&limit=500`) is refused too: one of the two would be
+    dropped without a word."""
     route = request.scope.get("route")
     if route is None or not request.query_params:
         return
-    unknown = sorted(set(request.query_params) - _query_names(route))
-    if unknown:
-        from fastapi import HTTPException
+    from fastapi import HTTPException
 
-        taken = ", ".join(sorted(_query_names(route))) or "none"
+    names, lists = _query_names(route)
+    unknown = sorted(set(request.query_params) - names)
+    if unknown:
+        taken = ", ".join(sorted(names)) or "none"
         raise HTTPException(
             422, f"Unknown query parameter(s): {', '.join(unknown)} (this route takes: {taken})"
         )
+    given = [key for key, _ in request.query_params.multi_items()]
+    repeated = sorted({key for key in given if key not in lists and given.count(key) > 1})
+    if repeated:
+        raise HTTPException(
+            422,
+            f"Query parameter(s) given more than once: {', '.join(repeated)} (each takes "
+            "one value)",
+        )
 
 
-def _query_names(route: Any) -> frozenset[str]:
-    """The query parameters a route declares, with the fields of a query model (kept on the
-    route once worked out)."""
-    known: frozenset[str] | None = getattr(route, "memsys_query_names", None)
+def _query_names(route: Any) -> tuple[frozenset[str], frozenset[str]]:
+    """The query parameters a route declares, with the fields of a query model, and those of
+    them that take a list (kept on the route once worked out)."""
+    known: tuple[frozenset[str], frozenset[str]] | None = getattr(route, "memsys_query_names", None)
     if known is None:
-        names: set[str] = set()
+        names: dict[str, Any] = {}
         pending = [route.dependant]
         while pending:
             dependant = pending.pop()
@@ -169,12 +180,21 @@ def _query_names(route: Any) -> frozenset[str]:
             for param in dependant.query_params:
                 model = _model(param.field_info.annotation)
                 if model is None:
-                    names.add(param.alias)
+                    names[param.alias] = param.field_info.annotation
                 else:
-                    names |= {f.alias or n for n, f in model.model_fields.items()}
-        known = frozenset(names)
+                    names |= {f.alias or n: f.annotation for n, f in model.model_fields.items()}
+        lists = {name for name, kind in names.items() if _takes_list(kind)}
+        known = (frozenset(names), frozenset(lists))
         route.memsys_query_names = known
     return known
+
+
+def _takes_list(annotation: Any) -> bool:
+    """Whether a parameter's type is a list or a set (also when optional)."""
+    for kind in (annotation, *typing.get_args(annotation)):
+        if kind in (list, set, tuple) or typing.get_origin(kind) in (list, set, tuple):
+            return True
+    return False
 
 
 def _model(annotation: Any) -> type[BaseModel] | None:

@@ -167,3 +167,17 @@ def test_a_url_that_is_not_utf8_is_refused_not_guessed_at(client: TestClient) ->
     assert client.get("/v1/preferences/%E2%80%8B").status_code == 404
     assert client.get("/v1/preferences/café").json()["value"] == 1
     assert table_counts()["preference"] == before["preference"] + 1
+
+
+def test_a_query_parameter_given_twice_is_refused_not_half_dropped(client: TestClient) -> None:
+    """`?limit=1&limit=500` took the last value without a word (one of the two was dropped)."""
+    for url in ("/v1/memories?limit=1&limit=500", "/v1/memories?namespace=a&namespace=b"):
+        answer = client.get(url)
+        assert answer.status_code == 422, answer.text
+        assert "given more than once" in answer.json()["error"], answer.text
+    assert client.get("/v1/memories?limit=1&offset=0").status_code == 200
+    # a DELETE reads its query string the same way: nothing is removed
+    before = table_counts()
+    answer = client.delete("/v1/preferences/k?namespace=a&namespace=b")
+    assert answer.status_code == 422 and "given more than once" in answer.text
+    assert table_counts() == before
