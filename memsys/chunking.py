@@ -58,34 +58,47 @@ def pieces_from_bytes(data: bytes, kind: str, max_tokens: int) -> list[Piece]:
 
 
 def split_to_budget(text: str, max_tokens: int) -> list[str]:
-    """Group paragraphs into pieces of at most max_tokens; split longer ones by line, then word."""
+    """Group paragraphs into pieces of at most max_tokens; split longer ones by line, then
+    word. Each piece is the text as it stands in the file (a paragraph split by its lines
+    keeps single line breaks), and a text that needs several pieces is cut into pieces of
+    about equal size, so that no piece is a stray closing bracket or last line."""
+    units = _units(text, max_tokens)
+    costs = [count_tokens(unit) for _, unit in units]
+    total = sum(costs)
+    # Fill each piece up to an even share of the whole (never past the budget): greedy
+    # filling to the budget left the remainder, often a line or two, as a piece of its own.
+    share = max_tokens if total <= max_tokens else -(-total // -(-total // max_tokens))
     pieces: list[str] = []
-    current: list[str] = []
+    current = ""
     used = 0
-    for para in _units(text, max_tokens):
-        cost = count_tokens(para)
-        if current and used + cost > max_tokens:
-            pieces.append("\n\n".join(current))
-            current, used = [], 0
-        current.append(para)
+    for (joiner, unit), cost in zip(units, costs, strict=True):
+        if current and (used + cost > max_tokens or used >= share):
+            pieces.append(current)
+            current, used = "", 0
+        current = f"{current}{joiner}{unit}" if current else unit
         used += cost
     if current:
-        pieces.append("\n\n".join(current))
+        pieces.append(current)
     return [p for p in pieces if p.strip()]
 
 
-def _units(text: str, max_tokens: int) -> list[str]:
-    """Paragraphs, each cut to fit max_tokens."""
-    units: list[str] = []
+def _units(text: str, max_tokens: int) -> list[tuple[str, str]]:
+    """(joiner, unit): paragraphs, each cut to fit max_tokens, with what joins a unit to the
+    one before it in the text — a blank line between paragraphs, a line break between the
+    lines of one paragraph, nothing between the parts of one line."""
+    units: list[tuple[str, str]] = []
     for para in re.split(r"\n\s*\n", text):
         para = para.strip("\n")
         if not para.strip():
             continue
         if count_tokens(para) <= max_tokens:
-            units.append(para)
+            units.append(("\n\n", para))
             continue
+        joiner = "\n\n"
         for line in para.splitlines():
-            units += _cut(line, max_tokens)
+            for i, part in enumerate(_cut(line, max_tokens)):
+                units.append((joiner if i == 0 else "", part))
+            joiner = "\n"
     return units
 
 

@@ -62,3 +62,26 @@ def test_a_long_line_without_breaks_is_cut_between_words_within_the_budget() -> 
     assert len(texts) > 100
     assert all(count_tokens(t) <= 64 for t in texts)
     assert " ".join(t.strip() for t in texts).split() == words  # nothing lost, no word cut
+
+
+def test_a_long_block_split_by_lines_keeps_the_files_line_breaks() -> None:
+    """A paragraph over the window was split by line and its lines joined with blank lines:
+    a search hit showed SQL or code double-spaced, not as the file has it."""
+    rows = [f"    SELECT count(*) AS c{i} FROM chunk WHERE valid_to IS NULL" for i in range(60)]
+    source = "def report():\n    return '''\n" + "\n".join(rows) + "\n    '''\n"
+    pieces = pieces_from_bytes(source.encode(), "python", 256)
+    assert len(pieces) >= 2
+    for piece in pieces:
+        assert "\n\n" not in piece.content, piece.content[:200]
+        assert piece.content in source  # each piece is a stretch of the file, unchanged
+        assert count_tokens(piece.content) <= 256
+
+
+def test_a_text_over_the_window_is_cut_into_even_pieces_not_a_stray_last_line() -> None:
+    """Filling each piece to the budget left the last line or two (a `)`, `return x`) as a
+    chunk of its own, which matched nothing and crowded search results."""
+    lines = [f"    total += weight_{i} * score_{i}  # step {i}" for i in range(40)]
+    source = "def fold():\n" + "\n".join(lines) + "\n    return total\n"
+    sizes = [count_tokens(p.content) for p in pieces_from_bytes(source.encode(), "python", 256)]
+    assert len(sizes) >= 2 and max(sizes) <= 256
+    assert min(sizes) >= sum(sizes) / len(sizes) / 2, sizes
