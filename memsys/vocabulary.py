@@ -7,6 +7,8 @@ without loading SQLAlchemy.
 from __future__ import annotations
 
 LIFECYCLES = ("personal", "project", "session")
+# A memory's lifecycle when none is given (memory_store, import): by its type, else project.
+DEFAULT_LIFECYCLE = {"preference": "personal", "session": "session"}
 DOC_TYPES = ("memory", "document")
 # S001 memory types, S003 memory types, and S001's golden_rule.
 MEMORY_TYPES = (

@@ -44,7 +44,9 @@ LIST_ORDER_FIELDS = ("created_at", "updated_at", "importance", "confidence", "ac
 
 
 def content_text(v: str) -> str:
-    v = v.strip()
+    """Content as stored: trimmed, its line breaks as \\n (text pasted from Windows holds \\r\\n,
+    which a file read back turns into \\n: the same memory must not come back as an edit)."""
+    v = v.replace("\r\n", "\n").replace("\r", "\n").strip()
     if not v:
         raise ValueError("Content cannot be empty")
     if not visible(v):

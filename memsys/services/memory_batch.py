@@ -30,10 +30,9 @@ from memsys.models import Chunk
 from memsys.schemas import MemoryStoreIn, MemoryStoreOut
 from memsys.services import mentions, namespaces
 from memsys.tokens import count_tokens_batch
-from memsys.vocabulary import GOLDEN_RULE
+from memsys.vocabulary import DEFAULT_LIFECYCLE, GOLDEN_RULE
 
 INITIAL_CONFIDENCE = 0.3  # S001: a new memory is unproven; TRY/LEARN moves it
-DEFAULT_LIFECYCLE = {"preference": "personal", "session": "session"}
 
 
 def content_hash(content: str) -> str:

@@ -170,6 +170,8 @@ class Linter:
         self.now = now or datetime.now(UTC)
         self.report = Report(schema_version=str(schema.get("version")))
         self._seen: dict[tuple[str, ...], str] = {}  # a record's identity: where it was first
+        self._edges: set[str] = set()
+        self._edge_files: dict[str, str] = {}  # edge id: the file that wrote it first
 
     def _add(
         self, rec: Located | Record, key: str | None, severity: str, message: str, fix: Any = None
@@ -184,25 +186,49 @@ class Linter:
 
     def record(self, rec: Located | Record) -> None:
         kind = rec.get("kind")
+        normal = dict(rec)  # as import reads it: check() fills defaults in place
+        found = records.check(normal)
+        # What the user wrote, and what import fills in where they wrote nothing (a field
+        # import defaults is not missing: lint passes what import takes).
+        values = {**normal, **rec}
         before = len(self.report.findings)
         if kind == "memory":
-            self._memory(rec)
+            self._memory(rec, values)
         elif kind in SECTIONS:
-            self._fields(rec, (self.schema.get(SECTIONS[kind]) or {}).get("schema", {}))
+            self._fields(rec, values, (self.schema.get(SECTIONS[kind]) or {}).get("schema", {}))
         errors = [f for f in self.report.findings[before:] if f.severity == "error"]
-        self._as_import(rec, {f.message.split(":")[0] for f in errors})
+        edge = self._as_import(rec, normal, found, {f.message.split(":")[0] for f in errors})
+        if edge is not None:  # one edge, however many files name it (its file, two relations)
+            if edge in self._edges:
+                return
+            self._edges.add(edge)
         self.report.checked[str(kind)] = self.report.checked.get(str(kind), 0) + 1
 
-    def _as_import(self, rec: Located | Record, flagged: set[str]) -> None:
+    def _as_import(
+        self,
+        rec: Located | Record,
+        checked: Record,
+        found: list[tuple[str, str]],
+        flagged: set[str],
+    ) -> str | None:
         """What import would refuse that the schema lets through (a NUL, an unknown field, a
-        duplicate id): lint passes what import takes, and nothing it refuses."""
-        checked = dict(rec)  # check() sets fields in place; fixes need the original's
-        found = records.check(checked)
+        duplicate id; `found` by records.check, which made `checked`): lint passes what
+        import takes, and nothing it refuses. The id of an edge that passes (an edge named
+        twice is the same edge), else None."""
         for key, message in found:
             if key not in flagged:
                 self._add(rec, key, "error", message)
-        if found or checked.get("kind") == "edge":  # an edge's duplicate is the same edge
-            return
+        if found:
+            return None
+        if checked.get("kind") == "edge":
+            if not rec.get("from_relation"):  # two edge files of one edge: import refuses it
+                here = f"{getattr(rec, 'source', None) or 'edge'}"
+                first = self._edge_files.setdefault(str(checked["id"]), here)
+                if first is not here:
+                    self._add(
+                        rec, "id", "error", f"duplicate edge {checked['id']} (also at {first})"
+                    )
+            return str(checked["id"])
         name = records.identity(checked)
         source = getattr(rec, "source", None) or " ".join(name)
         where = f"{source}:{rec.at('id') if isinstance(rec, Located) else ''}".rstrip(":")
@@ -216,42 +242,43 @@ class Linter:
             )
         else:
             self._seen[name] = where
+        return None
 
-    def _memory(self, rec: Located | Record) -> None:
-        spec = self.schema["memory_types"].get(rec.get("type"))
+    def _memory(self, rec: Located | Record, values: Record) -> None:
+        spec = self.schema["memory_types"].get(values.get("type"))
         if spec is None:
-            self._add(rec, "type", "error", f"type: unknown memory type {rec.get('type')!r}")
+            self._add(rec, "type", "error", f"type: unknown memory type {values.get('type')!r}")
             return
         rules = dict(spec["schema"])
         if "lifecycle" in rules and spec.get("lifecycle"):
             rules["lifecycle"] = {**rules["lifecycle"], "default": spec["lifecycle"]}
-        if "updated" in rules and rec.get("created") is not None:
-            rules["updated"] = {**rules["updated"], "default": rec.get("created")}
-        self._fields(rec, rules)
+        if "updated" in rules and _is_time(values.get("created")):  # as text: --fix writes it
+            rules["updated"] = {**rules["updated"], "default": timestamp(values.get("created"))}
+        self._fields(rec, values, rules)
         days = spec.get("retention_days")
-        updated = rec.get("updated") or rec.get("created")
-        if days is not None and not rec.get("pinned") and _is_time(updated):
+        updated = values.get("updated") or values.get("created")
+        if days is not None and not values.get("pinned") and _is_time(updated):
             age = self.now - datetime.fromisoformat(timestamp(updated))
             if age > timedelta(days=days):
                 self._add(
                     rec,
                     "updated",
                     "warning",
-                    f"past retention: updated {age.days} days ago, {rec.get('type')} "
+                    f"past retention: updated {age.days} days ago, {values.get('type')} "
                     f"keeps {days} days (pin it, update it, or forget it)",
                 )
 
-    def _fields(self, rec: Located | Record, rules: dict[str, Any]) -> None:
-        given = rec.get("metadata")
+    def _fields(self, rec: Located | Record, values: Record, rules: dict[str, Any]) -> None:
+        given = values.get("metadata")
         meta: dict[str, Any] = given if isinstance(given, dict) else {}
         for name, rule in rules.items():
             if not isinstance(rule, dict):
                 continue
-            value = rec.get(name) if name in rec else meta.get(name)
-            if name == "type" and rec.get("kind") == "edge" and isinstance(value, str):
+            value = values.get(name) if name in values else meta.get(name)
+            if name == "type" and values.get("kind") == "edge" and isinstance(value, str):
                 value = value.lower()
             for message, fix in check_field(name, value, rule):
-                severity = "warning" if name == "type" and rec.get("kind") == "edge" else "error"
+                severity = "warning" if name == "type" and values.get("kind") == "edge" else "error"
                 self._add(rec, name, severity, message, fix)
 
 

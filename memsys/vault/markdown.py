@@ -49,7 +49,23 @@ _NON_PRINTABLE = re.compile(
 
 
 class _Loader(yaml.CSafeLoader):  # type: ignore[misc]
-    """The safe loader, also reading JSON's exponent floats (1e+20) as numbers."""
+    """The safe loader, also reading JSON's exponent floats (1e+20) as numbers, and refusing
+    a field given twice (YAML keeps the last one: an edit above it would be lost)."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                twice = key in seen
+                seen.add(key)
+            except TypeError:  # a key YAML cannot hash: its own error follows
+                continue
+            if twice:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the field {key!r} is given twice", key_node.start_mark
+                )
+        return super().construct_mapping(node, deep)
 
 
 _Loader.add_implicit_resolver(
@@ -256,13 +272,25 @@ def located(record: Record, source: str, lines: dict[str, int]) -> Located:
 
 MEMORY_FIELDS: tuple[str, ...] = ("id", "type", "namespace", "tags", "importance", "confidence")
 MEMORY_FIELDS += ("lifecycle", "stage", "pinned", "metadata", "created", "updated")
+# Written for people and derived again on every export (the title from the content or
+# metadata.title, an edge's titles and its id from its ends): read, not stored.
+DERIVED_FIELDS = {"memory": ("title", "relations"), "edge": ("id", "from_title", "to_title")}
+EDGE_FIELDS = ("type", "namespace", "from_id", "to_id", "strength", "created", "updated")
+RELATION_FIELDS = ("target", "type", "direction", "strength", "context", "edge_id")
+
+
+def _unknown(data: dict[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
+    """Fields a file holds that memsys does not read: kept in the record, so that the
+    record's check refuses each by name (a misspelt `tag:` would lose the tags)."""
+    return {str(k): v for k, v in data.items() if k not in known}
 
 
 def parse_memory(text: str, source: str, pinned_dir: bool) -> list[Located]:
-    """A memory file's memory record, and an edge record per outgoing relation."""
+    """A memory file's memory record, and an edge record per relation."""
     data, lines, body = split(text)
     rec: dict[str, Any] = {"kind": "memory", "content": body}
     rec.update({k: data[k] for k in MEMORY_FIELDS if k in data})
+    rec.update(_unknown(data, MEMORY_FIELDS + DERIVED_FIELDS["memory"]))
     rec.setdefault("pinned", pinned_dir)
     if "id" in rec and not isinstance(rec["id"], str):
         rec["id"] = str(rec["id"])
@@ -275,19 +303,26 @@ def parse_memory(text: str, source: str, pinned_dir: bool) -> list[Located]:
         if not isinstance(rel, dict):
             found.append(located({"kind": "edge", "type": None}, source, where))
             continue
-        if str(rel.get("direction", "outgoing")).lower() != "outgoing":
-            continue  # the other memory's file (or the edge file) carries it
+        # An incoming relation is the other memory's outgoing one: the same edge (one id),
+        # kept once however many files name it.
+        incoming = str(rel.get("direction", "outgoing")).lower() == "incoming"
+        ends = (
+            (rel.get("target"), rec.get("id")) if incoming else (rec.get("id"), rel.get("target"))
+        )
         edge = {
             "kind": "edge",
             "namespace": rec.get("namespace", "global"),
             "type": rel.get("type"),
-            "from_id": rec.get("id"),
-            "to_id": rel.get("target"),
+            "from_id": ends[0],
+            "to_id": ends[1],
             "strength": rel.get("strength", 1.0),
             "context": rel.get("context"),
             "created": rec.get("updated", rec.get("created")),
             "from_relation": True,
+            **_unknown(rel, RELATION_FIELDS),
         }
+        if str(rel.get("direction", "outgoing")).lower() not in ("outgoing", "incoming"):
+            edge["direction"] = rel["direction"]  # refused by name: neither way round
         found.append(located(edge, source, where))
     return found
 
@@ -303,5 +338,6 @@ def parse_edge(text: str, source: str) -> Located:
         "strength": data.get("strength", 1.0),
         "context": body.strip() or None,
         "created": data.get("created"),
+        **_unknown(data, EDGE_FIELDS + DERIVED_FIELDS["edge"]),
     }
     return located(rec, source, lines)

@@ -25,7 +25,7 @@ from memsys.schemas import edges as edges_schema
 from memsys.schemas import memories as memories_schema
 from memsys.schemas.common import CLOCK_SKEW, check_values
 from memsys.schemas.preferences import PreferenceSetIn
-from memsys.vocabulary import LIFECYCLES, MEMORY_TYPES
+from memsys.vocabulary import DEFAULT_LIFECYCLE, LIFECYCLES, MEMORY_TYPES
 
 SCHEMA_VERSION = "1.0"
 FORMAT = "memsys-export"
@@ -204,7 +204,7 @@ def check_memory(rec: Record) -> list[tuple[str, str]]:
         found.append(("tags", "tags: expected a list of strings"))
     else:  # what memory_store allows, cleaned as it cleans them
         field("tags", lambda p: _limited(rec, "tags", memories_schema.tag_list, p))
-    rec.setdefault("lifecycle", "project")
+    rec.setdefault("lifecycle", DEFAULT_LIFECYCLE.get(str(rec.get("type")), "project"))
     if rec["lifecycle"] not in LIFECYCLES:
         found.append(("lifecycle", f"lifecycle: {rec['lifecycle']!r} is not one of {LIFECYCLES}"))
     rec.setdefault("stage", "active")
@@ -230,6 +230,9 @@ def check_edge(rec: Record) -> list[tuple[str, str]]:
     """Normalise an edge record in place; (field, problem) for each thing wrong."""
     found: list[tuple[str, str]] = []
     rec.setdefault("namespace", "global")
+    named: list[str] = []  # as a memory's namespace: an edge id is made of it
+    _text(rec, "namespace", _NAMESPACE, named)
+    found.extend(("namespace", p) for p in named)
     relation = rec.get("type")
     known = relations.canonical(relation) if isinstance(relation, str) else None
     if known is None or relations.BY_NAME[known].internal:  # as memory_relate refuses it
@@ -330,7 +333,8 @@ def check(rec: Record) -> list[tuple[str, str]]:
         return [("kind", f"kind: expected memory, edge or preference, got {kind!r}")]
     unknown = [str(k) for k in rec if k not in KEYS[kind] and k not in _READER_KEYS]
     if unknown:  # refused, never dropped: a misspelt field would lose what it held
-        return [(k, f"{k}: unknown field of a {kind} record") for k in unknown]
+        hint = " (your own fields go under metadata)" if kind == "memory" else ""
+        return [(k, f"{k}: unknown field of a {kind} record{hint}") for k in unknown]
     return CHECKS[kind](rec)
 
 

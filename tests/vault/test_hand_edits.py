@@ -1,0 +1,150 @@
+"""A vault edited by hand (Obsidian, an editor, a script): what a person writes into it is
+read, refused by name, or reported with its file and line — never silently dropped, and
+never a traceback."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from tests.cli.helpers import run
+from tests.conftest import table_counts
+from tests.factories import store
+from tests.vault.helpers import diff, export, import_, seed
+
+
+def one(root: Path, folder: str) -> Path:
+    return next((root / folder).glob("*.md"))
+
+
+def exported(tmp_path: Path, folder: str) -> Path:
+    """The seeded store exported as a vault at tmp_path/v; a file of `folder` in it."""
+    seed()
+    export(tmp_path / "v")
+    return one(tmp_path / "v", folder)
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert re.search(old, text, flags=re.M), (old, text)
+    path.write_text(re.sub(old, new, text, count=1, flags=re.M))
+
+
+def problems(root: Path) -> str:
+    """Every problem import reports, as `file:line message` lines; nothing was imported."""
+    before = table_counts()
+    report = import_(root)
+    assert not report.applied and report.problems
+    assert table_counts() == before
+    return "\n".join(f"{p.source}:{p.line} {p.message}" for p in report.problems)
+
+
+def test_a_field_memsys_does_not_read_is_refused_by_name(tmp_path: Path, embedder: object) -> None:
+    """`tag:` for `tags:` made a new version without tags, lint and import both clean: the
+    tags were gone from the database and, on the next export, from the file."""
+    fix = exported(tmp_path, "graph/fixes")
+    edit(fix, r"^tags:", "tag:")
+    found = problems(tmp_path / "v")
+    assert f"{fix.relative_to(tmp_path / 'v')}:6" in found and "tag: unknown field" in found
+    assert "under metadata" in found
+    linted = run("lint", str(tmp_path / "v"), "--json")
+    assert linted.exit_code == 1 and "tag: unknown field" in linted.stdout
+    # the same in a relation (a weight memsys calls strength) and in an edge file
+    edit(fix, r"^tag:", "tags:")
+    edit(fix, r"^  strength:", "  weight:")
+    edge = one(tmp_path / "v", "graph/edges")
+    edit(edge, r"^strength:", "weight: 0.2\nstrength:")
+    found = problems(tmp_path / "v")
+    assert found.count("weight: unknown field of a edge record") == 2, found
+
+
+def test_an_edge_file_with_a_blank_or_numeric_namespace_is_a_problem_not_a_crash(
+    tmp_path: Path, embedder: object
+) -> None:
+    edge = exported(tmp_path, "graph/edges")
+    edit(edge, r"^namespace: .*$", "namespace:")
+    assert "namespace: missing or empty" in problems(tmp_path / "v")
+    edit(edge, r"^namespace:$", "namespace: 42")
+    assert "namespace: missing or empty" in problems(tmp_path / "v")
+    linted = run("lint", str(tmp_path / "v"))
+    assert linted.exit_code == 1 and "Traceback" not in linted.output
+    assert run("diff", str(tmp_path / "v")).exit_code == 2
+
+
+def test_an_incoming_relation_written_by_hand_is_the_edge_it_names(
+    tmp_path: Path, embedder: object
+) -> None:
+    """A relation marked incoming was skipped (the other file was trusted to carry it): one
+    written by hand into one file only was lost."""
+    ids = seed()
+    export(tmp_path / "v")
+    problem = one(tmp_path / "v", "graph/problems")
+    rule = ids["rule"]
+    edit(
+        problem,
+        r"^relations:$",
+        f"relations:\n- target: {rule}\n  type: DEPENDS_ON\n  direction: incoming",
+    )
+    report = import_(tmp_path / "v")
+    assert report.edges.new == 1, report
+    assert diff(str(tmp_path / "v")).changed == []
+    found = run("inspect", rule, "--json")
+    assert found.exit_code == 0 and ids["problem"] in found.stdout
+    # the same edge named in both memories' files (as export writes it) is one edge
+    export(tmp_path / "again")
+    assert import_(tmp_path / "again").edges.new == 0
+
+
+def test_hand_written_files_get_the_lifecycle_memory_store_gives_their_type(
+    tmp_path: Path, embedder: object
+) -> None:
+    (tmp_path / "v" / "graph" / "sessions").mkdir(parents=True)
+    for name, kind in (("s", "session"), ("p", "preference"), ("f", "fact")):
+        (tmp_path / "v" / "graph" / "sessions" / f"{name}.md").write_text(
+            f"---\nid: mem_hand_{name}\ntype: {kind}\nimportance: 0.5\n"
+            f"created: 2026-11-20T10:00:00+00:00\n---\nWritten by hand: {kind}\n"
+        )
+    linted = run("lint", str(tmp_path / "v"))
+    assert linted.exit_code == 0, linted.stdout  # what import fills in is not missing
+    import_(tmp_path / "v")
+    lines = run("export", "--format", "jsonl").stdout.splitlines()[1:]
+    lifecycles = {r["id"][-1]: r["lifecycle"] for r in map(json.loads, lines)}
+    assert lifecycles == {"s": "session", "p": "personal", "f": "project"}
+
+
+def test_lint_fix_writes_an_obsidian_date_as_text(tmp_path: Path) -> None:
+    """`created: 2026-11-20 10:00:00` (YAML reads a datetime) and no `updated`: lint --fix
+    crashed writing the datetime as JSON."""
+    folder = tmp_path / "v" / "graph" / "facts"
+    folder.mkdir(parents=True)
+    (folder / "f.md").write_text(
+        "---\nid: f1\ntype: fact\nnamespace: global\ncreated: 2026-11-20 10:00:00\n---\nDated\n"
+    )
+    fixed = run("lint", str(tmp_path / "v"), "--fix")
+    assert fixed.exit_code == 0 and "Traceback" not in fixed.output, fixed.output
+    assert "importance: 0.5" in (folder / "f.md").read_text()
+    assert run("lint", str(tmp_path / "v")).exit_code == 0
+
+
+def test_windows_line_breaks_are_stored_as_the_file_reads_them(
+    tmp_path: Path, embedder: object
+) -> None:
+    """Text with \\r\\n was stored as given; read back from its file it came as \\n: every
+    re-import of an unchanged export made a new version."""
+    first = store("pasted line one\r\nline two\rline three")
+    assert store("pasted line one\nline two\nline three").id == first.id  # one memory
+    export(tmp_path / "v")
+    report = import_(tmp_path / "v")
+    assert report.memories.changed == 0 and report.memories.unchanged == 1
+    lines = run("export", "--format", "jsonl").stdout.splitlines()
+    assert json.loads(lines[1])["content"] == "pasted line one\nline two\nline three"
+
+
+def test_a_field_given_twice_is_a_problem_not_the_last_one_silently(
+    tmp_path: Path, embedder: object
+) -> None:
+    fix = exported(tmp_path, "graph/fixes")
+    edit(fix, r"^importance: .*$", "importance: 0.1\nimportance: 0.9")
+    found = problems(tmp_path / "v")
+    assert "the field 'importance' is given twice" in found and ":8 " in found, found
