@@ -90,20 +90,24 @@ def _record(
 # as one JSON document (an embedding as a JSON array reads as pgvector's text form); a row a
 # concurrent writer stored first is skipped (ON CONFLICT), and so are its edges and event.
 # Each row takes the statement's own clock, not the transaction's: memories stored in one
-# batch keep the order they were given in (the neighbourhood channel reads it).
+# batch keep the order they were given in (the neighbourhood channel reads it). A new row's
+# updated_at is its created_at (the transaction's clock would put it before its creation).
 _WRITE = text(
     f"""
     WITH written AS (
         INSERT INTO chunk (namespace, id, doc_type, content, content_hash, token_count,
                            embedding, memory_type, importance, confidence, tags, metadata,
-                           lifecycle, occurred_at, created_at)
+                           lifecycle, occurred_at, created_at, updated_at)
         SELECT :namespace, r.id, 'memory', r.content, r.content_hash, r.token_count,
                CAST(r.embedding AS vector), r.memory_type, r.importance, r.confidence,
-               r.tags, r.meta, r.lifecycle, r.occurred_at, clock_timestamp()
-        FROM jsonb_to_recordset(CAST(:rows AS jsonb)) AS r(
-            id text, content text, content_hash text, token_count integer, embedding text,
-            memory_type text, importance float8, confidence float8, tags text[], meta jsonb,
-            lifecycle text, occurred_at timestamptz)
+               r.tags, r.meta, r.lifecycle, r.occurred_at, r.at, r.at
+        FROM (
+            SELECT rows.*, clock_timestamp() AS at  -- once per row (volatile: not pulled up)
+            FROM jsonb_to_recordset(CAST(:rows AS jsonb)) AS rows(
+                id text, content text, content_hash text, token_count integer, embedding text,
+                memory_type text, importance float8, confidence float8, tags text[],
+                meta jsonb, lifecycle text, occurred_at timestamptz)
+        ) AS r
         ON CONFLICT (namespace, content_hash) WHERE doc_type = 'memory' AND valid_to IS NULL
         DO NOTHING
         RETURNING id, content_hash, memory_type, confidence, importance

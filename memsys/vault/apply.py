@@ -30,7 +30,7 @@ from memsys.schemas import PreferenceSetIn
 from memsys.services import mentions, namespaces, preferences
 from memsys.tokens import count_tokens
 from memsys.vault.live import canonical
-from memsys.vault.records import VERSIONED, Record, timestamp
+from memsys.vault.records import VERSIONED, Located, Problem, Record, timestamp
 
 if TYPE_CHECKING:
     from memsys.vault.importer import Report
@@ -72,6 +72,7 @@ def _fields(row: Chunk) -> dict[str, Any]:
         "stage": row.stage,
         "pinned": bool(row.pinned),
         "metadata": canonical(row.meta or {}),
+        "created": timestamp(row.created_at),
     }
 
 
@@ -134,6 +135,11 @@ class Plan:
     def __exit__(self, *exc: object) -> None:
         self._embedding.shutdown(wait=True, cancel_futures=True)
 
+    def _problem(self, rec: Record, key: str, message: str) -> None:
+        """A problem only the database shows (pass 1 checked the file alone)."""
+        line = rec.at(key) if isinstance(rec, Located) else None
+        self.report.problems.append(Problem(str(getattr(rec, "source", rec["id"])), line, message))
+
     def _namespace(self, name: str) -> None:
         if name not in self.namespaces and not self.dry_run:
             namespaces.ensure(self.session, name)
@@ -156,6 +162,13 @@ class Plan:
             fields = rows.get(rec["id"])
             if fields is None:
                 new.append(rec)
+            elif fields["created"] != rec["created"]:  # a version keeps its memory's birth
+                self._problem(
+                    rec,
+                    "created",
+                    f"created: {rec['created']} is not when {rec['id']} was created "
+                    f"({fields['created']}), and that cannot change: put it back",
+                )
             elif any(fields[k] != rec[k] for k in VERSIONED):
                 changed.append((rec, fields))
             else:
@@ -240,15 +253,20 @@ class Plan:
         claims: dict[ContentKey, str],
     ) -> list[tuple[Record, dict[str, Any]]]:
         """Edits whose new content another live memory of the namespace already holds (or a
-        record checked before claims) are duplicates: the unique live content hash would
-        refuse them."""
+        record checked before claims) are problems, left out: one live memory holds a text
+        (the unique live content hash), and dropping the edit as a duplicate lost it."""
         kept = []
         for rec, old in changed:
             if _rewrites(rec, old):
                 key = (rec["namespace"], rec["content_hash"])
                 holder = self._holder(key, stored.get(key)) or claims.get(key)
                 if holder is not None and holder != rec["id"]:
-                    self.report.memories.duplicate += 1
+                    self._problem(
+                        rec,
+                        "content",
+                        f"the edit gives {rec['id']} the text memory {holder} holds, and one "
+                        "memory holds a text: change it, or forget one of the two",
+                    )
                     continue
                 claims[key] = rec["id"]
             kept.append((rec, old))

@@ -266,6 +266,10 @@ def run(
     if report.problems and not partial:
         return report
     rebuild = restore and not dry_run
+    checked = len(report.problems)
+    # Pass 2 finds what only the database shows (an edit to a text another memory holds):
+    # its writes stay undone, unless partial, when it finds a problem.
+    point = session.begin_nested() if not dry_run else None
     with (
         restore_mode.vector_index_built_after(session) if rebuild else nullcontext(),
         apply.Plan(session, dry_run, report) as plan,
@@ -289,6 +293,12 @@ def run(
         ]
         for start in range(0, len(kept), BATCH):
             plan.edges(kept[start : start + BATCH])
+    if len(report.problems) > checked and not partial:
+        if point is not None:
+            point.rollback()
+        return report
+    if point is not None:
+        point.commit()
     if not dry_run and report.memories.new >= ANALYZE_AFTER:
         session.execute(_ANALYZE)
     report.applied = not dry_run

@@ -148,3 +148,41 @@ def test_a_field_given_twice_is_a_problem_not_the_last_one_silently(
     edit(fix, r"^importance: .*$", "importance: 0.1\nimportance: 0.9")
     found = problems(tmp_path / "v")
     assert "the field 'importance' is given twice" in found and ":8 " in found, found
+
+
+def test_an_edit_to_a_text_another_memory_holds_is_a_problem_not_a_lost_edit(
+    tmp_path: Path, embedder: object
+) -> None:
+    """The edit was counted as a duplicate, exit 0: its importance change was lost with it
+    and the next export wrote the old file back."""
+    fix = exported(tmp_path, "graph/fixes")
+    edit(fix, r"^importance: .*$", "importance: 0.2")
+    edit(fix, r"^Redis connection timeouts.*$", "Redis connections drop under load")
+    other = one(tmp_path / "v", "graph/decisions")
+    edit(other, r"^importance: .*$", "importance: 0.9")
+    found = problems(tmp_path / "v")  # the other file's edit is held back with it
+    assert "holds, and one memory holds a text" in found
+    assert str(fix.relative_to(tmp_path / "v")) in found
+    assert diff(str(tmp_path / "v")).changed  # both edits still wait in the files
+    partial = import_(tmp_path / "v", partial=True)
+    assert partial.applied and partial.memories.changed == 1 and partial.problems
+
+
+def test_a_creation_time_edited_by_hand_is_a_problem_not_ignored(
+    tmp_path: Path, embedder: object
+) -> None:
+    """Import said "unchanged" while diff kept showing the edit: nothing told the user that
+    a memory's creation time cannot change."""
+    fix = exported(tmp_path, "graph/fixes")
+    edit(fix, r"^created: .*$", "created: 2026-01-02T03:04:05+00:00")
+    found = problems(tmp_path / "v")
+    assert "created: 2026-01-02T03:04:05+00:00 is not when" in found and ":12 " in found, found
+
+
+def test_a_new_memory_was_updated_when_it_was_created_not_before(embedder: object) -> None:
+    """updated_at took the transaction's clock and created_at the statement's: every export
+    showed a memory updated a few milliseconds before it was created."""
+    store("The deploy runs from the release branch", memory_type="fact")
+    lines = run("export", "--format", "jsonl").stdout.splitlines()[1:]
+    (record,) = map(json.loads, lines)
+    assert record["updated"] == record["created"]
