@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from memsys.config import get_settings
+from memsys.errors import BadSetting
 from memsys.models.chunk import DIMENSIONS
 
 log = logging.getLogger(__name__)
@@ -118,8 +119,10 @@ def _onnx_embedder(export_if_missing: bool) -> Embedder:
 
 def make_embedder(provider: str) -> Embedder:
     """The embedder for a provider name (see PROVIDERS)."""
-    if provider not in PROVIDERS:
-        raise ValueError(f"Unknown embedding provider {provider!r}: use one of {PROVIDERS}")
+    if provider not in PROVIDERS:  # read when the model is first needed: one line, exit 2
+        raise BadSetting(
+            f"MEMSYS_EMBEDDING_PROVIDER: unknown embedding provider (one of {', '.join(PROVIDERS)})"
+        )
     if provider == "sentence-transformers":
         return LocalEmbedder()
     if provider == "onnx":

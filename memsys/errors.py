@@ -18,6 +18,10 @@ class InvalidInput(MemsysError):
     status_code = 422
 
 
+# How a path outside MEMSYS_INDEX_ROOTS is refused (the CLI reads such a file itself).
+OUTSIDE_ROOTS = "is outside the folders memsys may index"
+
+
 class BadSetting(InvalidInput):
     """A MEMSYS_ environment variable memsys cannot read (CLI exit 2, before any work)."""
 

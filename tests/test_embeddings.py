@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from memsys import embedding_onnx, embeddings
+from memsys.errors import BadSetting
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -57,7 +58,7 @@ def test_export_leaves_no_partial_file_and_readable_model(exported: Path) -> Non
 
 
 def test_provider_setting_is_validated() -> None:
-    with pytest.raises(ValueError, match="Unknown embedding provider"):
+    with pytest.raises(BadSetting, match="MEMSYS_EMBEDDING_PROVIDER: unknown embedding provider"):
         embeddings.make_embedder("word2vec")
 
 

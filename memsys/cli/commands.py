@@ -165,7 +165,13 @@ def make_command(op: Operation) -> Callable[..., None]:
         if batch is not None and from_file is not None:
             batch(from_file, data, as_json)
             return
-        result = remote.run(op, data)  # a running server answers fastest
+        try:
+            result = remote.run(op, data)  # a running server answers fastest
+        except InvalidInput as exc:  # S001's wording names the argument, not the CLI's flag
+            if "Set confirm=True" not in str(exc) or "confirm" not in op.cli.flags:
+                raise
+            flag = op.cli.flags["confirm"][0]
+            raise InvalidInput(str(exc).replace("Set confirm=True", f"Pass {flag}")) from None
         render = resolve(op.cli.render) if op.cli.render else None
         emit(result, as_json, render)
 

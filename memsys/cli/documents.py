@@ -77,7 +77,7 @@ def index_directory(
     data = given(
         dir_path=directory, namespace=namespace, recursive=recursive, async_mode=async_mode
     )
-    with progress_bar(progress_wanted(as_json)) as report:
+    with progress_bar(progress_wanted(as_json)) as report, indexing.callers_own_paths():
         service = functools.partial(indexing.index_directory, progress=report)
         result = runner.execute(service, IndexDirectoryIn, data)
         if async_mode and not no_wait:  # also finishes what earlier --no-wait runs queued

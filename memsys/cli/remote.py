@@ -97,12 +97,22 @@ def _path_params(path: str) -> list[str]:
     return [part[1:-1] for part in path.split("/") if part.startswith("{")]
 
 
+# Calls that read a file the user names: a path outside the server's MEMSYS_INDEX_ROOTS (it
+# reads only there, for any caller) is read in the CLI's process, as the user's own.
+OWN_FILES = {"index_file"}
+
+
 def call(op: Operation, data: dict[str, Any]) -> Output | None:
     """The operation's result from the running server, or None to run it in process."""
     base = server_url()
     if base is None:
         return None
-    answer = _send(_request(op, data, base))
+    try:
+        answer = _send(_request(op, data, base))
+    except errors.InvalidInput as exc:
+        if op.name in OWN_FILES and errors.OUTSIDE_ROOTS in str(exc):
+            return None  # the server may not read it for a caller; this user may
+        raise
     return None if answer is None else op.output.model_validate(answer)
 
 
@@ -138,4 +148,9 @@ def _send(request: urllib.request.Request) -> Any | None:
 def run(op: Operation, data: dict[str, Any]) -> Output:
     """The operation's result: from the running server when there is one, else in process."""
     result = call(op, data)
-    return op.run(data) if result is None else result
+    if result is not None:
+        return result
+    from memsys.services.indexing import callers_own_paths
+
+    with callers_own_paths():
+        return op.run(data)

@@ -10,9 +10,10 @@ builds its options from these models.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime, timedelta
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -134,10 +135,12 @@ def parse(model: type[M], data: dict[str, Any]) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise InvalidInput(describe_validation_error(exc)) from None
+        raise InvalidInput(describe_validation_error(exc, model.model_fields)) from None
 
 
-def describe_validation_error(exc: ValidationError) -> str:
+def describe_validation_error(exc: ValidationError, known: Iterable[str] = ()) -> str:
+    """One line for every error; an unknown top-level field names the one it may stand for
+    (`type` for `memory_type`) among `known`."""
     parts = []
     for err in exc.errors():
         ctx_error = (err.get("ctx") or {}).get("error")
@@ -145,8 +148,16 @@ def describe_validation_error(exc: ValidationError) -> str:
             parts.append(str(ctx_error))
             continue
         where = ".".join(str(p) for p in err["loc"]) or "input"
-        parts.append(f"{where}: {err['msg']}")
+        hint = _meant(where, known) if err["type"] == "extra_forbidden" else None
+        parts.append(f"{where}: {err['msg']}" + (f" (did you mean {hint}?)" if hint else ""))
     return clauses(parts)
+
+
+def _meant(given: str, known: Iterable[str]) -> str | None:
+    names = list(known)
+    ends = [n for n in names if n.endswith(f"_{given}") or n.startswith(f"{given}_")]
+    close = ends or difflib.get_close_matches(given, names, n=1, cutoff=0.75)
+    return close[0] if len(close) >= 1 and (not ends or len(ends) == 1) else None
 
 
 # ---------------------------------------------------------------- checks

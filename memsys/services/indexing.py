@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +25,7 @@ from memsys import chunking, ids
 from memsys.config import get_settings
 from memsys.db import session_scope, take_turns
 from memsys.embeddings import get_embedder
-from memsys.errors import InvalidInput, MemsysError, NotFound
+from memsys.errors import OUTSIDE_ROOTS, InvalidInput, MemsysError, NotFound
 from memsys.models import Chunk, Document
 from memsys.runner import before_transaction
 from memsys.schemas import (
@@ -49,15 +51,30 @@ MIN_EMBED_BLOCK = 32
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
 
+# Set while the CLI runs a call in its own process: the paths are its user's own, read with
+# the user's own rights, and MEMSYS_INDEX_ROOTS guards only what a server reads for a caller.
+_OWN_PATHS: ContextVar[bool] = ContextVar("memsys_own_paths", default=False)
+
+
+@contextmanager
+def callers_own_paths() -> Iterator[None]:
+    """Within the block, check_root lets every path through (the CLI in process)."""
+    token = _OWN_PATHS.set(True)
+    try:
+        yield
+    finally:
+        _OWN_PATHS.reset(token)
+
+
 def check_root(path: Path, display: str) -> None:
     """Only files under the configured roots; said before looking, so that the answer does
     not tell whether a path outside them exists."""
+    if _OWN_PATHS.get():
+        return
     roots = get_settings().allowed_roots()
     if not any(path == root or path.is_relative_to(root) for root in roots):
         where = ", ".join(str(r) for r in roots) or "none: indexing is off"
-        raise InvalidInput(
-            f"{display} is outside the folders memsys may index ({where}; MEMSYS_INDEX_ROOTS)"
-        )
+        raise InvalidInput(f"{display} {OUTSIDE_ROOTS} ({where}; MEMSYS_INDEX_ROOTS)")
 
 
 def _read(path: Path, display: str) -> tuple[bytes, str]:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from memsys import runner
 from memsys.cli import documents as documents_cli
 from tests.cli.helpers import fails, run, run_json
 from tests.conftest import table_counts
@@ -108,7 +109,7 @@ def test_clear_index_needs_confirm(tmp_path: Path) -> None:
     run_json("index-directory", str(tmp_path), "--sync")
     memory = run_json("store", "keep me")
     before = table_counts()
-    assert "Safety check" in fails("clear-index")
+    assert fails("clear-index") == "error: Safety check: Pass --confirm to delete all documents"
     assert table_counts() == before
     cleared = run_json("clear-index", "--confirm")
     assert cleared["documents_deleted"] == 4 and cleared["deleted_count"] > 0
@@ -123,3 +124,28 @@ def test_stats_human(tmp_path: Path) -> None:
     out = run("stats")
     assert out.exit_code == 0
     assert "pending embeddings: 0" in out.stdout and str(files["notes"]) in out.stdout
+
+
+def test_the_cli_indexes_its_users_own_files_outside_the_index_roots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MEMSYS_INDEX_ROOTS guards what a server reads for a caller; the CLI in its own process
+    reads its user's files (README), and refused them."""
+    from memsys.config import get_settings
+    from memsys.errors import InvalidInput
+    from memsys.schemas import IndexFileIn
+    from memsys.services import indexing
+
+    files = write_docs(tmp_path / "docs")
+    monkeypatch.setenv("MEMSYS_INDEX_ROOTS", str(tmp_path / "elsewhere"))
+    get_settings.cache_clear()
+    try:
+        assert run_json("index-file", str(files["auth"]))["chunks_created"] >= 2
+        folder = run_json("index-directory", str(tmp_path / "docs"), "--sync", "-n", "d")
+        assert folder["files_indexed"] >= 2 and not folder["failed_files"]
+        # the service a server runs for its callers still holds them to the roots
+        with pytest.raises(InvalidInput, match="outside the folders memsys may index"):
+            runner.execute(indexing.index_file, IndexFileIn, {"file_path": str(files["notes"])})
+    finally:
+        monkeypatch.delenv("MEMSYS_INDEX_ROOTS")
+        get_settings.cache_clear()

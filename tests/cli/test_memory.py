@@ -201,6 +201,10 @@ def test_store_from_file_applies_the_options_to_every_line(tmp_path) -> None:
     before = run_json("count")["count"]
     assert "not both" in fails("store", "Also this", "--from-file", str(source))
     assert "Missing argument CONTENT" in fails("store", "-n", "project:rel")
+    # the export's field name for a type is refused, naming the one a line takes
+    (tmp_path / "typed.jsonl").write_text('{"content": "Typed by hand", "type": "fact"}\n')
+    said = fails("store", "--from-file", str(tmp_path / "typed.jsonl"))
+    assert said.endswith("line 1: type: Extra inputs are not permitted (did you mean memory_type?)")
     assert run_json("count")["count"] == before
 
 

@@ -148,6 +148,17 @@ def _the_cli_hands_calls_to_the_server(home: Path, port: int) -> None:
     indexed = cli("index-file", "notes.md", "--json", cwd=folder)
     assert json.loads(indexed.stdout)["source_file"] == str(folder / "notes.md"), indexed.stderr
     shutil.rmtree(folder, ignore_errors=True)
+    # A file outside the server's MEMSYS_INDEX_ROOTS (the temporary folder and the checkout
+    # here) is the user's own: the CLI reads it itself, not refused (this CLI's own model is
+    # broken, so reading it ends at the embedding: proof it was not the server's refusal).
+    outside = Path(tempfile.mkdtemp(prefix="msv-own-", dir=Path.home()))
+    try:
+        (outside / "ops.md").write_text("# Ops\n\nThe deploy runs on Tuesdays.\n")
+        own = cli("index-file", str(outside / "ops.md"))
+        assert own.returncode == 2 and "outside the folders" not in own.stderr, own.stderr
+        assert own.stderr.strip().startswith("error: MEMSYS_EMBEDDING_PROVIDER"), own.stderr
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
     # In process, that CLI cannot embed: the answers above came from the server.
     assert cli("recall", "when do we deploy", local=True).returncode != 0
 
