@@ -16,6 +16,7 @@ from memsys.vault.records import Problem, Record
 
 LIVE = "live"
 SHOWN_PROBLEMS = 20
+UNKNOWN = "(not in the snapshot)"  # a value a snapshot does not hold
 IGNORED = {"kind", "id", "content_hash"}  # identity, and what content already says
 
 
@@ -53,6 +54,8 @@ def read(session: Session, source: str, namespace: str | None) -> dict[tuple[str
         if not relation_only:
             from_file.add(key)
         found[key] = records.ordered(item)
+        if relation_only:  # a relation holds no time: the one read is its memory's
+            found[key]["created"] = UNKNOWN
     if problems:
         shown = "; ".join(str(p) for p in problems[:SHOWN_PROBLEMS])
         more = (
@@ -65,11 +68,12 @@ def read(session: Session, source: str, namespace: str | None) -> dict[tuple[str
 
 
 def changed_fields(a: Record, b: Record) -> dict[str, dict[str, Any]]:
+    """Each field that differs; one a side does not know (UNKNOWN) is no difference."""
     names = [k for k in records.KEYS[a["kind"]] if k not in IGNORED]
     return {
         name: {"before": a.get(name), "after": b.get(name)}
         for name in names
-        if a.get(name) != b.get(name)
+        if a.get(name) != b.get(name) and UNKNOWN not in (a.get(name), b.get(name))
     }
 
 

@@ -105,6 +105,7 @@ def to_vault(
     manifest = {"format": "memsys-vault", "schema_version": SCHEMA_VERSION, "export": FORMAT}
     w.write(files.MANIFEST, "".join(f"{k}: {json.dumps(v)}\n" for k, v in manifest.items()))
     w.write(".gitignore", GITIGNORE)
+    placed = _placed_by_hand(root)
     for page in live.memories(session, namespace):
         relations: dict[str, list[Record]] = {}
         for edge in live.edges_of(session, page):
@@ -112,12 +113,14 @@ def to_vault(
                 relations.setdefault(end, []).append(edge)
         for rec in page:
             path = w.free(lambda n, r=rec: markdown.memory_path(r, n))  # type: ignore[misc]
+            path = _kept_place(root, path, placed.get(("memory", rec["id"])))
             w.write(path, markdown.render_memory(rec, relations.get(rec["id"], [])))
             w.done.memories += 1
             # The briefs link a memory by the lifecycle's path rule; point them at this file.
             linked[summaries.memory_path(rec["type"], rec["content"], rec["id"])] = path
     for edge in live.edges(session, namespace):
         path = w.free(lambda n, e=edge: markdown.edge_path(e, n))  # type: ignore[misc]
+        path = _kept_place(root, path, placed.get(("edge", edge["id"])))
         w.write(path, markdown.render_edge(edge))
         w.done.edges += 1
     prefs = [f"- {files.dumps(p)}\n" for p in live.preferences(session, namespace)]
@@ -127,8 +130,42 @@ def to_vault(
     hook = with_briefs if with_briefs is not None else briefs
     for relative, text in hook(session, namespace) if hook else ():
         w.write(relative, _relinked(text, linked))
-    _remove_stale(root, w.done.written, namespace)
+    kept = {placed[key] for key in placed if placed[key] in w.done.written}
+    _remove_stale(root, w.done.written, namespace, kept)
     return w.done
+
+
+def _placed_by_hand(root: Path) -> dict[tuple[str, str], str]:
+    """(kind, id) → path of the memory and edge files the last export did not write: renamed
+    or moved by hand (Obsidian renames a note with its title), or written by hand."""
+    if not root.is_dir():
+        return {}
+    before = set(_previous(root).get("paths", []))
+    placed: dict[tuple[str, str], str] = {}
+    for path, role in files.vault_files(root):
+        relative = path.relative_to(root).as_posix()
+        if relative in before or path.is_symlink() or not path.is_file():
+            continue
+        ident = _file_id(path)  # unreadable: import reports it
+        if ident is not None:
+            placed.setdefault(("edge" if role == "edge" else "memory", ident), relative)
+    return placed
+
+
+def _file_id(path: Path) -> str | None:
+    try:
+        ident = markdown.split(path.read_text(encoding="utf-8-sig"))[0].get("id")
+    except (ValueError, OSError, RecursionError):
+        return None
+    return ident if isinstance(ident, str) else None
+
+
+def _kept_place(root: Path, standard: str, by_hand: str | None) -> str:
+    """Where a record's file goes: where the user moved it, unless the file at its standard
+    path is still there (then the other is a copy, and import names both)."""
+    if by_hand is None or (root / standard).exists():
+        return standard
+    return by_hand
 
 
 _LINK = re.compile(r"\]\((graph/[^)\s]+\.md)\)")
@@ -162,13 +199,18 @@ def _same_scope(root: Path, namespace: str | None) -> None:
         )
 
 
-def _remove_stale(root: Path, written: set[str], namespace: str | None) -> None:
+def _remove_stale(root: Path, written: set[str], namespace: str | None, by_hand: set[str]) -> None:
     """Files the previous export wrote whose records are gone. A file written by hand (not in
-    the previous export's index) is never removed: it may be a memory not imported yet."""
+    the previous export's index) is never removed: it may be a memory not imported yet. Nor
+    is one whose record this export wrote where the user put a copy of it (`by_hand`): of
+    two files of one id, export removes neither (import names both)."""
     before = set(_previous(root).get("paths", []))
+    moved = {_file_id(root / p) for p in by_hand} - {None}
     for relative in sorted(before - written):
         path = root / relative
         if path.is_file() and path.resolve().is_relative_to(root.resolve()):
+            if moved and _file_id(path) in moved:
+                continue
             path.unlink()
     listing: dict[str, Any] = {"version": 1, "namespace": namespace, "count": len(written)}
     listing["paths"] = sorted(written)

@@ -286,7 +286,7 @@ def _vault_items(root: Path) -> Iterator[Item]:
             yield Problem(source, None, "a link to a file outside the vault: not read")
             continue
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8-sig")
             if role == "edge":
                 yield markdown.parse_edge(text, source)
             else:
@@ -310,7 +310,7 @@ def _vault_items(root: Path) -> Iterator[Item]:
 
 def _preference_items(path: Path, source: str) -> Iterator[Item]:
     try:
-        body = path.read_text(encoding="utf-8")
+        body = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         yield Problem(source, None, "not UTF-8 text")
         return

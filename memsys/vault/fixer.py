@@ -24,7 +24,7 @@ def apply(snapshot: Snapshot, report: Report) -> int:
 
 
 def _frontmatter(path: Path, findings: list[Finding]) -> int:
-    lines = path.read_text(encoding="utf-8").split("\n")
+    lines = path.read_text(encoding="utf-8-sig").split("\n")
     end = next((i for i in range(1, len(lines)) if lines[i].rstrip() == markdown.FENCE), None)
     if end is None:
         return 0
@@ -44,7 +44,7 @@ def _frontmatter(path: Path, findings: list[Finding]) -> int:
 
 
 def _json_lines(path: Path, findings: list[Finding]) -> int:
-    lines = path.read_text(encoding="utf-8").split("\n")
+    lines = path.read_text(encoding="utf-8-sig").split("\n")
     done = 0
     for f in findings:
         assert f.fix is not None and f.line is not None

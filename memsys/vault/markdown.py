@@ -292,8 +292,6 @@ def parse_memory(text: str, source: str, pinned_dir: bool) -> list[Located]:
     rec.update({k: data[k] for k in MEMORY_FIELDS if k in data})
     rec.update(_unknown(data, MEMORY_FIELDS + DERIVED_FIELDS["memory"]))
     rec.setdefault("pinned", pinned_dir)
-    if "id" in rec and not isinstance(rec["id"], str):
-        rec["id"] = str(rec["id"])
     found = [located(rec, source, lines)]
     relations = data.get("relations") or []
     if not isinstance(relations, list):

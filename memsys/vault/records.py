@@ -144,7 +144,9 @@ def _number(rec: Record, key: str, low: float, high: float, problems: list[str])
 
 def _text(rec: Record, key: str, pattern: re.Pattern[str] | None, problems: list[str]) -> None:
     value = rec.get(key)
-    if not isinstance(value, str) or not value.strip():
+    if value is not None and not isinstance(value, str):  # YAML reads `id: 007` as 7
+        problems.append(f"{key}: {value!r} is not text (quote it)")
+    elif not isinstance(value, str) or not value.strip():
         problems.append(f"{key}: missing or empty")
     elif pattern is not None and not pattern.match(value):
         problems.append(f"{key}: {value!r} is not a valid {key}")

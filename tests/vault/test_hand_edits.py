@@ -66,7 +66,7 @@ def test_an_edge_file_with_a_blank_or_numeric_namespace_is_a_problem_not_a_crash
     edit(edge, r"^namespace: .*$", "namespace:")
     assert "namespace: missing or empty" in problems(tmp_path / "v")
     edit(edge, r"^namespace:$", "namespace: 42")
-    assert "namespace: missing or empty" in problems(tmp_path / "v")
+    assert "namespace: 42 is not text (quote it)" in problems(tmp_path / "v")
     linted = run("lint", str(tmp_path / "v"))
     assert linted.exit_code == 1 and "Traceback" not in linted.output
     assert run("diff", str(tmp_path / "v")).exit_code == 2
@@ -186,3 +186,53 @@ def test_a_new_memory_was_updated_when_it_was_created_not_before(embedder: objec
     lines = run("export", "--format", "jsonl").stdout.splitlines()[1:]
     (record,) = map(json.loads, lines)
     assert record["updated"] == record["created"]
+
+
+def test_an_export_writes_a_renamed_or_moved_file_where_the_user_put_it(
+    tmp_path: Path, embedder: object
+) -> None:
+    """Export wrote the standard file again beside the user's renamed one: the next import
+    refused the whole vault (a duplicate id for each)."""
+    fix = exported(tmp_path, "graph/fixes")
+    root = tmp_path / "v"
+    renamed = fix.with_name("Redis keepalive.md")
+    fix.rename(renamed)
+    edge = one(root, "graph/edges")
+    moved = root / "graph" / "edges" / "mine" / "link.md"
+    moved.parent.mkdir()
+    edge.rename(moved)
+    edit(renamed, r"^importance: .*$", "importance: 0.3")
+    assert import_(root).memories.changed == 1
+    export(root)
+    assert renamed.exists() and moved.exists() and not fix.exists() and not edge.exists()
+    again = import_(root, dry_run=True)
+    assert not again.problems and again.memories.changed == 0, again.problems
+    # a copy beside the file export wrote is a copy: export keeps writing its own file
+    copy = root / "graph" / "fixes" / "copy of it.md"
+    copy.write_text(renamed.read_text())
+    export(root)
+    assert renamed.exists() and copy.exists()
+    assert "duplicate id" in problems(root)
+
+
+def test_an_edge_known_only_from_a_relation_is_no_change_in_a_diff(
+    tmp_path: Path, embedder: object
+) -> None:
+    """With its edge file gone, the edge read from a memory's relations took the memory's
+    time: `memsys diff vault/ live` (the shipped CI step) failed on a change nobody made."""
+    exported(tmp_path, "graph/edges").unlink()
+    assert diff(str(tmp_path / "v")).changed == []
+    assert import_(tmp_path / "v", dry_run=True).edges.unchanged == 2
+
+
+def test_a_number_for_an_id_is_refused_not_rewritten(tmp_path: Path, embedder: object) -> None:
+    """`id: 007` was imported as the id "7" (YAML reads a number), and a BOM made a file
+    "no YAML frontmatter"."""
+    folder = tmp_path / "v" / "graph" / "facts"
+    folder.mkdir(parents=True)
+    body = "type: fact\nimportance: 0.5\ncreated: 2026-11-20T10:00:00+00:00\n---\nA fact\n"
+    (folder / "a.md").write_text(f"---\nid: 007\n{body}")
+    assert "a.md:2 id: 7 is not text (quote it)" in problems(tmp_path / "v")
+    (folder / "a.md").write_text(f"\ufeff---\nid: '007'\n{body}")  # with a BOM
+    assert import_(tmp_path / "v").memories.new == 1
+    assert run("get", "007").exit_code == 0
