@@ -93,6 +93,9 @@ def test_rehydrate_brings_back_the_full_text(client: TestClient) -> None:
     assert answer["stage_before"] == "archived" and answer["stage"] == "active"
     assert (answer["restored"], answer["lossy"], answer["content"]) == ("full", False, content)
     assert op("memory_list")["memories"][0]["content"] == content
+    # an active memory has nothing to bring back: the CLI says so (it said "restored")
+    again = run("rehydrate", memory)
+    assert again.exit_code == 0 and f"{memory}: already active, nothing to restore" in again.stdout
 
 
 def test_core_brief_is_a_file_a_text_a_resource_and_a_prompt(

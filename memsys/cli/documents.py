@@ -98,10 +98,13 @@ def drain_queue(report: Report | None) -> int:
         return 0
     done = 0
     try:
-        while batch := worker.run_once():
-            done += batch
-            if report:
-                report("embed", done, max(total, done))
+        for _ in range(3):  # bounded: rows another process holds and never embeds stay queued
+            while batch := worker.run_once():
+                done += batch
+                if report:
+                    report("embed", done, max(total, done))
+            if not _others_finish(report, total):
+                break
     except KeyboardInterrupt:
         left = _pending()
         err_console().print(
@@ -113,6 +116,29 @@ def drain_queue(report: Report | None) -> int:
     if report:  # others may have drained part of it: show the queue as finished
         report("embed", max(total, done), max(total, done))
     return _pending()
+
+
+OTHERS_WAIT_S = 30.0  # how long the queue may stand still while another process holds it
+
+
+def _others_finish(report: Report | None, total: int) -> bool:
+    """When what is left is being embedded by another process (a running server takes
+    batches too, locked from this one): wait while it shrinks, so the bar and the answer
+    tell the end, not a batch in flight. True when rows came free for this process to take
+    (the other one stopped), False when the queue is empty or stands still."""
+    import time
+
+    left, still_since = _pending(), time.monotonic()
+    while left:
+        time.sleep(0.25)
+        now = _pending()
+        if now < left:
+            left, still_since = now, time.monotonic()
+            if report:
+                report("embed", total - left, total)
+        elif time.monotonic() - still_since > OTHERS_WAIT_S:
+            return True  # nobody is moving it: try to take the rows again (once more)
+    return False
 
 
 def _pending() -> int:

@@ -46,6 +46,11 @@ def got(r: MemoryGetOut) -> None:
 
 
 def rehydrated(r: RehydrateOut) -> None:
+    if r.stage_before == r.stage:  # nothing to bring back: say so, not "restored"
+        text = "its text a summary (lossy)" if r.lossy else "nothing to restore"
+        echo(f"{r.memory_id}: already {r.stage}, {text}, {r.temperature}")
+        echo(short(r.content, 400))
+        return
     how = "full text restored" if r.restored == "full" else f"lossy ({r.restored})"
     echo(f"{r.memory_id}: {r.stage_before} → {r.stage}, {how}, {r.temperature}")
     echo(short(r.content, 400))

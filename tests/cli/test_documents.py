@@ -149,3 +149,36 @@ def test_the_cli_indexes_its_users_own_files_outside_the_index_roots(
     finally:
         monkeypatch.delenv("MEMSYS_INDEX_ROOTS")
         get_settings.cache_clear()
+
+
+def test_index_directory_waits_for_the_chunks_another_process_is_embedding(
+    tmp_path: Path,
+) -> None:
+    """A running server's worker takes queued chunks too (locked from this process): the
+    command ended with "64 chunks wait for embeddings" after a full bar. It now waits while
+    the other one embeds them, and says nothing is left."""
+    import threading
+    import time
+
+    from memsys.db import session_scope
+    from memsys.services import embedding_queue
+
+    write_docs(tmp_path)
+    assert run("index-directory", str(tmp_path), "--no-wait").exit_code == 0
+    queued = run_json("stats")["pending_embeddings"]
+    taken = threading.Event()
+
+    def other_process() -> None:  # takes every queued chunk, embeds them slowly, commits
+        with session_scope() as session:
+            embedding_queue.embed_pending(session, limit=queued)
+            taken.set()
+            time.sleep(1.5)
+
+    worker = threading.Thread(target=other_process)
+    worker.start()
+    assert taken.wait(60)
+    (tmp_path / "new.md").write_text("# Release\n\nReleases are cut on Thursdays.\n")
+    out = run_json("index-directory", str(tmp_path))  # the new file's chunks, and the wait
+    worker.join()
+    assert out["pending_embeddings"] == 0
+    assert run_json("stats")["pending_embeddings"] == 0
