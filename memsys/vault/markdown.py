@@ -279,10 +279,16 @@ EDGE_FIELDS = ("type", "namespace", "from_id", "to_id", "strength", "created", "
 RELATION_FIELDS = ("target", "type", "direction", "strength", "context", "edge_id")
 
 
-def _unknown(data: dict[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
+def _unknown(data: dict[str, Any], known: tuple[str, ...], taken: Record) -> dict[str, Any]:
     """Fields a file holds that memsys does not read: kept in the record, so that the
-    record's check refuses each by name (a misspelt `tag:` would lose the tags)."""
-    return {str(k): v for k, v in data.items() if k not in known}
+    record's check refuses each by name (a misspelt `tag:` would lose the tags). One named
+    like a field the record has from elsewhere (`content:` in a frontmatter, `kind:`) is
+    kept beside it, never over it."""
+    return {
+        (f"{k} (in the frontmatter)" if str(k) in taken else str(k)): v
+        for k, v in data.items()
+        if k not in known
+    }
 
 
 def parse_memory(text: str, source: str, pinned_dir: bool) -> list[Located]:
@@ -290,7 +296,7 @@ def parse_memory(text: str, source: str, pinned_dir: bool) -> list[Located]:
     data, lines, body = split(text)
     rec: dict[str, Any] = {"kind": "memory", "content": body}
     rec.update({k: data[k] for k in MEMORY_FIELDS if k in data})
-    rec.update(_unknown(data, MEMORY_FIELDS + DERIVED_FIELDS["memory"]))
+    rec.update(_unknown(data, MEMORY_FIELDS + DERIVED_FIELDS["memory"], rec))
     rec.setdefault("pinned", pinned_dir)
     found = [located(rec, source, lines)]
     relations = data.get("relations") or []
@@ -317,8 +323,8 @@ def parse_memory(text: str, source: str, pinned_dir: bool) -> list[Located]:
             "context": rel.get("context"),
             "created": rec.get("updated", rec.get("created")),
             "from_relation": True,
-            **_unknown(rel, RELATION_FIELDS),
         }
+        edge.update(_unknown(rel, RELATION_FIELDS, edge))
         if str(rel.get("direction", "outgoing")).lower() not in ("outgoing", "incoming"):
             edge["direction"] = rel["direction"]  # refused by name: neither way round
         found.append(located(edge, source, where))
@@ -336,6 +342,6 @@ def parse_edge(text: str, source: str) -> Located:
         "strength": data.get("strength", 1.0),
         "context": body.strip() or None,
         "created": data.get("created"),
-        **_unknown(data, EDGE_FIELDS + DERIVED_FIELDS["edge"]),
     }
+    rec.update(_unknown(data, EDGE_FIELDS + DERIVED_FIELDS["edge"], rec))
     return located(rec, source, lines)

@@ -57,6 +57,13 @@ def test_a_field_memsys_does_not_read_is_refused_by_name(tmp_path: Path, embedde
     edit(edge, r"^strength:", "weight: 0.2\nstrength:")
     found = problems(tmp_path / "v")
     assert found.count("weight: unknown field of a edge record") == 2, found
+    # a field named like one the file holds elsewhere is refused, never taken for it
+    edit(fix, r"^  weight:", "  strength:")
+    edit(edge, r"^weight: 0.2\n", "")
+    edit(fix, r"^tags:", "content: not the body\nkind: edge\ntags:")
+    found = problems(tmp_path / "v")
+    assert "content (in the frontmatter): unknown field of a memory record" in found, found
+    assert "kind (in the frontmatter): unknown field" in found, found
 
 
 def test_an_edge_file_with_a_blank_or_numeric_namespace_is_a_problem_not_a_crash(
