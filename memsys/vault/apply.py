@@ -118,8 +118,14 @@ class Plan:
     a context manager and call `finish()` before anything that needs every memory written.
     """
 
-    def __init__(self, session: Session, dry_run: bool, report: Report) -> None:
+    def __init__(
+        self, session: Session, dry_run: bool, report: Report, halt_on_problem: bool = False
+    ) -> None:
         self.session, self.dry_run, self.report = session, dry_run, report
+        # Without partial, a problem only the database shows (an edit to a text another
+        # memory holds) undoes the import: from then on it only counts (and lists problems),
+        # never embedding or writing what is rolled back.
+        self.halt_on_problem, self._problems_before = halt_on_problem, len(report.problems)
         self.same_as: dict[str, str] = {}  # a file's id → the id its content is stored under
         self.namespaces: set[str] = set()
         self._embedding = ThreadPoolExecutor(1, thread_name_prefix="memsys-import-embed")
@@ -145,7 +151,13 @@ class Plan:
             namespaces.ensure(self.session, name)
         self.namespaces.add(name)
 
+    @property
+    def halted(self) -> bool:
+        return self.halt_on_problem and len(self.report.problems) > self._problems_before
+
     def memories(self, batch: list[Record]) -> None:
+        if self.halted:
+            self.dry_run, self._waiting = True, None  # counts from here; nothing is written
         rows = {
             c.id: {**_fields(c), "content_hash": c.content_hash}
             for c in self.session.scalars(
@@ -202,7 +214,7 @@ class Plan:
 
     def _write_waiting(self) -> None:
         batch, self._waiting = self._waiting, None
-        if batch is None:
+        if batch is None or self.halted:  # halted: what it would write is rolled back
             return
         vectors = iter(batch.vectors.result() if batch.vectors is not None else [])
         self._insert(batch.new, vectors)
@@ -349,6 +361,7 @@ class Plan:
         )
 
     def edges(self, batch: list[Record]) -> None:
+        self.dry_run = self.dry_run or self.halted
         for rec in batch:
             src = self.same_as.get(rec["from_id"], rec["from_id"])
             tgt = self.same_as.get(rec["to_id"], rec["to_id"])

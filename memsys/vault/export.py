@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from memsys import regular_files
 from memsys.errors import InvalidInput
 from memsys.services import briefs as summaries
-from memsys.vault import files, live, markdown
+from memsys.vault import files, live, markdown, records
 from memsys.vault.records import FORMAT, SCHEMA_VERSION, Record
 
 # S003's derived files: runtime state, index, embeddings, provider config stay out of git.
@@ -105,7 +105,7 @@ def to_vault(
     manifest = {"format": "memsys-vault", "schema_version": SCHEMA_VERSION, "export": FORMAT}
     w.write(files.MANIFEST, "".join(f"{k}: {json.dumps(v)}\n" for k, v in manifest.items()))
     w.write(".gitignore", GITIGNORE)
-    placed = _placed_by_hand(root)
+    places = _Places(root)
     for page in live.memories(session, namespace):
         relations: dict[str, list[Record]] = {}
         for edge in live.edges_of(session, page):
@@ -113,15 +113,17 @@ def to_vault(
                 relations.setdefault(end, []).append(edge)
         for rec in page:
             path = w.free(lambda n, r=rec: markdown.memory_path(r, n))  # type: ignore[misc]
-            path = _kept_place(root, path, placed.get(("memory", rec["id"])))
+            path = places.of(rec, path)
             w.write(path, markdown.render_memory(rec, relations.get(rec["id"], [])))
+            places.wrote(rec, path)
             w.done.memories += 1
             # The briefs link a memory by the lifecycle's path rule; point them at this file.
             linked[summaries.memory_path(rec["type"], rec["content"], rec["id"])] = path
     for edge in live.edges(session, namespace):
         path = w.free(lambda n, e=edge: markdown.edge_path(e, n))  # type: ignore[misc]
-        path = _kept_place(root, path, placed.get(("edge", edge["id"])))
+        path = places.of(edge, path)
         w.write(path, markdown.render_edge(edge))
+        places.wrote(edge, path)
         w.done.edges += 1
     prefs = [f"- {files.dumps(p)}\n" for p in live.preferences(session, namespace)]
     w.done.preferences = len(prefs)
@@ -130,26 +132,64 @@ def to_vault(
     hook = with_briefs if with_briefs is not None else briefs
     for relative, text in hook(session, namespace) if hook else ():
         w.write(relative, _relinked(text, linked))
-    kept = {placed[key] for key in placed if placed[key] in w.done.written}
-    _remove_stale(root, w.done.written, namespace, kept)
+    _remove_stale(root, w.done.written, namespace, places)
     return w.done
 
 
-def _placed_by_hand(root: Path) -> dict[tuple[str, str], str]:
-    """(kind, id) → path of the memory and edge files the last export did not write: renamed
-    or moved by hand (Obsidian renames a note with its title), or written by hand."""
-    if not root.is_dir():
-        return {}
-    before = set(_previous(root).get("paths", []))
-    placed: dict[tuple[str, str], str] = {}
-    for path, role in files.vault_files(root):
-        relative = path.relative_to(root).as_posix()
-        if relative in before or path.is_symlink() or not path.is_file():
-            continue
-        ident = _file_id(path)  # unreadable: import reports it
-        if ident is not None:
-            placed.setdefault(("edge" if role == "edge" else "memory", ident), relative)
-    return placed
+class _Places:
+    """Where each record's file goes. Its standard path, unless the user renamed or moved
+    the file (Obsidian renames a note with its title): then where they put it — a file an
+    earlier export placed there (the index remembers), or a file of that id written or
+    moved by hand whose record is the database's (one holding edits not imported yet is
+    left as it is: the standard file is written beside it and import names both)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        before = _previous(root)
+        self.indexed: set[str] = set(before.get("paths", []))
+        ids = before.get("ids")
+        self.placed: dict[str, str] = dict(ids) if isinstance(ids, dict) else {}
+        self.by_hand = self._by_hand() if root.is_dir() else {}
+        self.now: dict[str, str] = {}  # key → the path this export wrote
+
+    @staticmethod
+    def key(rec: Record) -> str:
+        return f"{rec['kind']}:{rec['id']}"
+
+    def _by_hand(self) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for path, role in files.vault_files(self.root):
+            relative = path.relative_to(self.root).as_posix()
+            if relative in self.indexed or path.is_symlink() or not path.is_file():
+                continue
+            ident = _file_id(path)  # unreadable: import reports it
+            if ident is not None:
+                found.setdefault(f"{'edge' if role == 'edge' else 'memory'}:{ident}", relative)
+        return found
+
+    def of(self, rec: Record, standard: str) -> str:
+        if (self.root / standard).exists():
+            return standard
+        key = self.key(rec)
+        earlier = self.placed.get(key)
+        if isinstance(earlier, str) and earlier in self.indexed and self._holds(earlier, rec):
+            return earlier
+        moved = self.by_hand.get(key)
+        if moved is not None and self._holds(moved, rec) and _same(self.root / moved, rec):
+            return moved
+        return standard
+
+    def _holds(self, relative: str, rec: Record) -> bool:
+        path = self.root / relative
+        return path.is_file() and not path.is_symlink() and _file_id(path) == rec["id"]
+
+    def wrote(self, rec: Record, path: str) -> None:
+        self.now[self.key(rec)] = path
+
+    def kept_copies(self) -> set[str | None]:
+        """Ids written into a file the user put there: a stale file of one is a copy."""
+        theirs = set(self.by_hand.values())
+        return {key.split(":", 1)[1] for key, path in self.now.items() if path in theirs}
 
 
 def _file_id(path: Path) -> str | None:
@@ -160,12 +200,22 @@ def _file_id(path: Path) -> str | None:
     return ident if isinstance(ident, str) else None
 
 
-def _kept_place(root: Path, standard: str, by_hand: str | None) -> str:
-    """Where a record's file goes: where the user moved it, unless the file at its standard
-    path is still there (then the other is a copy, and import names both)."""
-    if by_hand is None or (root / standard).exists():
-        return standard
-    return by_hand
+def _same(path: Path, rec: Record) -> bool:
+    """Whether a file holds the database's record (what import compares), so that writing
+    over it loses nothing."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+        if rec["kind"] == "edge":
+            read = markdown.parse_edge(text, str(path))
+        else:
+            read = markdown.parse_memory(text, str(path), pinned_dir=False)[0]
+    except (ValueError, OSError, RecursionError):
+        return False
+    mine = dict(read)
+    if records.check(mine):
+        return False
+    names = records.VERSIONED if rec["kind"] == "memory" else ("type", "strength", "context")
+    return all(mine.get(n) == rec.get(n) for n in (*names, "namespace", "created"))
 
 
 _LINK = re.compile(r"\]\((graph/[^)\s]+\.md)\)")
@@ -199,19 +249,19 @@ def _same_scope(root: Path, namespace: str | None) -> None:
         )
 
 
-def _remove_stale(root: Path, written: set[str], namespace: str | None, by_hand: set[str]) -> None:
+def _remove_stale(root: Path, written: set[str], namespace: str | None, places: _Places) -> None:
     """Files the previous export wrote whose records are gone. A file written by hand (not in
     the previous export's index) is never removed: it may be a memory not imported yet. Nor
-    is one whose record this export wrote where the user put a copy of it (`by_hand`): of
-    two files of one id, export removes neither (import names both)."""
-    before = set(_previous(root).get("paths", []))
-    moved = {_file_id(root / p) for p in by_hand} - {None}
-    for relative in sorted(before - written):
+    is one of a record this export wrote where the user put it: it is a copy (of two files
+    of one id, export removes neither, and import names both)."""
+    copies = places.kept_copies()
+    for relative in sorted(places.indexed - written):
         path = root / relative
         if path.is_file() and path.resolve().is_relative_to(root.resolve()):
-            if moved and _file_id(path) in moved:
+            if copies and _file_id(path) in copies:
                 continue
             path.unlink()
-    listing: dict[str, Any] = {"version": 1, "namespace": namespace, "count": len(written)}
+    listing: dict[str, Any] = {"version": 2, "namespace": namespace, "count": len(written)}
     listing["paths"] = sorted(written)
+    listing["ids"] = dict(sorted(places.now.items()))
     (root / INDEX).write_text(json.dumps(listing, indent=0) + "\n", encoding="utf-8")

@@ -270,9 +270,12 @@ def run(
     # Pass 2 finds what only the database shows (an edit to a text another memory holds):
     # its writes stay undone, unless partial, when it finds a problem.
     point = session.begin_nested() if not dry_run else None
+    plan = apply.Plan(session, dry_run, report, halt_on_problem=not partial)
     with (
-        restore_mode.vector_index_built_after(session) if rebuild else nullcontext(),
-        apply.Plan(session, dry_run, report) as plan,
+        restore_mode.vector_index_built_after(session, lambda: not plan.halted)
+        if rebuild
+        else nullcontext(),
+        plan,
     ):
         batch: list[Record] = []
         for rec in _checked(snapshot, _Seen(), []):

@@ -221,10 +221,12 @@ class Linter:
         if found:
             return None
         if checked.get("kind") == "edge":
-            if not rec.get("from_relation"):  # two edge files of one edge: import refuses it
+            if not rec.get("from_relation"):  # two records of one edge: import refuses it
                 here = f"{getattr(rec, 'source', None) or 'edge'}"
+                if isinstance(rec, Located) and rec.at("id") is not None and rec.lines:
+                    here = f"{here}:{rec.at('id')}"  # a line of a JSON-lines file
                 first = self._edge_files.setdefault(str(checked["id"]), here)
-                if first is not here:
+                if first != here:
                     self._add(
                         rec, "id", "error", f"duplicate edge {checked['id']} (also at {first})"
                     )

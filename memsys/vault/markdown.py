@@ -55,6 +55,8 @@ class _Loader(yaml.CSafeLoader):  # type: ignore[misc]
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         seen: set[Any] = set()
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base`: merged, may repeat
+                continue
             key = self.construct_object(key_node, deep=True)
             try:
                 twice = key in seen

@@ -13,7 +13,7 @@ with its transaction, the indexes included.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from psycopg import errors as pg_errors
@@ -68,10 +68,12 @@ def build_memory() -> str:
 
 
 @contextmanager
-def vector_index_built_after(session: Session) -> Iterator[None]:
+def vector_index_built_after(
+    session: Session, wanted: Callable[[], bool] = lambda: True
+) -> Iterator[None]:
     """Drop the vector indexes of `chunk` now and build them when the block ends (in the
-    session's transaction; an error in the block leaves the build undone and the drop to
-    the rollback)."""
+    session's transaction; an error in the block, or `wanted()` false at its end — the
+    caller rolls back —, leaves the build undone and the drop to the rollback)."""
     indexes = session.execute(_VECTOR_INDEXES).all()
     before = session.execute(_SETTINGS).one()
     session.execute(_SET, {"name": "lock_timeout", "value": LOCK_WAIT})
@@ -88,6 +90,8 @@ def vector_index_built_after(session: Session) -> Iterator[None]:
         ) from None
     session.execute(_SET, {"name": "lock_timeout", "value": before.lock_timeout})
     yield
+    if not wanted():
+        return
     session.execute(_BUILD_SETTINGS, {"memory": build_memory()})
     for row in indexes:
         # As written: a partial index's definition may hold '%' (LIKE), not a placeholder.

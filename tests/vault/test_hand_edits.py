@@ -210,10 +210,24 @@ def test_an_export_writes_a_renamed_or_moved_file_where_the_user_put_it(
     edge.rename(moved)
     edit(renamed, r"^importance: .*$", "importance: 0.3")
     assert import_(root).memories.changed == 1
+    for _ in range(2):  # and again on the next export (the first kept it only once)
+        export(root)
+        assert renamed.exists() and moved.exists() and not fix.exists() and not edge.exists()
+        again = import_(root, dry_run=True)
+        assert not again.problems and again.memories.changed == 0, again.problems
+    # a renamed file holding an edit not imported yet is never written over
+    edit(renamed, r"^Redis connection timeouts.*$", "Keepalive fixed the Redis timeouts")
+    later = renamed.with_name("Later name.md")
+    renamed.rename(later)
     export(root)
-    assert renamed.exists() and moved.exists() and not fix.exists() and not edge.exists()
-    again = import_(root, dry_run=True)
-    assert not again.problems and again.memories.changed == 0, again.problems
+    assert "Keepalive fixed the Redis timeouts" in later.read_text()
+    assert fix.exists()  # the database's version, beside it: import names both
+    assert "duplicate id" in problems(root)
+    fix.unlink()
+    assert import_(root).memories.changed == 1
+    export(root)
+    assert later.exists() and not fix.exists()
+    renamed = later
     # a copy beside the file export wrote is a copy: export keeps writing its own file
     copy = root / "graph" / "fixes" / "copy of it.md"
     copy.write_text(renamed.read_text())
@@ -243,3 +257,26 @@ def test_a_number_for_an_id_is_refused_not_rewritten(tmp_path: Path, embedder: o
     (folder / "a.md").write_text(f"\ufeff---\nid: '007'\n{body}")  # with a BOM
     assert import_(tmp_path / "v").memories.new == 1
     assert run("get", "007").exit_code == 0
+
+
+def test_lint_refuses_an_edge_given_twice_in_json_lines(tmp_path: Path, embedder: object) -> None:
+    seed()
+    lines = run("export", "--format", "jsonl").stdout.splitlines()
+    edge = next(line for line in lines if '"kind": "edge"' in line)
+    (tmp_path / "snap.jsonl").write_text("\n".join([*lines, edge]) + "\n")
+    linted = run("lint", str(tmp_path / "snap.jsonl"))
+    assert linted.exit_code == 1 and "duplicate edge" in linted.stdout, linted.stdout
+    assert "duplicate edge" in problems(tmp_path / "snap.jsonl")
+
+
+def test_yaml_merge_keys_are_read_as_yaml_reads_them(tmp_path: Path, embedder: object) -> None:
+    """Refusing a field given twice must not refuse `<<: *base`, where a field may repeat."""
+    folder = tmp_path / "v" / "graph" / "facts"
+    folder.mkdir(parents=True)
+    (folder / "m.md").write_text(
+        "---\nid: mem_merge\ntype: fact\nimportance: 0.5\ncreated: 2026-11-20T10:00:00+00:00\n"
+        "metadata: {<<: {team: core, tier: 1}, tier: 2}\n---\nMerged metadata\n"
+    )
+    assert import_(tmp_path / "v").memories.new == 1
+    lines = run("export", "--format", "jsonl").stdout.splitlines()[1:]
+    assert json.loads(lines[0])["metadata"] == {"team": "core", "tier": 2}

@@ -166,9 +166,9 @@ def test_two_restores_at_once_end_in_one_import_and_one_conflict(
     original = restore.vector_index_built_after
 
     @contextmanager
-    def together(session: Any) -> Iterator[None]:
+    def together(session: Any, wanted: Any) -> Iterator[None]:
         both_checked.wait()
-        with original(session):
+        with original(session, wanted):
             yield
 
     monkeypatch.setattr(restore, "vector_index_built_after", together)
