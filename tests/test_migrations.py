@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterator
 
@@ -61,3 +62,46 @@ def test_upgrade_downgrade_upgrade_and_models_match(scratch_engine: Engine) -> N
                 {"t": name},
             )
             assert dict(o.split("=", 1) for o in options or []) == wanted, name
+
+
+def test_memories_stored_with_windows_line_breaks_get_newlines(scratch_engine: Engine) -> None:
+    """memory_store now keeps `\\n` only; memories stored before with `\\r\\n` are rewritten
+    (with their content hash), except one whose rewritten text another live memory holds."""
+    _run(scratch_engine, "upgrade", "c3a91f5e7d20")
+    rows = {
+        "mem_crlf": "Deploy steps:\r\n1. tag\r\n2. push",
+        "mem_bare": "Old mac\rline two",
+        "mem_twin": "Twin\r\ntext",
+        "mem_lf": "Twin\ntext",  # the twin's text, already stored with \n
+        "mem_gone": "Closed\r\nversion",
+    }
+    with scratch_engine.begin() as conn:
+        conn.execute(text("INSERT INTO namespace (name) VALUES ('ns')"))
+        for memory_id, content in rows.items():
+            conn.execute(
+                text(
+                    "INSERT INTO chunk (namespace, id, doc_type, memory_type, content, "
+                    "content_hash, token_count, valid_to) VALUES ('ns', :id, 'memory', 'fact', "
+                    ":content, :hash, 3, CASE WHEN :closed THEN now() END)"
+                ),
+                {
+                    "id": memory_id,
+                    "content": content,
+                    "hash": _sha(content),
+                    "closed": memory_id == "mem_gone",
+                },
+            )
+    _run(scratch_engine, "upgrade", "head")
+    with scratch_engine.connect() as conn:
+        rows_now = conn.execute(text("SELECT id, content, content_hash FROM chunk")).all()
+    found = {r.id: r.content for r in rows_now}
+    hashes = {r.id: r.content_hash for r in rows_now}
+    assert found["mem_crlf"] == "Deploy steps:\n1. tag\n2. push"
+    assert found["mem_bare"] == "Old mac\nline two"
+    assert hashes["mem_crlf"] == _sha(found["mem_crlf"])
+    assert found["mem_twin"] == rows["mem_twin"]  # its \n text is mem_lf's: left as it was
+    assert found["mem_gone"] == rows["mem_gone"]  # history is not rewritten
+
+
+def _sha(content: str) -> str:
+    return hashlib.sha256(content.encode()).hexdigest()
