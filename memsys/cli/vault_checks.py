@@ -51,6 +51,9 @@ def lint_command(
             report = lint.lint(files.open_snapshot(path).items(), rules)
             if not as_json:
                 echo(f"Fixed {fixed} finding{'' if fixed == 1 else 's'}")
+        if snapshot.form == "vault":
+            for note in files.unread_notes(snapshot.path):
+                report.findings.append(lint.Finding("warning", note, None, lint.UNREAD))
     if as_json:
         emit(_as_dict(report), True, None)
     else:

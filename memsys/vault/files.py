@@ -262,6 +262,18 @@ def vault_files(root: Path) -> Iterator[tuple[Path, str]]:
             yield path, "memory"
 
 
+def unread_notes(root: Path) -> Iterator[str]:
+    """Markdown files a vault import never reads (a note at the vault's root, where Obsidian
+    creates new ones, or in a folder of its own): the user may think they are memories."""
+    read = {path for path, _ in vault_files(root)}
+    for path in sorted(root.rglob("*.md")):
+        rel = path.relative_to(root)
+        hidden = any(p.startswith((".", "_")) for p in rel.parts)
+        if hidden or path in read or rel.as_posix() in DERIVED or rel.parts[0] == "episodes":
+            continue
+        yield rel.as_posix()
+
+
 def _inside(path: Path, root: Path, resolved_root: Path | None = None) -> bool:
     """Whether `path`, its links followed, is a file of the vault (a link may point anywhere:
     /etc/passwd is not read, and lint --fix never writes through such a link). A file that

@@ -24,6 +24,10 @@ from memsys.vault import records
 from memsys.vault.records import Located, Problem, Record, timestamp
 
 SCHEMA_FILE = "memory-schema.yaml"
+UNREAD = (
+    "not read by import: a memory's file goes under graph/<type>/ (or vault/ when pinned), "
+    "with frontmatter"
+)
 SECTIONS = {"edge": "relationship", "preference": "preference_store"}
 
 

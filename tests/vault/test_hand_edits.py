@@ -280,3 +280,17 @@ def test_yaml_merge_keys_are_read_as_yaml_reads_them(tmp_path: Path, embedder: o
     assert import_(tmp_path / "v").memories.new == 1
     lines = run("export", "--format", "jsonl").stdout.splitlines()[1:]
     assert json.loads(lines[0])["metadata"] == {"team": "core", "tier": 2}
+
+
+def test_lint_warns_of_a_note_import_never_reads(tmp_path: Path, embedder: object) -> None:
+    """Obsidian creates a new note at the vault's root, where import reads nothing: it was
+    skipped without a word."""
+    exported(tmp_path, "graph/fixes")
+    (tmp_path / "v" / "Untitled.md").write_text("A note written in Obsidian\n")
+    (tmp_path / "v" / ".obsidian").mkdir()
+    (tmp_path / "v" / ".obsidian" / "workspace.md").write_text("editor state\n")
+    linted = run("lint", str(tmp_path / "v"), "--json")
+    assert linted.exit_code == 0, linted.stdout  # a warning; --strict fails on it
+    findings = json.loads(linted.stdout)["findings"]
+    assert [(f["source"], f["severity"]) for f in findings] == [("Untitled.md", "warning")]
+    assert run("lint", str(tmp_path / "v"), "--strict").exit_code == 1
