@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import io
 import json
 import logging
 import os
@@ -21,18 +22,21 @@ import sys
 import types
 from datetime import date, datetime
 from types import FrameType
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, Union, cast, get_args, get_origin
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
+from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations, jsonrpc_message_adapter
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from memsys import __version__, envelope, tenancy
 from memsys.config import allowed_hosts, allowed_origins
 from memsys.errors import MemsysError, bounded, clauses
+from memsys.mcp.stdio import UNREADABLE, ReadableLines
 from memsys.operations import BY_NAME, OPERATIONS, Operation
 
 log = logging.getLogger(__name__)
@@ -190,6 +194,8 @@ class MemsysMCPServer(MCPServer):
     accepted: dict[str, frozenset[str]]
 
     async def call_tool(self, name, arguments, context=None):  # type: ignore[no-untyped-def]
+        if arguments and UNREADABLE in arguments:  # a line the SDK could not read (stdio)
+            return _refused(name, str(arguments[UNREADABLE]))
         known = self.accepted.get(name)
         unknown = sorted(set(arguments or {}) - known) if known is not None else []
         if unknown:
@@ -214,12 +220,32 @@ class MemsysMCPServer(MCPServer):
                 message = str(cause) if cause else str(exc)
             return _refused(name, message)
 
+    async def run_stdio_async(self) -> None:
+        """The SDK's stdio serving, reading stdin through memsys.mcp.stdio (a call whose JSON
+        the SDK cannot read is answered, not dropped)."""
+        lowlevel = self._lowlevel_server  # what the SDK's own run_stdio_async runs
+        stdin = anyio.wrap_file(
+            io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+        )
+        lines = cast(Any, ReadableLines(stdin, _sdk_reads))  # an async line source
+        async with stdio_server(stdin=lines) as (read_stream, write_stream):
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
     async def read_resource(self, uri, context=None):  # type: ignore[no-untyped-def]
         caller = caller_of(context)
         if caller is None:
             raise ResourceError("No caller scope for this request; refused")
         with tenancy.using(caller):
             return await super().read_resource(uri, context)
+
+
+def _sdk_reads(line: str) -> bool:
+    """Whether the SDK's stdio reader takes this line (its own check, as it runs it)."""
+    try:
+        jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except Exception:  # whatever the SDK's reader refuses
+        return False
+    return True
 
 
 def caller_of(context: Any) -> tenancy.Scope | None:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
+import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -321,3 +324,51 @@ def test_bad_input_is_an_error_envelope_and_writes_nothing(
 
 def test_an_unknown_tool_is_an_error(mcp: Stdio) -> None:
     assert mcp.call("no_such_tool", {}).is_error
+
+
+def test_a_call_whose_json_the_sdk_cannot_read_is_answered_not_dropped() -> None:
+    """A lone surrogate escape (half an emoji) or ~200-level nesting made the SDK's reader
+    drop the line: the client waited for an answer forever. Raw JSON-RPC, as a client that
+    cuts strings by code unit sends it (the SDK's own client cannot encode a surrogate)."""
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "memsys"), "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    answers: queue.Queue[dict[str, Any]] = queue.Queue()
+    threading.Thread(
+        target=lambda: [answers.put(json.loads(line)) for line in proc.stdout or ()], daemon=True
+    ).start()
+
+    def ask(ident: int, method: str, params: str) -> dict[str, Any]:
+        line = f'{{"jsonrpc":"2.0","id":{ident},"method":"{method}","params":{params}}}\n'
+        assert proc.stdin is not None
+        proc.stdin.write(line.encode())
+        proc.stdin.flush()
+        while True:
+            answer = answers.get(timeout=60)  # queue.Empty: no answer, the old hang
+            if answer.get("id") == ident:
+                return answer
+
+    try:
+        client = '"clientInfo":{"name":"t","version":"0"}'
+        ask(1, "initialize", f'{{"protocolVersion":"2025-06-18","capabilities":{{}},{client}}}')
+        assert proc.stdin is not None
+        proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        deep = '{"a":' * 200 + "1" + "}" * 200
+        cases = {
+            2: ('{"content":"half an emoji \\ud83d"}', "content is not valid Unicode"),
+            3: (f'{{"content":"deep","metadata":{deep}}}', "nested more than 20 levels"),
+        }
+        for ident, (arguments, said) in cases.items():
+            result = ask(ident, "tools/call", f'{{"name":"memory_store","arguments":{arguments}}}')
+            body = result["result"]["structuredContent"]
+            assert body["success"] is False and said in body["error"], body
+        count = ask(4, "tools/call", '{"name":"memory_count","arguments":{}}')
+        assert count["result"]["structuredContent"]["success"] is True  # still serving
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        proc.wait(timeout=60)
