@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, model_validator
 
 from memsys import keys, relations
 from memsys.schemas.common import (
@@ -26,12 +26,18 @@ MAX_ITEMS = 1000
 MAX_NAME = 512
 
 
-def _name(v: str) -> str:
+# Fields that hold an entity's name; the others of this type say which field they are.
+_ENTITY_FIELDS = {"name", "from_", "to", "entityName", "entityNames", "names", "entity"}
+
+
+def _name(v: str, info: ValidationInfo) -> str:
+    field = info.field_name or "name"
+    what = "An entity name" if field in _ENTITY_FIELDS else field.rstrip("_")
     v = v.strip()
     if not v:
-        raise ValueError("An entity name cannot be empty")
+        raise ValueError(f"{what} cannot be empty")
     if len(v) > MAX_NAME:
-        raise ValueError(f"An entity name is at most {MAX_NAME} characters, got {len(v)}")
+        raise ValueError(f"{what} is at most {MAX_NAME} characters, got {len(v)}")
     return v
 
 

@@ -148,6 +148,7 @@ def check_supersedes(session: Session, params: CheckSupersedesIn) -> CheckSupers
 def backfill_edges(session: Session, params: BackfillEdgesIn) -> BackfillEdgesOut:
     """Memories with no live edge at all get their entity mentions linked; one that names no
     entity is related to its nearest memory (relates_to) when that is similar enough."""
+    namespaces.require(session, params.namespace)  # a typo is no namespace without orphans
     args = {"ns": params.namespace, "limit": params.limit}
     orphans = session.execute(_ORPHANS, args).all()
     if params.dry_run:

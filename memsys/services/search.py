@@ -181,11 +181,12 @@ def search_with_budget(session: Session, params: SearchWithBudgetIn) -> SearchBu
         found = hybrid(session, params.query, filters=filters, limit=BUDGET_CANDIDATES)
         chosen: list[SearchHit] = []
         used = 0
-        for hit in relevant(found.hits, params.min_relevance):
+        kept = relevant(found.hits, params.min_relevance)
+        for hit in kept:
             if used + hit.token_count <= params.max_tokens:
                 chosen.append(_document_hit(hit))
                 used += hit.token_count
-        left_out = len(found.hits) - len(chosen)
+        left_out = len(kept) - len(chosen)  # what the budget cut (not min_relevance)
         trace_id = tracing.write(
             session,
             t,

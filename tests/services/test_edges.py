@@ -111,6 +111,13 @@ def test_mermaid_is_a_flowchart_with_one_arrow_per_edge(chain: list[str]) -> Non
 def test_edge_forget_in_its_three_modes(chain: list[str]) -> None:
     a, _, c, d = chain
     first = op("memory_inspect_graph", memory_id=a, max_depth=1)["edges"][0]["id"]  # a → b
+    # an id with a memory or ends that do not match it forgot the edge anyway: refused
+    for other in ({"memory_id": c}, {"source_id": c, "target_id": a}, {"target_id": d}):
+        said = fails("memory_edge_forget", edge_id=first, **other)
+        assert "Give one of edge_id, memory_id, or source_id with target_id" in said
+    assert "not memory_id and source_id/target_id" in fails(
+        "memory_edge_forget", memory_id=c, source_id=c, target_id=d
+    )
     assert op("memory_edge_forget", edge_id=first)["deleted_ids"] == [first]
     assert "Edge not found" in fails("memory_edge_forget", edge_id=first)
     pair = op("memory_edge_forget", source_id=c, target_id=d, relation="relates_to")

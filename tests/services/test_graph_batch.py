@@ -158,3 +158,18 @@ def test_an_observation_longer_than_a_memory_may_be_is_refused_before_anything_r
 ) -> None:
     entity = {"name": "Runbook", "entityType": "document", "observations": ["x" * 40_000]}
     assert "Content is too long" in fails("create_entities", entities=[entity])
+
+
+def test_an_error_names_the_field_it_is_about(embedder: Any) -> None:
+    """Every name-like field said "An entity name cannot be empty": a caller with a blank
+    entityType or a long relationType was told to fix a name that was fine."""
+    blank_type = {"name": "Runbook", "entityType": "  ", "observations": []}
+    assert "entityType cannot be empty" in fails("create_entities", entities=[blank_type])
+    blank_name = {"name": "", "entityType": "document", "observations": []}
+    assert "An entity name cannot be empty" in fails("create_entities", entities=[blank_name])
+    long_relation = {"from": "A", "to": "B", "relationType": "r" * 600}
+    said = fails("create_relations", relations=[long_relation])
+    assert "relationType is at most 512 characters, got 600" in said
+    assert "attribute cannot be empty" in fails(
+        "fact_set", entity="Redis", attribute=" ", value="6379"
+    )

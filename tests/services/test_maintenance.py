@@ -90,3 +90,7 @@ def test_bad_maintenance_calls_are_refused(embedder: Any) -> None:
         "memory_detect_contradictions", memory_id=a, similarity_threshold=2
     )
     assert "limit must be between 1 and 10000" in fails("memory_backfill_edges", limit=0)
+    # a namespace nobody has is refused, not "0 orphans" (a typo would pass for done)
+    assert "Namespace not found: project:nope" in fails(
+        "memory_backfill_edges", namespace="project:nope"
+    )

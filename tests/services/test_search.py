@@ -97,6 +97,18 @@ def test_budget_is_never_exceeded(corpus, max_tokens: int) -> None:
         assert not out.truncated and len(out.results) >= 5
 
 
+def test_hits_under_min_relevance_are_not_counted_as_cut_by_the_budget(corpus) -> None:
+    """truncated_count counted what min_relevance dropped: an agent raised max_tokens for
+    nothing."""
+    params = {"query": "configuration deployment tokens cache", "max_tokens": 100_000}
+    everything = runner.execute(search.search_with_budget, SearchWithBudgetIn, params)
+    strict = runner.execute(
+        search.search_with_budget, SearchWithBudgetIn, {**params, "min_relevance": 0.99}
+    )
+    assert not everything.truncated and len(strict.results) < len(everything.results)
+    assert not strict.truncated and strict.truncated_count == 0
+
+
 @pytest.mark.parametrize(
     ("fields", "message"),
     [

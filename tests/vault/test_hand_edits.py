@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from tests.cli.helpers import run
+from tests.cli.helpers import fails, run
 from tests.conftest import table_counts
 from tests.factories import store
 from tests.vault.helpers import diff, export, import_, seed
@@ -294,3 +294,17 @@ def test_lint_warns_of_a_note_import_never_reads(tmp_path: Path, embedder: objec
     findings = json.loads(linted.stdout)["findings"]
     assert [(f["source"], f["severity"]) for f in findings] == [("Untitled.md", "warning")]
     assert run("lint", str(tmp_path / "v"), "--strict").exit_code == 1
+
+
+def test_a_diff_of_a_namespace_nothing_holds_is_refused(tmp_path: Path, embedder: object) -> None:
+    """A typo in `--namespace` compared nothing with nothing: "identical", and a CI job read
+    it as no drift."""
+    seed()
+    export(tmp_path / "v")
+    lines = run("export", "--format", "jsonl").stdout
+    (tmp_path / "a.jsonl").write_text(lines)
+    assert "Namespace not found" in fails("diff", str(tmp_path / "v"), "-n", "project:gmae")
+    said = fails("diff", str(tmp_path / "a.jsonl"), str(tmp_path / "a.jsonl"), "-n", "nope")
+    assert "Neither snapshot holds namespace nope" in said
+    same = run("diff", str(tmp_path / "v"), "-n", "project:game")
+    assert same.exit_code == 0 and "0 changed" in same.stdout
