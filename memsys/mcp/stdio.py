@@ -11,7 +11,6 @@ same rules (`memsys.schemas.common.check_values`) that refuse it over REST and t
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -19,8 +18,6 @@ from memsys.schemas.common import check_values
 
 UNREADABLE = "memsys:unreadable"  # the argument carrying why a call's JSON was refused
 DEEP = 100  # brackets on a line beyond which pydantic may refuse it (its limit is ~200)
-_ID = re.compile(r'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
-_NAME = re.compile(r'"name"\s*:\s*"([A-Za-z0-9_.-]{1,64})"')
 
 
 def _suspect(line: str) -> bool:
@@ -34,42 +31,84 @@ def readable(line: str, sdk_reads: Callable[[str], bool]) -> str:
     if not _suspect(line) or sdk_reads(line):
         return line
     try:
-        message: Any = json.loads(line)
-    except RecursionError:  # deeper than Python reads: find the call by its text
-        return _rewritten(line, None, "The call's arguments are nested too deeply to read")
-    except ValueError:
-        return line  # not JSON at all: the SDK answers that itself
-    if not isinstance(message, dict) or message.get("method") != "tools/call":
+        try:
+            message: Any = json.loads(line)
+        except RecursionError:  # deeper than Python reads: the call's id from its top level
+            message = _top_level(line)
+            reason = "The call's arguments are nested too deeply to read"
+        else:
+            params = message.get("params") if isinstance(message, dict) else None
+            reason = _why(params.get("arguments") if isinstance(params, dict) else None)
+        if not isinstance(message, dict) or message.get("method") != "tools/call":
+            return line
+        return _rewritten(message, reason) or line
+    except Exception:  # never the reader's end: what cannot be rewritten goes as it came
         return line
-    params = message.get("params")
-    arguments = params.get("arguments") if isinstance(params, dict) else None
-    return _rewritten(line, message, _why(arguments))
 
 
 def _why(arguments: Any) -> str:
     if isinstance(arguments, dict):
         try:
             for name, value in arguments.items():
+                check_values(name, "an argument's name")
                 check_values(value, str(name))
         except ValueError as exc:
             return str(exc)
     return "The call's JSON could not be read"
 
 
-def _rewritten(line: str, message: dict[str, Any] | None, reason: str) -> str:
-    if message is not None:
-        ident, params = message.get("id"), message.get("params")
-        name = params.get("name") if isinstance(params, dict) else None
-    else:
-        if '"tools/call"' not in line:
-            return line
-        found = _ID.search(line)
-        ident = json.loads(found.group(1)) if found else None
-        named = _NAME.search(line)
-        name = named.group(1) if named else None
+def _top_level(line: str) -> dict[str, Any]:
+    """The top-level `id` and `method` of a JSON object too deep for json.loads, read by
+    walking its text (a nested "id" in the arguments is not the request's)."""
+    found: dict[str, Any] = {}
+    decoder = json.JSONDecoder()
+    depth, i, key = 0, 0, None
+    while i < len(line):
+        char = line[i]
+        if char == '"':
+            text, end = decoder.raw_decode(line, i)  # the whole string, escapes and all
+            if depth == 1 and key is None and line[end:].lstrip().startswith(":"):
+                key = text
+                i = line.index(":", end) + 1
+                continue
+            if depth == 1 and key in ("id", "method"):
+                found[key] = text
+            key = None if depth == 1 else key
+            i = end
+            continue
+        if char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+        elif depth == 1 and key == "id" and (char.isdigit() or char == "-"):
+            found["id"], i = decoder.raw_decode(line, i)
+            key = None
+            continue
+        if depth == 1 and char == ",":
+            key = None
+        i += 1
+    return found
+
+
+def _safe(text: str) -> str:
+    """Text a line may carry: a lone surrogate written as its escape (the SDK's reader
+    refuses one in the answer's request as in the question's)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _rewritten(message: dict[str, Any], reason: str) -> str | None:
+    """The call as one the SDK reads, its arguments replaced by the reason; None for a
+    notification (nobody waits for its answer)."""
+    ident, params = message.get("id"), message.get("params")
     if not isinstance(ident, int | str) or isinstance(ident, bool):
-        return line  # a notification: nobody waits for its answer
-    call = {"name": name if isinstance(name, str) else "", "arguments": {UNREADABLE: reason}}
+        return None
+    name = params.get("name") if isinstance(params, dict) else None
+    call = {
+        "name": _safe(name) if isinstance(name, str) else "",
+        "arguments": {UNREADABLE: _safe(reason)},
+    }
+    if isinstance(ident, str):
+        ident = _safe(ident)
     return json.dumps({"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": call})
 
 

@@ -186,16 +186,19 @@ class Rule:
         return published
 
 
-def given(*groups: tuple[str, ...], only_one: bool = False) -> dict[str, Any]:
+def given(*groups: tuple[str, ...], only_one: bool = False, alone: bool = False) -> dict[str, Any]:
     """JSON Schema for "at least one of these groups of fields is given, not null" (with
-    `only_one`: exactly one) — a rule a model's validator or service checks — for a model's
-    `json_schema_extra`."""
-    return {
-        "oneOf" if only_one else "anyOf": [
-            {"required": list(group), "properties": {f: {"not": {"type": "null"}} for f in group}}
-            for group in groups
-        ]
-    }
+    `only_one`: exactly one; with `alone`: and no field of another group given either) — a
+    rule a model's validator or service checks — for a model's `json_schema_extra`."""
+    fields = [f for group in groups for f in group]
+
+    def one(group: tuple[str, ...]) -> dict[str, Any]:
+        properties: dict[str, Any] = {f: {"not": {"type": "null"}} for f in group}
+        if alone:
+            properties |= {f: {"type": "null"} for f in fields if f not in group}
+        return {"required": list(group), "properties": properties}
+
+    return {"oneOf" if only_one or alone else "anyOf": [one(group) for group in groups]}
 
 
 NOT_BLANK = Rule(minLength=1, pattern=NON_BLANK_PATTERN)  # "… cannot be empty" (after strip)

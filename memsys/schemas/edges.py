@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from memsys import relations
 from memsys.errors import shortened
@@ -106,7 +106,9 @@ MAX_EDGE_ID = 2**53 - 1
 
 class MemoryEdgeForgetIn(Input):
     model_config = ConfigDict(
-        json_schema_extra=given(("edge_id",), ("memory_id",), ("source_id", "target_id"))
+        json_schema_extra=given(
+            ("edge_id",), ("memory_id",), ("source_id", "target_id"), alone=True
+        )
     )
 
     edge_id: Annotated[
@@ -122,6 +124,24 @@ class MemoryEdgeForgetIn(Input):
     direction: Annotated[Direction, Field(description="For memory_id mode: edge direction")] = (
         "both"
     )
+
+    @model_validator(mode="after")
+    def _one_way(self) -> MemoryEdgeForgetIn:
+        ways = [
+            name
+            for name, named in (
+                ("edge_id", self.edge_id is not None),
+                ("memory_id", self.memory_id is not None),
+                ("source_id/target_id", self.source_id is not None or self.target_id is not None),
+            )
+            if named
+        ]
+        if len(ways) > 1:  # a forget must not drop what would have narrowed it
+            given_ = " and ".join(ways)
+            raise ValueError(
+                f"Give one of edge_id, memory_id, or source_id with target_id: not {given_}"
+            )
+        return self
 
 
 class MemoryEdgeForgetOut(Output):

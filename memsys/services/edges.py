@@ -127,20 +127,6 @@ def edge_forget(session: Session, params: MemoryEdgeForgetIn) -> MemoryEdgeForge
         Edge.valid_to.is_(None),
         Edge.relation.in_(MEMORY_RELATIONS),
     ]
-    modes = [
-        name
-        for name, given in (
-            ("edge_id", params.edge_id is not None),
-            ("memory_id", params.memory_id is not None),
-            ("source_id/target_id", params.source_id is not None or params.target_id is not None),
-        )
-        if given
-    ]
-    if len(modes) > 1:  # a forget must not drop what would have narrowed it
-        given = " and ".join(modes)
-        raise InvalidInput(
-            f"Give one of edge_id, memory_id, or source_id with target_id: not {given}"
-        )
     if params.edge_id is not None:
         where.append(Edge.id == params.edge_id)
     elif params.memory_id is not None:

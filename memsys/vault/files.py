@@ -262,6 +262,10 @@ def vault_files(root: Path) -> Iterator[tuple[Path, str]]:
             yield path, "memory"
 
 
+# A repository's own documents beside a vault: never mistaken for notes.
+REPOSITORY_DOCS = {"readme", "changelog", "contributing", "license", "security", "code_of_conduct"}
+
+
 def unread_notes(root: Path) -> Iterator[str]:
     """Markdown files a vault import never reads (a note at the vault's root, where Obsidian
     creates new ones, or in a folder of its own): the user may think they are memories."""
@@ -270,6 +274,8 @@ def unread_notes(root: Path) -> Iterator[str]:
         rel = path.relative_to(root)
         hidden = any(p.startswith((".", "_")) for p in rel.parts)
         if hidden or path in read or rel.as_posix() in DERIVED or rel.parts[0] == "episodes":
+            continue
+        if (len(rel.parts) == 1 and path.stem.lower() in REPOSITORY_DOCS) or rel.parts[0] == "docs":
             continue
         yield rel.as_posix()
 

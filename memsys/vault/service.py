@@ -165,11 +165,12 @@ def diff(session: Session, params: DiffIn) -> DiffOut:
 def diff_of(session: Session, a: str, b: str, namespace: str | None) -> DiffOut:
     """A namespace nothing holds is refused (a typo would compare nothing and say
     "identical", which a CI job reads as no drift)."""
-    if namespace is not None and diffing.LIVE in (a, b):
-        namespaces.require(session, namespace)
     sides = [diffing.read(session, source, namespace) for source in (a, b)]
-    if namespace is not None and not (sides[0] or sides[1]) and diffing.LIVE not in (a, b):
-        raise InvalidInput(f"Neither snapshot holds namespace {namespace}")
+    if namespace is not None and not (sides[0] or sides[1]):  # one side holding it will do
+        if diffing.LIVE in (a, b):
+            namespaces.require(session, namespace)  # an empty namespace is no typo
+        else:
+            raise InvalidInput(f"Neither snapshot holds namespace {namespace}")
     result = diffing.compare(sides[0], sides[1])
     for key in ("added", "removed", "changed"):
         result[key] = result[key][:MAX_LISTED]

@@ -372,3 +372,24 @@ def test_a_call_whose_json_the_sdk_cannot_read_is_answered_not_dropped() -> None
         if proc.stdin is not None:
             proc.stdin.close()
         proc.wait(timeout=60)
+
+
+def test_the_line_filter_answers_the_right_request_and_never_stops_the_reader() -> None:
+    """A line deeper than Python's own reader is answered under its top-level id (a nested
+    "id" in the arguments is not it); a line that cannot be rewritten goes on as it came
+    (an exception there ended the server); the answer itself is a line the SDK reads."""
+    from memsys.mcp.server import _sdk_reads
+    from memsys.mcp.stdio import UNREADABLE, readable
+
+    deep = "[" * 1200 + "]" * 1200
+    call = '"method":"tools/call","params":{"name":"memory_store","arguments":'
+    line = f'{{"jsonrpc":"2.0",{call}{{"metadata":{{"id":7}},"x":{deep}}}}},"id":3}}'
+    rewritten = json.loads(readable(line, _sdk_reads))
+    assert (
+        rewritten["id"] == 3 and "nested too deeply" in rewritten["params"]["arguments"][UNREADABLE]
+    )
+    for broken in (line.replace('"id":3', '"id":"\\q"'), line.replace("3}", "3" * 5000 + "}")):
+        assert readable(broken, _sdk_reads) == broken  # left to the SDK, no exception
+    surrogate = f'{{"jsonrpc":"2.0","id":4,{call}{{"\\ud83d":"x"}}}}}}'
+    answer = readable(surrogate, _sdk_reads)
+    assert _sdk_reads(answer) and "not valid Unicode" in answer

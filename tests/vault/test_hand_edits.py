@@ -289,6 +289,7 @@ def test_lint_warns_of_a_note_import_never_reads(tmp_path: Path, embedder: objec
     (tmp_path / "v" / "Untitled.md").write_text("A note written in Obsidian\n")
     (tmp_path / "v" / ".obsidian").mkdir()
     (tmp_path / "v" / ".obsidian" / "workspace.md").write_text("editor state\n")
+    (tmp_path / "v" / "README.md").write_text("# Our team's memory vault\n")  # the repo's
     linted = run("lint", str(tmp_path / "v"), "--json")
     assert linted.exit_code == 0, linted.stdout  # a warning; --strict fails on it
     findings = json.loads(linted.stdout)["findings"]
@@ -304,6 +305,10 @@ def test_a_diff_of_a_namespace_nothing_holds_is_refused(tmp_path: Path, embedder
     lines = run("export", "--format", "jsonl").stdout
     (tmp_path / "a.jsonl").write_text(lines)
     assert "Namespace not found" in fails("diff", str(tmp_path / "v"), "-n", "project:gmae")
+    # a namespace the snapshot holds and the database does not is drift, not a typo
+    (tmp_path / "b.jsonl").write_text(lines.replace('"project:game"', '"project:restored"'))
+    drift = run("diff", str(tmp_path / "b.jsonl"), "live", "-n", "project:restored")
+    assert drift.exit_code == 1 and "2 removed" in drift.stdout, drift.output
     said = fails("diff", str(tmp_path / "a.jsonl"), str(tmp_path / "a.jsonl"), "-n", "nope")
     assert "Neither snapshot holds namespace nope" in said
     same = run("diff", str(tmp_path / "v"), "-n", "project:game")
