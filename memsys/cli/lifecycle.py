@@ -38,6 +38,8 @@ def got(r: MemoryGetOut) -> None:
     marks += [m for m, on in (("pinned", r.pinned), ("golden", r.golden)) if on]
     marks += [m for m, on in (("rekindled", r.rekindled), ("lossy", r.lossy)) if on]
     echo(f"{r.id} [{', '.join(marks)}] {r.namespace}")
+    if r.superseded_by:
+        echo(f"an earlier version: {r.superseded_by} holds its fields since {r.valid_to}")
     echo(
         f"confidence {r.confidence}, importance {r.importance}, "
         f"{r.access_count} access{'' if r.access_count == 1 else 'es'}, {r.temperature}"

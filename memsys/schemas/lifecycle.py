@@ -143,3 +143,9 @@ class MemoryGetOut(MemoryItem):
     decay_score: float | None = Field(description="S003 score as the last maintenance stored it")
     last_accessed_at: datetime | None
     temperature: str = Field(description="hot | warm | cold | pinned, from the access log")
+    superseded_by: str | None = Field(
+        None,
+        description="An earlier version (the id an import or edit named as keeping the "
+        "previous fields): the memory that holds its fields now. None for a live memory",
+    )
+    valid_to: datetime | None = Field(None, description="An earlier version: when it was replaced")

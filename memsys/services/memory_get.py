@@ -16,7 +16,8 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from memsys.models import Chunk
+from memsys.errors import NotFound
+from memsys.models import Chunk, Edge
 from memsys.schemas.lifecycle import MemoryGetIn, MemoryGetOut
 from memsys.services import access, lifecycle, memories, namespaces
 from memsys.tenancy import may_write
@@ -24,7 +25,13 @@ from memsys.tenancy import may_write
 
 def get(session: Session, params: MemoryGetIn, now: datetime | None = None) -> MemoryGetOut:
     now = now or datetime.now(UTC)
-    memory = memories.live_memory(session, params.memory_id)
+    try:
+        memory = memories.live_memory(session, params.memory_id)
+    except NotFound:
+        earlier = _earlier_version(session, params.memory_id)
+        if earlier is None:
+            raise
+        return earlier
     key = (memory.namespace, memory.id)
     rekindled = False
     if memory.stage in lifecycle.AGED and may_write(memory.namespace):
@@ -50,4 +57,38 @@ def get(session: Session, params: MemoryGetIn, now: datetime | None = None) -> M
         decay_score=memory.decay_score,
         last_accessed_at=counted.last_accessed_at,
         temperature=access.temperatures(session, [key], now).get(key, "cold"),
+    )
+
+
+def _earlier_version(session: Session, memory_id: str) -> MemoryGetOut | None:
+    """A closed copy that a live memory supersedes (the previous fields an import or edit
+    kept), read as it was: no access, no rekindling. A forgotten memory is no version."""
+    found = session.execute(
+        select(Chunk, Edge.source_id)
+        .join(
+            Edge,
+            (Edge.namespace == Chunk.namespace)
+            & (Edge.target_kind == "chunk")
+            & (Edge.target_id == Chunk.id)
+            & (Edge.relation == "supersedes")
+            & Edge.valid_to.is_(None),
+        )
+        .where(Chunk.id == memory_id, Chunk.doc_type == "memory", Chunk.valid_to.is_not(None))
+        .limit(1)
+    ).first()
+    if found is None:
+        return None
+    copy, newer = found
+    return MemoryGetOut(
+        **memories.item(copy, copy.access_count).model_dump(),
+        stage=copy.stage,
+        pinned=copy.pinned,
+        golden=copy.golden,
+        lossy=copy.lossy,
+        rekindled=False,
+        decay_score=copy.decay_score,
+        last_accessed_at=copy.last_accessed_at,
+        temperature="cold",
+        superseded_by=newer,
+        valid_to=copy.valid_to,
     )

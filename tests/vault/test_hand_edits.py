@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from tests.cli.helpers import fails, run
+from tests.cli.helpers import fails, run, run_json
 from tests.conftest import table_counts
 from tests.factories import store
 from tests.vault.helpers import diff, export, import_, seed
@@ -313,3 +313,22 @@ def test_a_diff_of_a_namespace_nothing_holds_is_refused(tmp_path: Path, embedder
     assert "Neither snapshot holds namespace nope" in said
     same = run("diff", str(tmp_path / "v"), "-n", "project:game")
     assert same.exit_code == 0 and "0 changed" in same.stdout
+
+
+def test_the_previous_version_an_import_names_can_be_read(tmp_path: Path, embedder: object) -> None:
+    """Import answered "previous fields kept as mem_…", and `get` of that id said "Memory
+    not found": the history it promised could not be read."""
+    fix = exported(tmp_path, "graph/fixes")
+    before = fix.read_text()
+    edit(fix, r"^Redis connection timeouts.*$", "Keepalive settings fixed the Redis timeouts")
+    report = import_(tmp_path / "v")
+    (version,) = report.versions
+    earlier = run_json("get", version.previous)
+    assert earlier["superseded_by"] == version.id and earlier["valid_to"] is not None
+    assert earlier["content"] in before and "Keepalive settings" not in earlier["content"]
+    assert run_json("get", version.id)["superseded_by"] is None  # the live memory
+    shown = run("get", version.previous)
+    assert f"an earlier version: {version.id} holds its fields" in shown.stdout
+    # a forgotten memory is gone, not a version
+    run("forget", "--id", version.id)
+    assert "Memory not found" in fails("get", version.id)
