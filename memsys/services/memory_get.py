@@ -12,6 +12,7 @@ one rekindles).
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -47,16 +48,25 @@ def get(session: Session, params: MemoryGetIn, now: datetime | None = None) -> M
             session.refresh(memory)  # the rekindled text and stage
     access.record(session, [memory.id], at=now)  # a log row: the memory's own row stays
     counted = access.live(session, [key]).get(key, memory)  # this read included
+    return _out(
+        memory,
+        counted.access_count,
+        rekindled=rekindled,
+        last_accessed_at=counted.last_accessed_at,
+        temperature=access.temperatures(session, [key], now).get(key, "cold"),
+    )
+
+
+def _out(memory: Chunk, access_count: int, **fields: Any) -> MemoryGetOut:
+    """The answer for a memory row; `fields`: what this read decided (rekindled, …)."""
     return MemoryGetOut(
-        **memories.item(memory, counted.access_count).model_dump(),
+        **memories.item(memory, access_count).model_dump(),
         stage=memory.stage,
         pinned=memory.pinned,
         golden=memory.golden,
         lossy=memory.lossy,
-        rekindled=rekindled,
         decay_score=memory.decay_score,
-        last_accessed_at=counted.last_accessed_at,
-        temperature=access.temperatures(session, [key], now).get(key, "cold"),
+        **fields,
     )
 
 
@@ -79,14 +89,10 @@ def _earlier_version(session: Session, memory_id: str) -> MemoryGetOut | None:
     if found is None:
         return None
     copy, newer = found
-    return MemoryGetOut(
-        **memories.item(copy, copy.access_count).model_dump(),
-        stage=copy.stage,
-        pinned=copy.pinned,
-        golden=copy.golden,
-        lossy=copy.lossy,
+    return _out(
+        copy,
+        copy.access_count,
         rekindled=False,
-        decay_score=copy.decay_score,
         last_accessed_at=copy.last_accessed_at,
         temperature="cold",
         superseded_by=newer,
