@@ -76,3 +76,10 @@ def running_server() -> dict[str, Any] | None:
     if not isinstance(info, dict) or not isinstance(info.get("pid"), int):
         return None
     return info if pid_alive(info["pid"]) else None
+
+
+def reachable_host(info: dict[str, Any]) -> str:
+    """The address to reach an announced server at: a wildcard bind (0.0.0.0, ::) is
+    reached on loopback."""
+    host = str(info.get("host") or "127.0.0.1")
+    return "127.0.0.1" if host in ("0.0.0.0", "::") else host

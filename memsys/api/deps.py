@@ -6,6 +6,7 @@ from __future__ import annotations
 import hmac
 import typing
 import urllib.parse
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -157,8 +158,8 @@ def known_query_only(request: Request) -> None:
         raise HTTPException(
             422, f"Unknown query parameter(s): {', '.join(unknown)} (this route takes: {taken})"
         )
-    given = [key for key, _ in request.query_params.multi_items()]
-    repeated = sorted({key for key in given if key not in lists and given.count(key) > 1})
+    given = Counter(key for key, _ in request.query_params.multi_items())
+    repeated = sorted(key for key, times in given.items() if times > 1 and key not in lists)
     if repeated:
         raise HTTPException(
             422,

@@ -49,8 +49,7 @@ def check_alone() -> None:
 def _answers(announced: dict[str, object]) -> bool:
     """Whether the announced server listens (its pid alone may be another process's now,
     after a crash left server.json behind)."""
-    host = str(announced.get("host") or "127.0.0.1")
-    host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    host = runtime_info.reachable_host(announced)
     try:
         with socket.create_connection((host, int(str(announced.get("port")))), timeout=1):
             return True

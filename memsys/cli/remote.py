@@ -45,9 +45,7 @@ def server_url() -> str | None:
     info = runtime_info.running_server()
     if info is None or info.get("database") != runtime_info.database_identity():
         return None
-    host = str(info.get("host", "127.0.0.1"))
-    if host in ("0.0.0.0", "::", ""):
-        host = "127.0.0.1"
+    host = runtime_info.reachable_host(info)
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{info['port']}"
 

@@ -201,6 +201,15 @@ def given(*groups: tuple[str, ...], only_one: bool = False, alone: bool = False)
     return {"oneOf" if only_one or alone else "anyOf": [one(group) for group in groups]}
 
 
+def one_way(ways: Iterable[tuple[str, bool]], wording: str) -> None:
+    """Refuse input naming more than one of the ways a call picks what it acts on (the
+    others would be dropped): `ways` is (name, given) pairs, `wording` says the choice
+    with a `{given}` for the names given."""
+    named = [name for name, given in ways if given]
+    if len(named) > 1:
+        raise ValueError(wording.format(given=" and ".join(named)))
+
+
 NOT_BLANK = Rule(minLength=1, pattern=NON_BLANK_PATTERN)  # "… cannot be empty" (after strip)
 VISIBLE_TEXT = Rule(minLength=1, pattern=VISIBLE_PATTERN)  # "… has no visible character"
 

@@ -9,7 +9,7 @@ from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from memsys import relations
 from memsys.errors import shortened
-from memsys.schemas.common import AsOf, Input, Output, Rule, given, within
+from memsys.schemas.common import AsOf, Input, Output, Rule, given, one_way, within
 
 # memory_relate takes any public relation of the one registry (memsys.relations): S001's four
 # first, then S000's vocabulary, S003's and S002's types; any case, stored lower snake_case.
@@ -127,20 +127,15 @@ class MemoryEdgeForgetIn(Input):
 
     @model_validator(mode="after")
     def _one_way(self) -> MemoryEdgeForgetIn:
-        ways = [
-            name
-            for name, named in (
+        ends = self.source_id is not None or self.target_id is not None
+        one_way(
+            (
                 ("edge_id", self.edge_id is not None),
                 ("memory_id", self.memory_id is not None),
-                ("source_id/target_id", self.source_id is not None or self.target_id is not None),
-            )
-            if named
-        ]
-        if len(ways) > 1:  # a forget must not drop what would have narrowed it
-            given_ = " and ".join(ways)
-            raise ValueError(
-                f"Give one of edge_id, memory_id, or source_id with target_id: not {given_}"
-            )
+                ("source_id/target_id", ends),
+            ),
+            "Give one of edge_id, memory_id, or source_id with target_id: not {given}",
+        )
         return self
 
 

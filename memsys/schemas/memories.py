@@ -34,6 +34,7 @@ from memsys.schemas.common import (
     check_as_of,
     check_query,
     given,
+    one_way,
     visible,
     within,
 )
@@ -232,11 +233,11 @@ class MemoryForgetIn(Input):
 
     @model_validator(mode="after")
     def _one_target(self) -> MemoryForgetIn:
-        named = [f for f in ("memory_id", "query", "input_value") if getattr(self, f) is not None]
-        if len(named) > 1:  # one would be ignored: a forget by id that was meant by query
-            raise ValueError(
-                f"Give one of memory_id, query or input_value, not {' and '.join(named)}"
-            )
+        fields = ("memory_id", "query", "input_value")
+        one_way(
+            ((f, getattr(self, f) is not None) for f in fields),
+            "Give one of memory_id, query or input_value, not {given}",
+        )
         return self
 
 

@@ -156,8 +156,7 @@ class Plan:
         return self.halt_on_problem and len(self.report.problems) > self._problems_before
 
     def memories(self, batch: list[Record]) -> None:
-        if self.halted:
-            self.dry_run, self._waiting = True, None  # counts from here; nothing is written
+        self.dry_run = self.dry_run or self.halted  # halted: counts from here, writes nothing
         rows = {
             c.id: {**_fields(c), "content_hash": c.content_hash}
             for c in self.session.scalars(

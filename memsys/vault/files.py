@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Literal, TextIO
 
 import yaml
@@ -245,21 +245,32 @@ def _whole_json(path: Path) -> Iterator[Item]:
             yield markdown.located(rec, where, {})
 
 
+def _role(rel: PurePath) -> str | None:
+    """What a vault's markdown file is to import: memory, pinned or edge; "" for one it
+    leaves out on purpose (hidden, derived, an episode, a repository's own document); None
+    for one it does not read though it may look like a note."""
+    parts = rel.parts
+    if any(p.startswith((".", "_")) for p in parts) or rel.as_posix() in DERIVED:
+        return ""
+    if parts[0] in ("episodes", "docs"):
+        return ""
+    if rel.as_posix().startswith(markdown.EDGE_DIR + "/"):
+        return "edge"
+    if parts[0] == markdown.PINNED_DIR:
+        return "pinned"
+    if parts[0] == "graph":
+        return "memory"
+    if len(parts) == 1 and rel.stem.lower() in REPOSITORY_DOCS:
+        return ""
+    return None
+
+
 def vault_files(root: Path) -> Iterator[tuple[Path, str]]:
     """(path, role) of every file a vault import reads: memory, pinned, edge."""
     for path in sorted(root.rglob("*.md")):
-        rel = path.relative_to(root)
-        parts = rel.parts
-        if any(p.startswith((".", "_")) for p in parts) or rel.as_posix() in DERIVED:
-            continue
-        if parts[0] == "episodes":
-            continue
-        if rel.as_posix().startswith(markdown.EDGE_DIR + "/"):
-            yield path, "edge"
-        elif parts[0] == markdown.PINNED_DIR:
-            yield path, "pinned"
-        elif parts[0] == "graph":
-            yield path, "memory"
+        role = _role(path.relative_to(root))
+        if role:
+            yield path, role
 
 
 # A repository's own documents beside a vault: never mistaken for notes.
@@ -269,15 +280,10 @@ REPOSITORY_DOCS = {"readme", "changelog", "contributing", "license", "security",
 def unread_notes(root: Path) -> Iterator[str]:
     """Markdown files a vault import never reads (a note at the vault's root, where Obsidian
     creates new ones, or in a folder of its own): the user may think they are memories."""
-    read = {path for path, _ in vault_files(root)}
     for path in sorted(root.rglob("*.md")):
         rel = path.relative_to(root)
-        hidden = any(p.startswith((".", "_")) for p in rel.parts)
-        if hidden or path in read or rel.as_posix() in DERIVED or rel.parts[0] == "episodes":
-            continue
-        if (len(rel.parts) == 1 and path.stem.lower() in REPOSITORY_DOCS) or rel.parts[0] == "docs":
-            continue
-        yield rel.as_posix()
+        if _role(rel) is None:
+            yield rel.as_posix()
 
 
 def _inside(path: Path, root: Path, resolved_root: Path | None = None) -> bool:
