@@ -1,4 +1,4 @@
-"""stdin for `memsys mcp`: a tool call the MCP SDK cannot read still gets its answer.
+"""stdin for `memsys mcp`: a request the MCP SDK cannot read still gets its answer.
 
 The SDK reads each line with pydantic, which refuses a lone surrogate escape (`"\\ud83d"`,
 half an emoji cut by a client) and JSON nested ~200 levels deep; it then drops the line,
@@ -6,6 +6,9 @@ and the client waits for an answer forever. Python's own JSON reader takes both,
 `tools/call` line is rewritten into the same call with one argument, UNREADABLE, holding
 the reason; memsys answers it as it answers any bad input: the tool's error result, by the
 same rules (`memsys.schemas.common.check_values`) that refuse it over REST and the CLI.
+Any other request (`resources/read`, `tools/list`, …) is rewritten into the same method
+with parameters the SDK refuses, so the client gets JSON-RPC's "Invalid request parameters"
+under its id. A notification waits for no answer and goes on as it came.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ def readable(line: str, sdk_reads: Callable[[str], bool]) -> str:
         else:
             params = message.get("params") if isinstance(message, dict) else None
             reason = _why(params.get("arguments") if isinstance(params, dict) else None)
-        if not isinstance(message, dict) or message.get("method") != "tools/call":
+        if not isinstance(message, dict):
             return line
         return _rewritten(message, reason) or line
     except Exception:  # never the reader's end: what cannot be rewritten goes as it came
@@ -97,19 +100,24 @@ def _safe(text: str) -> str:
 
 
 def _rewritten(message: dict[str, Any], reason: str) -> str | None:
-    """The call as one the SDK reads, its arguments replaced by the reason; None for a
-    notification (nobody waits for its answer)."""
-    ident, params = message.get("id"), message.get("params")
-    if not isinstance(ident, int | str) or isinstance(ident, bool):
+    """The request as one the SDK reads and answers under the same id: a tool call with its
+    arguments replaced by the reason, any other method with a `_meta` that is not an object
+    (the SDK answers "Invalid request parameters"); None for a notification or a line
+    without a method (nobody waits for an answer to it)."""
+    ident, method, params = message.get("id"), message.get("method"), message.get("params")
+    if not isinstance(ident, int | str) or isinstance(ident, bool) or not isinstance(method, str):
         return None
-    name = params.get("name") if isinstance(params, dict) else None
-    call = {
-        "name": _safe(name) if isinstance(name, str) else "",
-        "arguments": {UNREADABLE: _safe(reason)},
-    }
     if isinstance(ident, str):
         ident = _safe(ident)
-    return json.dumps({"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": call})
+    if method == "tools/call":
+        name = params.get("name") if isinstance(params, dict) else None
+        refused = {
+            "name": _safe(name) if isinstance(name, str) else "",
+            "arguments": {UNREADABLE: _safe(reason)},
+        }
+    else:
+        refused = {"_meta": _safe(reason)}
+    return json.dumps({"jsonrpc": "2.0", "id": ident, "method": _safe(method), "params": refused})
 
 
 class ReadableLines:

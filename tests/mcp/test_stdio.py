@@ -366,6 +366,15 @@ def test_a_call_whose_json_the_sdk_cannot_read_is_answered_not_dropped() -> None
             result = ask(ident, "tools/call", f'{{"name":"memory_store","arguments":{arguments}}}')
             body = result["result"]["structuredContent"]
             assert body["success"] is False and said in body["error"], body
+        # Any other request the SDK cannot read is answered too (it waited forever).
+        others = {
+            5: ("resources/read", '{"uri":"memsys://half \\ud83d"}'),
+            6: ("tools/list", '{"cursor":"\\ud83d"}'),
+            7: ("prompts/get", f'{{"name":"x","arguments":{deep}}}'),
+        }
+        for ident, (method, params) in others.items():
+            refused = ask(ident, method, params)
+            assert refused["error"]["code"] == -32602, refused  # invalid parameters
         count = ask(4, "tools/call", '{"name":"memory_count","arguments":{}}')
         assert count["result"]["structuredContent"]["success"] is True  # still serving
     finally:
