@@ -8,14 +8,14 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Select, delete, func, select, tuple_
+from sqlalchemy import Select, func, select, tuple_
 from sqlalchemy.orm import Session
 
 from memsys import ids
 from memsys.db import take_turns_all
 from memsys.embeddings import embed_beside, get_embedder
 from memsys.errors import InvalidInput, NotFound
-from memsys.models import Chunk, Edge, MemoryAccess, MemoryChange, ValidationEvent
+from memsys.models import Chunk
 from memsys.runner import before_transaction, retrieval_only
 from memsys.schemas import (
     MemoryCountIn,
@@ -33,7 +33,7 @@ from memsys.schemas import (
     MemoryStoreIn,
     MemoryStoreOut,
 )
-from memsys.services import access, events, memory_batch, namespaces, search, tracing
+from memsys.services import access, erasure, events, memory_batch, namespaces, search, tracing
 
 
 def live_memories() -> Select[Chunk]:
@@ -159,19 +159,11 @@ def _close(session: Session, targets: list[Chunk], operation: str, purge: bool) 
         )
     )
     closed = [c for c in targets if c in still]
+    if purge:  # what repeats their text goes first (memsys.services.erasure)
+        for ns in sorted({c.namespace for c in closed}):
+            erasure.erase(session, ns, [c.id for c in closed if c.namespace == ns])
     for chunk in closed:
         if purge:
-            for log in (ValidationEvent, MemoryChange, MemoryAccess):  # its history goes too
-                session.execute(
-                    delete(log).where(log.namespace == chunk.namespace, log.memory_id == chunk.id)
-                )
-            session.execute(
-                delete(Edge).where(
-                    Edge.namespace == chunk.namespace,
-                    Edge.source_kind == "chunk",
-                    Edge.source_id == chunk.id,
-                )
-            )
             session.delete(chunk)
         else:
             chunk.valid_to = func.now()

@@ -1,0 +1,67 @@
+"""A purge erases what repeats the memory's text: episodes, drawn relations, the entities
+its words introduced, the text of traces that quoted it — and leaves what is the user's own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+
+from memsys.db import session_scope
+from memsys.models import Edge, Entity, Episode, QueryTrace
+from tests.services.test_edges import op
+
+SECRET = "Orbitron.ts depends on Vaultkey.ts. Orbitron uses the secret SALT-99812 from Vaultkey."
+
+
+def names(namespace: str = "global") -> set[str]:
+    with session_scope() as s:
+        return set(s.scalars(select(Entity.name).where(Entity.namespace == namespace)))
+
+
+def test_a_purged_episode_leaves_no_sentence_entity_or_edge_behind(embedder: Any) -> None:
+    kept = op("add_episode", content="Orbitron.ts is part of the Billing service.")
+    episode = op("add_episode", content=SECRET)
+    assert "SALT-99812" in names()
+    op("memory_forget", memory_id=episode["memory_id"], purge=True)
+    assert "SALT-99812" not in names() and "Vaultkey.ts" not in names()
+    assert "Orbitron.ts" in names()  # another memory still names it
+    with session_scope() as s:
+        assert s.get(Episode, ("global", episode["episode_id"])) is None
+        assert s.get(Episode, ("global", kept["episode_id"])) is not None
+        contexts = [e.context or "" for e in s.scalars(select(Edge))]
+    assert not any("SALT-99812" in c for c in contexts)
+    found = op("search_edges", query="Orbitron secret from Vaultkey", num_results=10)["edges"]
+    assert not any("SALT" in str(e) for e in found)
+    assert "SALT" not in str(op("query_graph", query="Orbitron"))
+
+
+def test_a_purge_keeps_the_users_own_entities_and_facts(embedder: Any) -> None:
+    op("create_entities", entities=[{"name": "Q7-ZEBRA", "entityType": "code"}])
+    memory = op("memory_store", content="Nightjar pays Veltrix Holdings with code Q7-ZEBRA.")
+    op("fact_set", entity="Nightjar", attribute="role", content="runs the payroll")
+    assert {"Veltrix Holdings", "Nightjar"} <= names()
+    op("memory_forget", memory_id=memory["id"], purge=True)
+    left = names()
+    assert "Veltrix Holdings" not in left  # only the purged text named it
+    assert "Q7-ZEBRA" in left  # made with create_entities
+    assert "Nightjar" in left  # a fact is about it
+    hits = op("search_entities", query="Veltrix Holdings", num_results=5)["entities"]
+    assert not any(e["name"] == "Veltrix Holdings" for e in hits)
+
+
+def test_a_purge_erases_the_text_of_answers_that_quoted_it(embedder: Any) -> None:
+    memory = op("memory_store", content="The Ostrava escrow password is PURGEME-5150")
+    other = op("memory_query", query="what is the Ostrava escrow password")
+    op("memory_store", content="Dana writes the release notes", namespace="project:docs")
+    unrelated = op("memory_query", query="who writes the release notes", namespace="project:docs")
+    assert "PURGEME-5150" in other["output"]
+    op("memory_forget", memory_id=memory["id"], purge=True)
+    with session_scope() as s:
+        trace = s.scalars(select(QueryTrace).where(QueryTrace.id == other["query_id"])).one()
+        spared = s.scalars(select(QueryTrace).where(QueryTrace.id == unrelated["query_id"])).one()
+        assert "PURGEME" not in str(trace.output) and trace.output["erased"]
+        assert memory["id"] in str(trace.retrieved)  # the debugger's record of what it did
+        assert spared.output is not None and "erased" not in spared.output
+    shown = op("debug_trace", trace_id=other["query_id"])
+    assert "PURGEME" not in str(shown)
