@@ -49,7 +49,7 @@ SELECT count(DISTINCT c.id) AS n_y,
        count(v.id) FILTER (WHERE v.event_type = 'succeeded') AS succeeded,
        count(v.id) FILTER (WHERE v.event_type = 'failed') AS failed
 FROM chunk c
-LEFT JOIN validation_event v ON v.namespace = c.namespace AND v.memory_id = c.id
+LEFT JOIN validation_event v ON v.namespace = c.namespace AND v.memory_id = c.id {recorded}
 WHERE {where} AND c.doc_type = 'memory' AND c.tsv @@ plainto_tsquery('english', :y)
 """
 
@@ -108,7 +108,10 @@ def estimate(
     words = set(re.findall(r"[a-z]+", x)) - FILLER
     outcome = words & (SUCCESS | FAILURE)
     if outcome and outcome == words:
-        row = session.execute(text(_OUTCOMES.format(where=where)), params).one()
+        # As of a time, the outcomes recorded by then (a replay counts what the call saw).
+        recorded = "" if as_of is None else "AND v.created_at <= :as_of"
+        statement = text(_OUTCOMES.format(where=where, recorded=recorded))
+        row = session.execute(statement, params).one()
         good = bool(outcome & SUCCESS)
         hits = row.succeeded if good else row.failed
         given, trials, method = row.n_y, row.succeeded + row.failed, "outcomes"

@@ -11,7 +11,7 @@ from pydantic import AfterValidator, Field
 from memsys.retrieval.modes import MODES
 from memsys.schemas.common import (
     Input,
-    NamespaceFilter,
+    NamespaceName,
     Output,
     QueryText,
     Timestamp,
@@ -64,7 +64,13 @@ class QueryIn(Input):
             json_schema_extra={"enum": list(MODES)},
         ),
     ] = None
-    namespace: NamespaceFilter = None
+    namespace: Annotated[
+        NamespaceName | None,
+        Field(
+            description="Only this namespace (e.g. 'project:myapp'); the user's preferences "
+            "stored under 'global' answer in every namespace"
+        ),
+    ] = None
     top_k: Annotated[
         int,
         within(1, MAX_CORE),

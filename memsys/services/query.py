@@ -79,21 +79,24 @@ def _preference_items(
     return sorted(items, key=lambda i: -i.score)
 
 
-def _entity_items(session: Session, query: str, namespace: str | None) -> list[Item]:
-    """Knowledge-graph entities the query names, or whose type it names ("which clients")."""
+def _entity_items(
+    session: Session, query: str, namespace: str | None, as_of: datetime | None
+) -> list[Item]:
+    """Knowledge-graph entities the query names, or whose type it names ("which clients"),
+    with what was observed and related as of `as_of` (now when None)."""
     ns = namespace or get_settings().graph_namespace
     text = plan.normalise(query)
     asked = _words(query)
     chosen = [
         e
-        for e in knowledge.live_entities(session, ns)
+        for e in knowledge.live_entities(session, ns, at=as_of)
         if re.search(rf"(?<!\w){re.escape(e.name.lower())}(?!\w)", text)
         or e.entity_type.lower() in asked
     ][:MAX_ENTITIES]
     if not chosen:
         return []
-    described = knowledge.entities_out(session, ns, chosen)
-    relations = knowledge.relations_of(session, ns, chosen, both=False)
+    described = knowledge.entities_out(session, ns, chosen, at=as_of)
+    relations = knowledge.relations_of(session, ns, chosen, both=False, at=as_of)
     items = []
     for entity, out in zip(chosen, described, strict=True):
         links = [
@@ -178,7 +181,7 @@ def _query(session: Session, params: QueryIn, draft: tracing.Draft) -> QueryOut:
         items += _preference_items(session, params.query, params.namespace, params.as_of)
         queried.append("kv")
     if "relational" in routing.stores:
-        items += _entity_items(session, params.query, params.namespace)
+        items += _entity_items(session, params.query, params.namespace, params.as_of)
         queried.append("relational")
     timings["structured_ms"] = _ms(mark)
     chunk_stores = [s for s in routing.stores if s in CHUNK_STORES]
@@ -248,6 +251,10 @@ def _query(session: Session, params: QueryIn, draft: tracing.Draft) -> QueryOut:
     )
     verification = VerificationOut.model_validate(checked.as_dict()) if checked else None
     timings["total_ms"] = _ms(started)
+    if any(c.namespace != draft.namespace for c in core + extended):
+        # The user's `global` preferences answer in every namespace; a trace quoting them is
+        # not the namespace's own (a token that reads only that namespace must not read it).
+        draft.namespace = ALL_NAMESPACES
     query_id = tracing.write(
         session,
         draft,

@@ -3,6 +3,8 @@ Beta(1, 1) prior, the counts in the answer, and "unknown" when Y matches nothing
 
 from __future__ import annotations
 
+from sqlalchemy import text as sql
+
 from memsys import runner
 from memsys.retrieval import bayes
 from memsys.schemas.learning import MemoryApplyIn, MemoryOutcomeIn
@@ -59,6 +61,16 @@ def test_recorded_outcomes(embedder) -> None:  # type: ignore[no-untyped-def]
     assert found.method == "outcomes"
     assert (found.given, found.hits, found.trials) == (1, 2, 3)
     assert found.probability == round(3 / 5, 4)
+    # As of a time, only the outcomes recorded by then count (a replay sees what it saw).
+    with session_scope() as s:
+        stored = s.scalar(sql("SELECT created_at FROM chunk WHERE id = :id"), {"id": memory})
+        first = s.scalar(
+            sql("SELECT min(created_at) FROM validation_event WHERE event_type = 'succeeded'")
+        )
+        before = bayes.estimate(s, "success", "flaky upload", {"namespace": NS}, stored)
+        assert (before.given, before.trials) == (1, 0)
+        then = bayes.estimate(s, "success", "flaky upload", {"namespace": NS}, first)
+        assert (then.hits, then.trials) == (1, 1)
 
 
 def test_a_condition_nothing_matches_is_unknown(embedder) -> None:  # type: ignore[no-untyped-def]

@@ -298,3 +298,44 @@ def test_a_search_over_all_namespaces_is_logged_for_its_token_alone(
             headers={"Authorization": f"Bearer {mine}"},
         )
         assert feedback.status_code == 200, feedback.text
+
+
+def test_token_patterns_never_match_another_callers_cross_namespace_traces(
+    tenants: Tenants, base: str
+) -> None:
+    """'*' ("read everything") and '*@*' (no namespace at all) read their own
+    cross-namespace traces, not the admin's ('*') nor another token's ('*@tok_…')."""
+    _, writer = token("read", "project:acme*")
+    with httpx.Client(base_url=base, timeout=120) as http:
+        traces = [
+            http.post("/v1/search", json={"query": "deploys"}, headers=headers).json()["trace_id"]
+            for headers in ({}, {"Authorization": f"Bearer {writer}"})
+        ]
+        for pattern in ("*", "*@*"):
+            _, reader = token("read", pattern)
+            as_reader = {"Authorization": f"Bearer {reader}"}
+            for trace_id in traces:
+                shown = http.get(f"/v1/debug/trace/{trace_id}", headers=as_reader)
+                assert shown.status_code == 404, (pattern, shown.text)
+            logged = http.get("/v1/debug/query-log", headers=as_reader).json()
+            assert not {t["id"] for t in logged["traces"]} & set(traces), pattern
+            own = http.post("/v1/search", json={"query": "deploys"}, headers=as_reader)
+            mine = own.json()["trace_id"]
+            assert http.get(f"/v1/debug/trace/{mine}", headers=as_reader).status_code == 200
+
+
+def test_a_query_quoting_global_preferences_is_not_the_namespaces_trace(
+    tenants: Tenants, base: str
+) -> None:
+    """memory_query in a namespace also answers from the user's `global` preferences; its
+    trace then holds `global` text, which a token reading that namespace alone may not see."""
+    with httpx.Client(base_url=base, timeout=120) as http:
+        put = http.put("/v1/preferences/editor_theme", json={"value": "solarized-zz"})
+        assert put.status_code == 200, put.text
+        asked = http.post("/v1/query", json={"query": "what is my editor theme", "namespace": ACME})
+        answer = asked.json()
+        assert any(c["namespace"] == "global" for c in answer["core_chunks"]), answer
+        _, reader = token("read", ACME)
+        path = f"/v1/debug/trace/{answer['query_id']}"
+        assert http.get(path, headers={"Authorization": f"Bearer {reader}"}).status_code == 404
+        assert http.get(path).json()["namespace"] == "*"  # the local user still reads it

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from memsys import runner
 from memsys.api.app import create_app
@@ -84,6 +84,25 @@ def test_relational_question_lists_entities_by_type(embedder) -> None:  # type: 
     assert all(c.source == "entity" for c in out.core_chunks)
     named = ask("who is Globex?")
     assert named.core_chunks[0].snippet.startswith("Globex (client); Renewal in June")
+    # As of a time, the entities, observations and relations of that time.
+    from memsys.schemas.graph import AddObservationsIn
+
+    before_note = datetime.now(UTC)
+    observed = [{"entityName": "Globex", "contents": ["Churn risk flagged"]}]
+    runner.execute(knowledge.add_observations, AddObservationsIn, {"observations": observed})
+    assert "Churn risk" in ask("who is Globex?").core_chunks[0].snippet
+    then = ask("who is Globex?", as_of=before_note.isoformat())
+    assert then.core_chunks[0].snippet == "Globex (client); Renewal in June"
+    assert ask("List all clients", as_of=entities_made_before_them()).core_chunks == []
+
+
+def entities_made_before_them() -> str:
+    from memsys.models import Entity
+
+    with session_scope() as s:
+        first = s.scalar(select(func.min(Entity.created_at)))
+    assert first is not None
+    return (first - timedelta(seconds=1)).isoformat()
 
 
 def test_execution_mode_checks_top_three_agreement(notes) -> None:  # type: ignore[no-untyped-def]
