@@ -20,10 +20,12 @@ import os
 import signal
 import sys
 import types
+from collections.abc import Iterable
 from datetime import date, datetime
 from types import FrameType
 from typing import Annotated, Any, Union, cast, get_args, get_origin
 
+import annotated_types
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
@@ -38,6 +40,7 @@ from memsys.config import allowed_hosts, allowed_origins
 from memsys.errors import MemsysError, bounded, clauses
 from memsys.mcp.stdio import UNREADABLE, ReadableLines
 from memsys.operations import BY_NAME, OPERATIONS, Operation
+from memsys.schemas.common import Rule
 
 log = logging.getLogger(__name__)
 GRAPH_RESOURCE = "memory://knowledge-graph"  # as the official memory server names it
@@ -63,11 +66,51 @@ def to_result(env: envelope.Envelope, is_error: bool | None = None) -> CallToolR
 # ------------------------------------------------------------------ schemas from the models
 
 
+def shown(metadata: Iterable[Any], base: Any) -> list[Rule]:
+    """The JSON Schema keywords of memsys's rules and of pydantic's constraints, published
+    without their checks (memsys runs those itself, with its own messages): clients see
+    the bounds OpenAPI shows. `base` is the type they constrain."""
+    many = "Items" if _is_list(base) else "Length"
+    keywords: dict[str, Any] = {}
+    for m in metadata:
+        if isinstance(m, Rule):
+            keywords |= m.keywords
+        elif isinstance(m, FieldInfo) and isinstance(m.json_schema_extra, dict):
+            keywords |= m.json_schema_extra  # a nested type's own keywords
+        elif isinstance(m, annotated_types.MaxLen):
+            keywords[f"max{many}"] = m.max_length
+        elif isinstance(m, annotated_types.MinLen):
+            keywords[f"min{many}"] = m.min_length
+        elif isinstance(m, annotated_types.Ge):
+            keywords["minimum"] = m.ge
+        elif isinstance(m, annotated_types.Le):
+            keywords["maximum"] = m.le
+    return [Rule(None, **keywords)] if keywords else []
+
+
+def _is_list(annotation: Any) -> bool:
+    """Whether a (possibly optional, possibly annotated) type is a list."""
+    while get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    if get_origin(annotation) in (Union, types.UnionType):
+        return any(_is_list(a) for a in get_args(annotation) if a is not type(None))
+    return get_origin(annotation) is list
+
+
+def field_type(info: FieldInfo, required: bool = False) -> Any:
+    """A field's type as the MCP schema publishes it: bare, with its bounds and description."""
+    rules = shown(info.metadata, info.annotation)
+    return Annotated[(bare(info.annotation), *rules, published(info, required))]
+
+
 def bare(annotation: Any) -> Any:
-    """The type without memsys's validators (kept for the memsys-side validation)."""
+    """The type without memsys's validators (kept for the memsys-side validation), its
+    rules' keywords still published."""
     origin = get_origin(annotation)
     if origin is Annotated:
-        return bare(get_args(annotation)[0])
+        inner, *metadata = get_args(annotation)
+        rules = shown(metadata, inner)
+        return Annotated[(bare(inner), *rules)] if rules else bare(inner)
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return bare_model(annotation)
     if origin in (Union, types.UnionType):
@@ -99,8 +142,7 @@ def published(info: FieldInfo, required: bool = False) -> FieldInfo:
 @functools.cache
 def bare_model(model: type[BaseModel]) -> type[BaseModel]:
     fields: dict[str, Any] = {
-        name: (Annotated[bare(info.annotation), published(info)], info.default)
-        for name, info in model.model_fields.items()
+        name: (field_type(info), info.default) for name, info in model.model_fields.items()
     }
     return create_model(model.__name__, __config__=ConfigDict(extra="forbid"), **fields)
 
@@ -117,7 +159,7 @@ def tool_signature(op: Operation) -> inspect.Signature:
                 name,
                 inspect.Parameter.KEYWORD_ONLY,
                 default=inspect.Parameter.empty if required else info.default,
-                annotation=Annotated[bare(info.annotation), published(info, required)],
+                annotation=field_type(info, required),
             )
         )
     return inspect.Signature(params, return_annotation=CallToolResult)

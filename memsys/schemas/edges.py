@@ -53,7 +53,11 @@ def _decay(v: float) -> float:
 Relation = Annotated[
     str,
     AfterValidator(_relation),
-    Field(description="Type of relationship", json_schema_extra={"enum": list(MEMORY_RELATIONS)}),
+    Field(
+        description="Type of relationship: one of the enum (the canonical spelling; any case, "
+        "and `-` or a space for `_`, are read as the same)",
+        json_schema_extra={"enum": list(MEMORY_RELATIONS)},
+    ),
 ]
 
 

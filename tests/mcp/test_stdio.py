@@ -223,6 +223,39 @@ def test_tools_match_s001(mcp: Stdio) -> None:
         assert t.annotations.destructive_hint == (name in DESTRUCTIVE), name
 
 
+BOUNDS = ("minimum", "maximum", "enum", "maxItems", "maxLength", "minLength")
+
+
+def bounds(prop: dict[str, Any]) -> dict[str, Any]:
+    """A property's bounds, from its own schema or its non-null `anyOf` branch."""
+    found = {k: prop[k] for k in BOUNDS if k in prop}
+    for branch in prop.get("anyOf", []):
+        found |= {k: branch[k] for k in BOUNDS if k in branch}
+    return found
+
+
+def test_mcp_schemas_publish_the_bounds_openapi_publishes(mcp: Stdio) -> None:
+    """An agent reads the tool's input schema: a range or a set of values memsys enforces
+    is stated there as in OpenAPI (memsys still refuses with its own message)."""
+    from memsys.operations import BY_NAME
+
+    tools = mcp.tools()
+    compared = 0
+    for name, tool in tools.items():
+        op = BY_NAME[name]
+        if op.input is None:
+            continue
+        full = op.input.model_json_schema(by_alias=True)["properties"]
+        for param, prop in tool.input_schema.get("properties", {}).items():
+            if param in full and bounds(full[param]):
+                assert bounds(prop) == bounds(full[param]), f"{name}.{param}"
+                compared += 1
+    assert compared > 50
+    listed = tools["memory_list"].input_schema["properties"]
+    assert "access_count" in listed["order_by"]["enum"] and listed["limit"]["maximum"] == 1000
+    assert mcp.envelope("memory_list", {"limit": 1001})["error"].startswith("limit must be")
+
+
 PYTEST_PREFERENCE = {"content": "User prefers pytest over unittest", "memory_type": "preference"}
 
 
