@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -120,6 +121,11 @@ def test_core_brief_is_a_file_a_text_a_resource_and_a_prompt(
     )
     assert "A thing happened once" not in text
     assert client.get("/v1/briefs/core").json()["text"] == text
+    # Written into an exported vault, its links open the memories' files.
+    run("export", str(tmp_path / "vault"))
+    run_json("brief", "core", "--out", str(tmp_path / "vault"))
+    targets = re.findall(r"\]\(([^)]+\.md)\)", (tmp_path / "vault" / "CORE.md").read_text())
+    assert len(targets) == 3 and all((tmp_path / "vault" / t).is_file() for t in targets)
 
     async def over_mcp() -> tuple[str, str]:
         server = build_server()

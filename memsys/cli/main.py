@@ -191,7 +191,11 @@ app.add_typer(
     help="Knowledge graph: the official MCP memory server's verbs (entities, relations, "
     "observations).",
 )
-app.add_typer(trace.app, name="trace", help="Retrieval traces: show, log, feedback.")
+app.add_typer(
+    trace.app,
+    name="trace",
+    help="Retrieval traces: show, log, feedback, why, replay, errors, alerts, prune.",
+)
 app.add_typer(db.app, name="db", help="Database schema migrations (Alembic).")
 app.add_typer(token.app, name="token", help="Scoped API tokens for the HTTP server.")
 app.add_typer(bench.app, name="bench", help="Measure retrieval quality on evaluation sets.")

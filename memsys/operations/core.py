@@ -153,7 +153,8 @@ CORE_OPERATIONS: tuple[Operation, ...] = (
             command=f"{MEMORY_CLI}:store_batch",
             help="Store every memory of a JSON-lines file (any size), embedded in batches: "
             "every line is checked first, then batches of 500 are stored, each all or "
-            "nothing. The same as `memsys store --from-file`.",
+            "nothing. Like `memsys store --from-file`, which also takes the fields a line "
+            "leaves out as options (--type, --tags, …).",
         ),
     ),
     Operation(

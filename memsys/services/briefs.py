@@ -2,8 +2,8 @@
 episode log. REFLECTION.md is in memsys.services.reflection. Plain functions returning text:
 the CLI writes the files, REST and MCP return the text, the vault export calls them too.
 
-Links point where S003 keeps a memory's file: `graph/<type folder>/<slug>-<6 chars>.md`
-(`memory_path`), so the text reads the same inside an exported vault.
+Links point where `memsys export` writes a memory's file (`memory_path`, the vault's own
+rule), so the text reads the same inside an exported vault.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from memsys.models import Chunk, Event
 from memsys.schemas.lifecycle import BriefIn, BriefOut
 from memsys.services import decay, namespaces, summary
+from memsys.vault import markdown
 from memsys.vocabulary import is_golden
 
 CORE_CHARS = 12_000  # S003: ~3K tokens
@@ -38,8 +39,6 @@ CORE_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Problems & Errors", ("problem", "error")),
     ("General", ("general", "session")),
 )
-TYPE_FOLDERS = {"code_pattern": "code-patterns"}
-_SLUG = re.compile(r"[^a-z0-9]+")
 _ENTRY = {
     "core": re.compile(r"- \["),
     "reflection": re.compile(r"- \*\*|- \[|\d+\. \["),
@@ -52,16 +51,22 @@ def title_of(content: str, width: int = 80) -> str:
     return line if len(line) <= width else line[: width - 1].rstrip() + summary.ELLIPSIS
 
 
-def memory_path(memory_type: str | None, content: str, memory_id: str) -> str:
-    """S003's file path of a memory: graph/<type folder>/<slug>-<last 6 of id>.md."""
-    kind = memory_type or "general"
-    folder = TYPE_FOLDERS.get(kind, kind.replace("_", "-") + "s")
-    slug = _SLUG.sub("-", title_of(content, 60).lower()).strip("-")[:60] or "memory"
-    return f"graph/{folder}/{slug}-{memory_id[-6:]}.md"
+def memory_path(memory: Any) -> str:
+    """Where `memsys export` writes a memory's file (S003's `graph/<type folder>/<slug>-<6
+    hex>.md`, `vault/…` when pinned) — unless two memories share that name or the user
+    moved the file: the CORE.md an export writes links to the file itself."""
+    record = {
+        "pinned": bool(memory.pinned),
+        "type": memory.memory_type or "general",
+        "content": memory.content,
+        "metadata": memory.meta,
+        "id": memory.id,
+    }
+    return markdown.memory_path(record)
 
 
 def link(memory: Any, prefix: str = "") -> str:
-    path = memory_path(memory.memory_type, memory.content, memory.id)
+    path = memory_path(memory)
     return f"[{title_of(memory.content).replace(']', ')')}]({prefix}{path})"
 
 

@@ -118,7 +118,7 @@ def to_vault(
             places.wrote(rec, path)
             w.done.memories += 1
             # The briefs link a memory by the lifecycle's path rule; point them at this file.
-            linked[summaries.memory_path(rec["type"], rec["content"], rec["id"])] = path
+            linked[markdown.memory_path(rec)] = path
     for edge in live.edges(session, namespace):
         path = w.free(lambda n, e=edge: markdown.edge_path(e, n))  # type: ignore[misc]
         path = places.of(edge, path)

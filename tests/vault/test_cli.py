@@ -165,6 +165,21 @@ def test_lint_refuses_what_import_refuses_and_passes_what_it_takes(
     assert run("import", str(snap)).exit_code == 0
 
 
+def test_an_export_of_every_relation_lints_clean_strictly(tmp_path: Path, embedder: object) -> None:
+    """The shipped schema takes every relation memory_relate accepts: an untouched export
+    of a valid database passes `lint --strict` (a CI step)."""
+    from memsys import relations
+
+    ids = [run_json("store", f"Memory number {n} about relation kinds")["id"] for n in range(2)]
+    for relation in relations.PUBLIC:
+        made = run("relate", ids[0], ids[1], relation)
+        assert made.exit_code == 0, made.stdout
+    run("export", str(tmp_path / "vault"))
+    linted = run("lint", str(tmp_path / "vault"), "--strict")
+    assert linted.exit_code == 0, linted.stdout
+    assert run("lint", "--strict").exit_code == 0
+
+
 def test_lint_with_a_missing_schema_file(tmp_path: Path) -> None:
     assert "Schema file not found" in fails("lint", "--schema", str(tmp_path / "none.yaml"))
     (tmp_path / "loop.yaml").symlink_to(tmp_path / "loop.yaml")  # said "not found"
