@@ -326,7 +326,17 @@ class Plan:
             .where(Chunk.namespace == ns, Chunk.id == rec["id"], Chunk.valid_to.is_(None))
             .values(**changes, updated_at=func.now(), valid_from=func.now())
         )
-        if vector is not None:
+        if vector is not None:  # new text: the names the old one made close with the copy
+            self.session.execute(
+                update(Edge)
+                .where(
+                    Edge.namespace == ns,
+                    Edge.source_kind == "chunk",
+                    Edge.source_id == rec["id"],
+                    Edge.relation == mentions.MENTIONS,
+                )
+                .values(source_id=copy, valid_to=func.now())
+            )
             mentions.link(self.session, ns, [(rec["id"], rec["content"])])
         self.session.execute(
             insert(Edge).values(

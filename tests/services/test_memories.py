@@ -429,3 +429,25 @@ def test_a_store_beside_a_forget_of_its_text_never_answers_with_the_closing_id( 
     (again,) = stored
     assert not again.duplicate and again.id != kept.id  # a new memory, alive
     assert recall("when do we deploy").memories[0].id == again.id
+
+
+def test_a_forgotten_memory_stops_naming_its_entities(embedder) -> None:
+    """Its mention edges close with it (the graph channel counts live mentions to tell a hub
+    from a subject); before the forget they were live, as an as_of read sees them."""
+    memory = store("Grafana alerts page the on-call engineer through PagerDuty")
+    kept = store("PagerDuty escalates after fifteen minutes")
+
+    def mentions_of(chunk_id: str) -> list[Edge]:
+        with session_scope() as s:
+            return list(
+                s.scalars(
+                    select(Edge).where(Edge.source_id == chunk_id, Edge.relation == "mentions")
+                )
+            )
+
+    assert mentions_of(memory.id) and all(e.valid_to is None for e in mentions_of(memory.id))
+    forget(memory_id=memory.id)
+    with session_scope() as s:
+        closed_at = s.get(Chunk, ("global", memory.id)).valid_to  # type: ignore[union-attr]
+    assert all(e.valid_to == closed_at for e in mentions_of(memory.id))
+    assert all(e.valid_to is None for e in mentions_of(kept.id))

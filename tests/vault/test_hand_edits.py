@@ -332,3 +332,31 @@ def test_the_previous_version_an_import_names_can_be_read(tmp_path: Path, embedd
     # a forgotten memory is gone, not a version
     run("forget", "--id", version.id)
     assert "Memory not found" in fails("get", version.id)
+
+
+def test_an_edited_text_names_what_it_says_now_not_what_it_said(
+    tmp_path: Path, embedder: object
+) -> None:
+    """After an edit the live memory kept the names of its old text, so a query naming
+    only the old text's names pulled it in through the graph; those names go with the
+    closed copy, which said them."""
+    from sqlalchemy import select
+
+    from memsys.db import session_scope
+    from memsys.models import Edge, Entity
+
+    store("Kafka consumers lag behind during the Black Friday peak")
+    export(tmp_path / "v")
+    path = next(p for p in (tmp_path / "v" / "graph").rglob("*.md") if "Kafka" in p.read_text())
+    edit(path, r"^Kafka consumers lag.*$", "RabbitMQ queues grow during the Cyber Monday rush")
+    (version,) = import_(tmp_path / "v").versions
+
+    def named(chunk_id: str) -> set[str]:
+        with session_scope() as s:
+            targets = select(Edge.target_id).where(
+                Edge.source_id == chunk_id, Edge.relation == "mentions"
+            )
+            return set(s.scalars(select(Entity.name).where(Entity.id.in_(targets))))
+
+    assert "Kafka" not in named(version.id) and "RabbitMQ" in named(version.id)
+    assert "Kafka" in named(version.previous)
