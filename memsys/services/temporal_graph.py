@@ -44,10 +44,19 @@ def _now(as_of: datetime | None) -> datetime:
     return as_of or datetime.now(UTC)
 
 
-def _open(entity: Entity | graph_walk.Node, at: datetime) -> bool:
-    """An entity is a name: it counts at `at` unless it was closed by then (an episode may
-    relate entities first seen today from a reference time last week)."""
-    return entity.valid_to is None or entity.valid_to > at
+def _open(entity: Entity | graph_walk.Node, at: datetime, linked: set[str]) -> bool:
+    """Whether an entity existed at `at`: not closed by then, and made by then or joined by
+    an edge valid then (`linked`: an episode may relate entities first seen today from a
+    reference time last week). A name first stored after `at` is not shown as of `at`."""
+    return not _closed_by(entity, at) and (entity.valid_from <= at or entity.id in linked)
+
+
+def _closed_by(entity: Entity | graph_walk.Node, at: datetime) -> bool:
+    return entity.valid_to is not None and entity.valid_to <= at
+
+
+def _linked(edges: list[Any]) -> set[str]:
+    return {end for e in edges for end in (e.source_id, e.target_id)}
 
 
 def _groups(params: Any) -> list[str]:
@@ -171,7 +180,8 @@ def query_graph(session: Session, params: QueryGraphIn) -> QueryGraphOut:
     relevance = {e.id: s for e, s in seeds}
     for entity_id, hops in found.depth.items():
         relevance.setdefault(entity_id, top * DECAY**hops)
-    live = {i: e for i, e in found.entities.items() if _open(e, at)}
+    linked = _linked(found.edges)
+    live = {i: e for i, e in found.entities.items() if _open(e, at, linked)}
     order = {e.id: n for n, (e, _) in enumerate(seeds)}  # name matches before linked ones
     chosen = sorted(
         live, key=lambda i: (-relevance[i], order.get(i, len(order)), found.depth[i], live[i].name)
@@ -199,7 +209,8 @@ def _resolve(session: Session, ns: str, names: list[str], at: datetime) -> list[
         .where(Entity.namespace == ns, func.lower(Entity.name).in_(wanted))
         .order_by(Entity.created_at, Entity.id)
     ).all()
-    found = [e for e in rows if _open(e, at)]
+    # Named by the caller: any not closed by then (what joined them then is read next).
+    found = [e for e in rows if not _closed_by(e, at)]
     missing = set(wanted) - {e.name.lower() for e in found}
     if missing:
         listed = ", ".join(sorted(wanted[m] for m in missing))
@@ -224,7 +235,8 @@ def build_context(session: Session, params: BuildContextIn) -> BuildContextOut:
                 f"in namespace {ns}"
             )
         distance = {i: centred.depth.get(i, CONTEXT_DEPTH + 2) for i in found.depth}
-    entities = {i: e for i, e in found.entities.items() if _open(e, at)}
+    linked = _linked(found.edges)
+    entities = {i: e for i, e in found.entities.items() if _open(e, at, linked)}
     names = {i: e.name for i, e in entities.items()}
     facts: list[ContextFact] = []
     for e in found.edges:

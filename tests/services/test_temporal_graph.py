@@ -113,6 +113,20 @@ def test_build_context_and_closed_edges_as_of(episodes: dict[str, Any]) -> None:
     assert then["facts"][0]["fact"] == AUTH
 
 
+def test_a_name_first_stored_later_is_not_in_a_graph_read_as_of_before(embedder: Any) -> None:
+    """query_graph as of a time listed entities first stored after it (a name alone, no
+    edge then); one an episode related from an earlier reference time still counts."""
+    related = op("add_episode", content="Drumwell.ts depends on Ledger.ts.",
+                 reference_time=LAST_WEEK)["relations"][0]  # fmt: skip
+    before = datetime.now(UTC).isoformat()
+    op("create_entities", entities=[{"name": "NEBULA-4471", "entityType": "code"}])
+    assert "NEBULA-4471" in op("query_graph", query="NEBULA-4471")["scope"]
+    assert "NEBULA-4471" not in op("query_graph", query="NEBULA-4471", as_of=before)["scope"]
+    three_days_ago = (datetime.now(UTC) - timedelta(days=3)).isoformat()
+    then = op("query_graph", query=related["source"], as_of=three_days_ago)["scope"]
+    assert {related["source"], related["target"]} <= set(then)  # related from last week on
+
+
 def test_build_context_ranks_from_a_centre_that_exists(episodes: dict[str, Any]) -> None:
     found = op("search_entities", query="token.ts", num_results=5)["entities"]
     centre = next(e["uuid"] for e in found if e["name"] == "token.ts")
