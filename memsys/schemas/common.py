@@ -291,6 +291,17 @@ def non_blank(what: str) -> Rule:
     return Rule(check, minLength=1, pattern=NON_BLANK_PATTERN)
 
 
+def _filled(value: str, info: ValidationInfo) -> str:
+    if not value.strip():
+        raise ValueError(f"{info.field_name} cannot be empty: leave it out instead")
+    return value
+
+
+# An optional identifier or filter given as blank text (a session id of spaces, a filter of
+# ""): refused by the field's name, never stored as a key nor matched against nothing.
+FILLED = Rule(_filled, minLength=1, pattern=NON_BLANK_PATTERN)
+
+
 def path_checker(what: str) -> Rule:
     """A file or directory path: an empty one would silently mean the server's working dir."""
     return non_blank(f"{what} path")

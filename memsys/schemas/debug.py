@@ -9,6 +9,7 @@ from pydantic import Field
 
 from memsys.retrieval.modes import MODES
 from memsys.schemas.common import (
+    FILLED,
     NOTE_CHARS,
     Input,
     NamespaceName,
@@ -93,7 +94,9 @@ class QueryLogIn(Input):
     namespace: Annotated[
         NamespaceName | None, Field(description="Only traces of this namespace")
     ] = None
-    operation: Annotated[str | None, Field(description="Only this tool, e.g. memory_recall")] = None
+    operation: Annotated[
+        Annotated[str, FILLED] | None, Field(description="Only this tool, e.g. memory_recall")
+    ] = None
 
 
 class QueryLogItem(Output):

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from memsys.schemas.common import NOT_BLANK, NOTE_CHARS, Input, Output, limited, within
+from memsys.schemas.common import FILLED, NOT_BLANK, NOTE_CHARS, Input, Output, limited, within
 
 
 def _context(v: str) -> str:
@@ -20,7 +20,7 @@ def _context(v: str) -> str:
 MemoryId = Annotated[str, Field(description="ID of the memory")]
 SESSION_ID_CHARS = 128  # the event column's width
 SessionId = Annotated[
-    Annotated[str, limited(SESSION_ID_CHARS)] | None,
+    Annotated[str, FILLED, limited(SESSION_ID_CHARS)] | None,
     Field(description=f"Optional session identifier (≤ {SESSION_ID_CHARS} characters)"),
 ]
 

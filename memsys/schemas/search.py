@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from memsys.schemas.common import (
+    FILLED,
     Input,
     MinRelevance,
     NamespaceName,
@@ -26,7 +27,9 @@ class Filters(Input):
     doc_type: Annotated[
         Literal["memory", "document"] | None, Field(description="'memory' or 'document'")
     ] = None
-    source_file: Annotated[str | None, Field(description="Only chunks of this file")] = None
+    source_file: Annotated[
+        Annotated[str, FILLED] | None, Field(description="Only chunks of this file")
+    ] = None
 
 
 class SearchBase(Input):

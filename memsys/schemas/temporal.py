@@ -10,6 +10,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field
 
 from memsys.schemas.common import (
+    FILLED,
     NOT_BLANK,
     AsOf,
     Input,
@@ -66,7 +67,7 @@ class AddEpisodeIn(Input):
         Field(description="The episode: text, or JSON (its string values are read)"),
     ]
     source_description: Annotated[
-        Annotated[str, limited(SOURCE_CHARS)] | None,
+        Annotated[str, FILLED, limited(SOURCE_CHARS)] | None,
         Field(description="Where it came from, e.g. 'Code review session'"),
     ] = None
     reference_time: Annotated[

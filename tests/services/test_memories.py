@@ -451,3 +451,24 @@ def test_a_forgotten_memory_stops_naming_its_entities(embedder) -> None:
         closed_at = s.get(Chunk, ("global", memory.id)).valid_to  # type: ignore[union-attr]
     assert all(e.valid_to == closed_at for e in mentions_of(memory.id))
     assert all(e.valid_to is None for e in mentions_of(kept.id))
+
+
+@pytest.mark.parametrize(
+    ("operation", "fields"),
+    [
+        ("memory_outcome", {"memory_id": "mem_0", "success": True, "session_id": "  "}),
+        ("debug_query_log", {"operation": ""}),
+        ("search_with_filters", {"query": "x", "filters": {"source_file": " "}}),
+        ("add_episode", {"content": "Alpha uses Beta.", "source_description": "\t"}),
+    ],
+)
+def test_blank_optional_text_is_refused_by_name_not_stored(
+    operation: str, fields: dict[str, object]
+) -> None:
+    from memsys.mcp.server import call
+    from memsys.operations import BY_NAME
+
+    before = table_counts()
+    answer = call(BY_NAME[operation], fields)
+    assert answer["success"] is False and "cannot be empty: leave it out" in answer["error"]
+    assert table_counts() == before
