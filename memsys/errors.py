@@ -20,6 +20,8 @@ class InvalidInput(MemsysError):
 
 # How a path outside MEMSYS_INDEX_ROOTS is refused (the CLI reads such a file itself).
 OUTSIDE_ROOTS = "is outside the folders memsys may index"
+# How a destructive call without its confirmation is refused (the CLI names its flag).
+SET_CONFIRM = "Set confirm=True"
 
 
 class BadSetting(InvalidInput):

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from memsys.cli import remote
 from memsys.cli.output import Json, emit, parse_json, value_of
-from memsys.errors import InvalidInput
+from memsys.errors import SET_CONFIRM, InvalidInput
 from memsys.operations import OPERATIONS, Cli, Operation, resolve
 
 if TYPE_CHECKING:
@@ -168,10 +168,10 @@ def make_command(op: Operation) -> Callable[..., None]:
         try:
             result = remote.run(op, data)  # a running server answers fastest
         except InvalidInput as exc:  # S001's wording names the argument, not the CLI's flag
-            if "Set confirm=True" not in str(exc) or "confirm" not in op.cli.flags:
+            if SET_CONFIRM not in str(exc) or "confirm" not in op.cli.flags:
                 raise
             flag = op.cli.flags["confirm"][0]
-            raise InvalidInput(str(exc).replace("Set confirm=True", f"Pass {flag}")) from None
+            raise InvalidInput(str(exc).replace(SET_CONFIRM, f"Pass {flag}")) from None
         render = resolve(op.cli.render) if op.cli.render else None
         emit(result, as_json, render)
 

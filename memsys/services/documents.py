@@ -13,7 +13,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from memsys.db import rowcount
-from memsys.errors import InvalidInput, NotFound, shortened
+from memsys.errors import SET_CONFIRM, InvalidInput, NotFound, shortened
 from memsys.models import Chunk, Document
 from memsys.models.log import ALL_NAMESPACES
 from memsys.schemas import (
@@ -124,7 +124,7 @@ def delete_file(session: Session, params: DeleteFileIn) -> DeleteFileOut:
 def clear_index(session: Session, params: ClearIndexIn) -> ClearIndexOut:
     """Close every indexed document (memories are kept: forget them with memory_forget)."""
     if not params.confirm:
-        raise InvalidInput("Safety check: Set confirm=True to delete all documents")
+        raise InvalidInput(f"Safety check: {SET_CONFIRM} to delete all documents")
     namespaces.require(session, params.namespace)
     namespaces.share_scope(session, params.namespace)  # after any import
     chunk_stmt = update(Chunk).where(Chunk.doc_type == "document", Chunk.valid_to.is_(None))
