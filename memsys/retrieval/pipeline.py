@@ -124,6 +124,7 @@ class Hit:
     created_at: datetime
     bm25: float = 0.0
     fused: float = 0.0
+    own: float = 0.0  # its own relevance, before the cap by the hits above it
     happened_at: datetime | None = None  # occurred_at (reference_time), else created_at
     stage: str = "active"  # the lifecycle stage (a read rekindles aged hits)
 
@@ -199,6 +200,7 @@ def retrieve(
     if terms is None:  # a replay passes the term statistics its trace recorded
         terms = lexical.analyse(session, query, given.get("namespace"))
     lexical_hits = lexical.search(session, terms, given, as_of, pool)
+    bm25_max = sum(terms.idf)  # a chunk matching every query term: coverage 1
     clock.lap("lexical_ms")
     names = graph.Named()
     if weights.graph > 0:
@@ -224,7 +226,7 @@ def retrieve(
         elif names.subjects:  # asks about a thing the store has an entry for: its links
             weights = replace(weights, graph=weights.graph * weights.graph_subject)
     if weights.graph > 0 and keys:
-        first = fuse_scores(keys, rows, bm25, weights, method)
+        first = fuse_scores(keys, rows, bm25, weights, method, bm25_max=bm25_max)
         best = sorted(range(len(keys)), key=lambda i: -first[i])[: weights.graph_seeds]
         seeds = graph.seeds(
             session,
@@ -250,7 +252,9 @@ def retrieve(
     near = neighbours.Near()
     if weights.neighbours > 0 and keys:
         # Seeds: the best hits of every other channel, each with its fused strength.
-        first = fuse_scores(keys, rows, bm25, weights, method, graph_scores, None, time_scores)
+        first = fuse_scores(
+            keys, rows, bm25, weights, method, graph_scores, None, time_scores, bm25_max
+        )
         best = sorted(range(len(keys)), key=lambda i: -first[i])[: weights.neighbour_seeds]
         near = neighbours.search(
             session,
@@ -279,11 +283,12 @@ def retrieve(
     time_scores = temporal.inside(spans, {k: rows[k]["happened"] for k in keys})
     sims = [_similarity(rows[k]) for k in keys]
     lex = [bm25.get(k, 0.0) for k in keys]
-    fused = fuse_scores(keys, rows, bm25, weights, method, graph_scores, near_scores, time_scores)
+    fused = fuse_scores(
+        keys, rows, bm25, weights, method, graph_scores, near_scores, time_scores, bm25_max
+    )
     fused = rank.adjust(session, keys, rows, fused, as_of)  # confidence (capped) and stage
     vec_rank = {k: i for i, (k, _) in enumerate(dense_hits, start=1)}
     fts_rank = {k: i for i, (k, _) in enumerate(lexical_hits, start=1)}
-    bm25_max = sum(terms.idf)
     unseated = sorted(range(len(keys)), key=lambda i: (-fused[i], -(sims[i] or 0.0), keys[i][1]))
     copies = _copies(unseated, keys, rows)
     at = {k: i for i, k in enumerate(keys)}
@@ -306,7 +311,7 @@ def retrieve(
         if keys[i] in details  # a purge committed since the features were read
     ]
     seated_id = None if seated is None else keys[seated][1]
-    _never_rising(hits, seated_id)
+    never_rising(hits, seated_id)
     clock.lap("fuse_ms")
     return Retrieval(
         hits=hits,
@@ -364,13 +369,14 @@ def _copies(order: list[int], keys: list[Key], rows: dict[Key, Any]) -> set[int]
     return copies
 
 
-def _never_rising(hits: list[Hit], seated_id: str | None) -> None:
+def never_rising(hits: list[Hit], seated_id: str | None) -> None:
     """Scores read down the list never rise: a hit is never shown as more relevant than one
     ranked above it. The seated entry (fusion.seat) shows its own relevance, capped by the
     hit above it, and does not lower the hits below it: its place is the walk's, not a
-    judgement on theirs."""
+    judgement on theirs. Each hit keeps its own relevance (`own`) for cut-offs."""
     above: Hit | None = None
     for hit in hits:
+        hit.score = hit.own
         if above is not None:
             hit.score = min(hit.score, above.score)
         if hit.id != seated_id:
@@ -465,6 +471,7 @@ def fuse_scores(
     graph_scores: dict[Key, float] | None = None,
     near_scores: dict[Key, float] | None = None,
     time_scores: dict[Key, float] | None = None,
+    bm25_max: float = 0.0,
 ) -> list[float]:
     sims = [_similarity(rows[k]) for k in keys]
     lex = [bm25.get(k, 0.0) for k in keys]
@@ -472,7 +479,7 @@ def fuse_scores(
         return fusion.rrf(sims, lex, weights)
     graph_list = [graph_scores.get(k, 0.0) for k in keys] if graph_scores else None
     near_list = [near_scores.get(k, 0.0) for k in keys] if near_scores else None
-    fused = fusion.zfuse(sims, lex, weights, graph_list, near_list)
+    fused = fusion.zfuse(sims, lex, weights, graph_list, near_list, bm25_max)
     if time_scores:
         inside = [time_scores.get(k, 0.0) for k in keys]
         fused = fusion.add_channel(fused, inside, weights.temporal, weights.floor)
@@ -496,6 +503,7 @@ def _hit(
         content=row["content"],
         token_count=row["token_count"],
         score=fusion.relevance(similarity, bm25, bm25_max),
+        own=fusion.relevance(similarity, bm25, bm25_max),
         similarity=None if similarity is None else max(0.0, similarity),
         vec_rank=vec_rank.get(key),
         fts_rank=fts_rank.get(key),

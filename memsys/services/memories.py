@@ -131,7 +131,7 @@ def recall(session: Session, params: MemoryRecallIn) -> MemoryRecallOut:
         "memory_recall", params.query, namespace=params.namespace, filters=filters, params=params
     ) as t:
         found = recall_hits(session, params.query, filters, params.n_results)
-        hits = [_hit(h) for h in search.relevant(found.hits, params.min_relevance)]
+        hits = [_hit(h) for h in search.relevant(found, params.min_relevance)]
         trace_id = tracing.write(
             session, t, retrieved=[{"id": h.id, "score": h.score} for h in hits]
         )

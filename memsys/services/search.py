@@ -77,11 +77,16 @@ def hybrid(
     return found
 
 
-def relevant(hits: list[Hit], min_relevance: float | None) -> list[Hit]:
-    """The hits at or above the caller's relevance cut-off (all of them without one)."""
+def relevant(found: Retrieval, min_relevance: float | None) -> list[Hit]:
+    """The hits whose own relevance reaches the caller's cut-off (all of them without one),
+    in order, their shown scores capped again among the hits kept: a strong match ranked
+    below a weaker one is not cut for the weaker one's score."""
     if min_relevance is None:
-        return hits
-    return [h for h in hits if h.score >= min_relevance]
+        return found.hits
+    kept = [h for h in found.hits if h.own >= min_relevance]
+    seated = found.fusion.get("seated")
+    pipeline.never_rising(kept, seated["id"] if seated else None)
+    return kept
 
 
 def touch(session: Session, memory_ids: list[str]) -> None:
@@ -138,7 +143,7 @@ def _run(
     with tracing.traced(operation, query, namespace=ns, filters=filters, params=params) as t:
         namespaces.require(session, filters.get("namespace"))
         found = hybrid(session, query, filters=filters, limit=n)
-        results = [_document_hit(h) for h in relevant(found.hits, min_relevance)]
+        results = [_document_hit(h) for h in relevant(found, min_relevance)]
         trace_id = tracing.write(session, t, retrieved=_retrieved(results))
     return SearchOut(
         results=results,
@@ -181,7 +186,7 @@ def search_with_budget(session: Session, params: SearchWithBudgetIn) -> SearchBu
         found = hybrid(session, params.query, filters=filters, limit=BUDGET_CANDIDATES)
         chosen: list[SearchHit] = []
         used = 0
-        kept = relevant(found.hits, params.min_relevance)
+        kept = relevant(found, params.min_relevance)
         for hit in kept:
             if used + hit.token_count <= params.max_tokens:
                 chosen.append(_document_hit(hit))

@@ -226,3 +226,25 @@ def test_min_relevance_cuts_unrelated_hits_in_every_front_end(embedder) -> None:
         assert bad.status_code == 422 and "min_relevance" in bad.json()["error"]
     cli = run_json("recall", related["query"], "--min-relevance", "0.5")
     assert [m["content"] for m in cli["memories"]] == ["The user prefers dark mode in every editor"]
+
+
+def test_min_relevance_reads_each_hits_own_relevance_not_the_cap_above_it() -> None:
+    """A shown score never rises down the list (it is capped by the hit above); a cut-off
+    applied to that capped score dropped a strong match ranked under a weaker one."""
+    from memsys.services import search
+
+    def hit(name: str, own: float) -> pipeline.Hit:
+        return pipeline.Hit(
+            namespace="global", id=name, doc_type="memory", content=name, token_count=1,
+            score=own, own=own, similarity=own, vec_rank=None, fts_rank=None,
+            memory_type="fact", importance=0.5, confidence=0.3, tags=[], metadata={},
+            source_file=None, chunk_index=None, header_path=None, created_at=datetime.now(UTC),
+        )  # fmt: skip
+
+    hits = [hit("weaker first", 0.74), hit("exact match", 0.95), hit("noise", 0.2)]
+    pipeline.never_rising(hits, None)
+    assert [h.score for h in hits] == [0.74, 0.74, 0.2]  # as the list shows them
+    found = pipeline.Retrieval(hits=hits, vec_count=3, fts_count=1)
+    kept = search.relevant(found, 0.8)
+    assert [(h.id, h.score) for h in kept] == [("exact match", 0.95)]
+    assert [h.id for h in search.relevant(found, None)] == [h.id for h in hits]
