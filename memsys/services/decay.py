@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from sqlalchemy import select, text, tuple_, update
+from sqlalchemy import func, select, text, tuple_, update
 from sqlalchemy.orm import Session
 
 from memsys.models import Chunk
@@ -250,7 +250,8 @@ def close(session: Session, memory: MemoryRow, now: datetime, operation: str, **
     session.execute(
         update(Chunk)
         .where(Chunk.namespace == memory.namespace, Chunk.id == memory.id)
-        .values(valid_to=now, updated_at=Chunk.updated_at)
+        # never before the row began (one stored while a maintenance run went on)
+        .values(valid_to=func.greatest(now, Chunk.valid_from), updated_at=Chunk.updated_at)
     )
     events.record(
         session,

@@ -50,15 +50,19 @@ _LIVE: dict[str, Any] = {"chunk": Chunk, "entity": Entity, "fact": Fact}
 
 
 def _node(session: Session, kind: str, node_id: str) -> tuple[str, str]:
-    """(namespace, stored kind) of a live node of the given kind; NotFound otherwise."""
+    """(namespace, stored kind) of a live node of the given kind, kept live until commit (a
+    forget, purge or delete of it waits; one that went first leaves it not found)."""
     if kind == "memory":
-        return memories.live_memory(session, node_id).namespace, "chunk"
+        return memories.live_memory(session, node_id, share=True).namespace, "chunk"
     if kind == "episode":
         ns = session.scalar(select(Episode.namespace).where(Episode.id == node_id))
     else:
         model = _LIVE[kind]
         ns = session.scalar(
-            select(model.namespace).where(model.id == node_id, model.valid_to.is_(None)).limit(1)
+            select(model.namespace)
+            .where(model.id == node_id, model.valid_to.is_(None))
+            .limit(1)
+            .with_for_update(read=True)
         )
     if ns is None:
         raise NotFound(f"{kind.capitalize()} not found: {node_id}")
@@ -147,7 +151,7 @@ def edge_forget(session: Session, params: MemoryEdgeForgetIn) -> MemoryEdgeForge
         session.execute(
             update(Edge)
             .where(*where)
-            .values(valid_to=func.now(), expired_at=func.now())
+            .values(valid_to=func.clock_timestamp(), expired_at=func.clock_timestamp())
             .returning(Edge.id, Edge.namespace)
         )
     )

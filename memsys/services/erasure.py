@@ -3,8 +3,9 @@
 `memory_forget(purge=true)` promises that the text is gone (README, "Forgetting"), not only
 the row that holds it. A memory's words live on in what memsys derived from them:
 - its history: access log, validation events, recorded changes;
-- its edges: the mentions it makes, and the relations an episode drew from its sentences
-  (an entity → entity edge whose evidence is this memory, the sentence as its context);
+- its edges, from it and to it (the context a relation keeps may quote it), and the
+  relations an episode drew from its sentences (an entity → entity edge whose evidence is
+  this memory, the sentence as its context);
 - its episode (`add_episode` keeps the text it was given) and that episode's links;
 - the entities its text introduced (`concept#…` keys, named by extraction or by the
   episode's caller) that nothing else refers to any more: no edge from or to them, live or
@@ -44,12 +45,14 @@ _EPISODES = text(
     SELECT target_id FROM links
     """
 )
-# The chunks' own edges (mentions, supersedes, …), and relations drawn from their text.
+# The chunks' edges either way (mentions, supersedes, memory_relate's, an observation's
+# link), and relations drawn from their text.
 _EDGES = text(
     """
     DELETE FROM edge
     WHERE namespace = :ns
       AND ((source_kind = 'chunk' AND source_id = ANY(CAST(:ids AS text[])))
+           OR (target_kind = 'chunk' AND target_id = ANY(CAST(:ids AS text[])))
            OR (source_kind = 'entity' AND evidence_chunk_ids && CAST(:ids AS text[])))
     RETURNING source_kind, source_id, target_kind, target_id
     """

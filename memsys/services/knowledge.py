@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from sqlalchemy import func, or_, select, text, update
@@ -66,15 +66,24 @@ def embed_texts(texts: list[str]) -> Vectors:
 
 
 def live_entities(
-    session: Session, ns: str, names: list[str] | None = None, at: datetime | None = None
+    session: Session,
+    ns: str,
+    names: list[str] | None = None,
+    at: datetime | None = None,
+    lock: Literal["share", "update"] | None = None,
 ) -> list[Entity]:
-    """The memory server's entities live now, or with `at` those valid then."""
+    """The memory server's entities live now, or with `at` those valid then. `lock`: a
+    writer of what hangs on them ("share": observations, relations) and their deleter
+    ("update") take turns, so nothing is added to an entity a delete has closed."""
     stmt = select(Entity).where(
         Entity.namespace == ns, *valid_at(Entity, at), Entity.key.startswith(KEY_PREFIX)
     )
     if names is not None:
         stmt = stmt.where(Entity.key.in_([entity_key(n) for n in names]))
-    return list(session.scalars(stmt.order_by(Entity.created_at, Entity.id)))
+    stmt = stmt.order_by(Entity.created_at, Entity.id)
+    if lock is not None:
+        stmt = stmt.with_for_update(read=lock == "share")
+    return list(session.scalars(stmt))
 
 
 def entities_out(
@@ -130,7 +139,7 @@ def _close_observations(session: Session, ns: str, edges: list[Any]) -> None:
     session.execute(
         update(Edge)
         .where(Edge.namespace == ns, Edge.id.in_([r.id for r in edges]))
-        .values(valid_to=func.now(), expired_at=func.now())
+        .values(valid_to=func.clock_timestamp(), expired_at=func.clock_timestamp())
     )
     for chunk_id in {r.source_id for r in edges}:
         still_linked = session.scalar(
@@ -143,7 +152,7 @@ def _close_observations(session: Session, ns: str, edges: list[Any]) -> None:
         )
         chunk = session.get(Chunk, (ns, chunk_id))
         if not still_linked and chunk is not None and "entity" in (chunk.meta or {}):
-            chunk.valid_to = func.now()
+            chunk.valid_to = func.clock_timestamp()
     session.flush()
 
 
@@ -254,7 +263,7 @@ def relate_entities(
 
 
 def _require(session: Session, ns: str, names: list[str]) -> dict[str, Entity]:
-    found = {e.name: e for e in live_entities(session, ns, names)}
+    found = {e.name: e for e in live_entities(session, ns, names, lock="share")}
     for name in names:
         if name not in found:
             raise NotFound(f"Entity with name {name} not found")
@@ -304,7 +313,7 @@ def delete_entities(session: Session, params: DeleteEntitiesIn) -> DoneOut:
     ns = graph_namespace(params)
     namespaces.require(session, ns)
     namespaces.share(session, [ns])  # after any import of the namespace
-    entities = live_entities(session, ns, params.entityNames)
+    entities = live_entities(session, ns, params.entityNames, lock="update")
     ids_ = [e.id for e in entities]
     _close_observations(session, ns, observation_edges(session, ns, ids_))
     session.execute(
@@ -314,10 +323,10 @@ def delete_entities(session: Session, params: DeleteEntitiesIn) -> DoneOut:
             Edge.valid_to.is_(None),
             or_(Edge.source_id.in_(ids_), Edge.target_id.in_(ids_)),
         )
-        .values(valid_to=func.now(), expired_at=func.now())
+        .values(valid_to=func.clock_timestamp(), expired_at=func.clock_timestamp())
     )
     for entity in entities:
-        entity.valid_to = func.now()
+        entity.valid_to = func.clock_timestamp()
     session.flush()
     _record(session, ns, "delete_entities", len(entities))
     return DoneOut(success=True, message="Entities deleted successfully")
@@ -364,7 +373,7 @@ def delete_relations(session: Session, params: DeleteRelationsIn) -> DoneOut:
                 Edge.relation == r.relationType,
                 Edge.valid_to.is_(None),
             )
-            .values(valid_to=func.now(), expired_at=func.now()),
+            .values(valid_to=func.clock_timestamp(), expired_at=func.clock_timestamp()),
         )
     _record(session, ns, "delete_relations", closed)
     return DoneOut(success=True, message="Relations deleted successfully")

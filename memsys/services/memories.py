@@ -41,11 +41,14 @@ def live_memories() -> Select[Chunk]:
     return select(Chunk).where(Chunk.doc_type == "memory", Chunk.valid_to.is_(None))
 
 
-def live_memory(session: Session, memory_id: str, lock: bool = False) -> Chunk:
+def live_memory(session: Session, memory_id: str, lock: bool = False, share: bool = False) -> Chunk:
     """One live memory by id (ids are unique across namespaces); `lock` holds its row until
-    commit, so that writers of one memory take turns."""
+    commit, so that writers of one memory take turns; `share` keeps it live until commit
+    (a forget or purge waits, and one that went first leaves it not found)."""
     stmt = live_memories().where(Chunk.id == memory_id)
-    chunk = session.scalars(stmt.with_for_update() if lock else stmt).first()
+    if lock or share:
+        stmt = stmt.with_for_update(read=not lock)
+    chunk = session.scalars(stmt).first()
     if chunk is None:
         raise NotFound(f"Memory not found: {memory_id}")
     return chunk
@@ -159,6 +162,9 @@ def _close(session: Session, targets: list[Chunk], operation: str, purge: bool) 
         )
     )
     closed = [c for c in targets if c in still]
+    # The close's time is taken now its rows are held: the transaction's start may come
+    # before a memory a concurrent store committed meanwhile (valid_to before valid_from).
+    at = session.scalar(select(func.clock_timestamp()))
     if purge:  # what repeats their text goes first (memsys.services.erasure)
         for ns in sorted({c.namespace for c in closed}):
             erasure.erase(session, ns, [c.id for c in closed if c.namespace == ns])
@@ -166,7 +172,7 @@ def _close(session: Session, targets: list[Chunk], operation: str, purge: bool) 
         if purge:
             session.delete(chunk)
         else:
-            chunk.valid_to = func.now()
+            chunk.valid_to = at
         # A purge records that it happened, never what the memory said.
         events.record(
             session,

@@ -50,6 +50,12 @@ def _at(stmt, as_of: datetime | None):  # type: ignore[no-untyped-def]
     )
 
 
+def _turn_time(session: Session) -> datetime:
+    """When a writer's change of a key happens: the clock once its turn is taken (the
+    transaction's start may precede the version a writer before it made)."""
+    return session.scalar(select(func.clock_timestamp()))  # type: ignore[return-value]
+
+
 def set_value(session: Session, params: PreferenceSetIn) -> PreferenceSetOut:
     """Set a preference; an unchanged value writes nothing and reports changed=false."""
     namespaces.ensure(session, params.namespace)
@@ -72,8 +78,9 @@ def set_value(session: Session, params: PreferenceSetIn) -> PreferenceSetOut:
             Preference.namespace == params.namespace, Preference.key == params.key
         )
     )
+    at = _turn_time(session)
     if current is not None:
-        current.valid_to = func.now()
+        current.valid_to = at
         session.flush()
     row = Preference(
         namespace=params.namespace,
@@ -81,6 +88,7 @@ def set_value(session: Session, params: PreferenceSetIn) -> PreferenceSetOut:
         version=(last or 0) + 1,
         value=params.value,
         lifecycle=params.lifecycle,
+        valid_from=at,
     )
     session.add(row)
     session.flush()
@@ -136,7 +144,7 @@ def delete(session: Session, params: PreferenceKeyIn) -> PreferenceDeleteOut:
     ).first()
     if current is None:
         raise NotFound(f"Preference not found: {params.key} in namespace {params.namespace}")
-    current.valid_to = func.now()
+    current.valid_to = _turn_time(session)
     session.flush()
     events.record(
         session,

@@ -65,3 +65,15 @@ def test_a_purge_erases_the_text_of_answers_that_quoted_it(embedder: Any) -> Non
         assert spared.output is not None and "erased" not in spared.output
     shown = op("debug_trace", trace_id=other["query_id"])
     assert "PURGEME" not in str(shown)
+
+
+def test_a_purge_takes_the_edges_that_point_at_the_memory(embedder: Any) -> None:
+    first = op("memory_store", content="The billing job retries three times")
+    secret = op("memory_store", content="The billing job's API key is sk-live-0000")
+    op("memory_relate", source_id=first["id"], target_id=secret["id"], relation="relates_to",
+       context="uses sk-live-0000")  # fmt: skip
+    op("memory_forget", memory_id=secret["id"], purge=True)
+    with session_scope() as s:
+        left = [e for e in s.scalars(select(Edge)) if secret["id"] in (e.source_id, e.target_id)]
+    assert left == []
+    assert op("memory_inspect_graph", memory_id=first["id"])["edges"] == []

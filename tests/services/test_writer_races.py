@@ -1,0 +1,85 @@
+"""Writers that meet on one row: the second waits for the first, then sees what it left —
+never an edge or an observation hanging on something already gone. Each test holds the
+first writer's transaction open, starts the second, and checks that it waits."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from sqlalchemy import select
+
+from memsys.db import session_scope
+from memsys.mcp.server import call
+from memsys.models import Edge, Entity
+from memsys.operations import BY_NAME
+from memsys.schemas import MemoryForgetIn
+from memsys.schemas.graph import DeleteEntitiesIn
+from memsys.services import knowledge, memories
+from tests.conftest import lock_waiters, until
+from tests.services.test_edges import op
+
+
+def second_writer(name: str, args: dict[str, Any]) -> tuple[threading.Thread, list[Any]]:
+    answers: list[Any] = []
+    worker = threading.Thread(target=lambda: answers.append(call(BY_NAME[name], args)))
+    worker.start()
+    return worker, answers
+
+
+def test_a_relate_waits_for_a_purge_of_its_end_and_then_finds_it_gone(embedder: Any) -> None:
+    kept = op("memory_store", content="The nightly export runs at two")
+    doomed = op("memory_store", content="The export's bucket key is AKIA0000")
+    with session_scope() as first:
+        params = MemoryForgetIn(memory_id=doomed["id"], purge=True)
+        memories.forget(first, params)
+        worker, answers = second_writer(
+            "memory_relate",
+            {"source_id": kept["id"], "target_id": doomed["id"], "relation": "relates_to"},
+        )
+        assert until(lambda: lock_waiters() > 0, 20)  # the relate waits for the purge
+    worker.join(30)
+    assert not worker.is_alive()
+    assert answers[0]["success"] is False and "Memory not found" in answers[0]["error"]
+    with session_scope() as s:
+        assert not s.scalars(select(Edge).where(Edge.target_id == doomed["id"])).all()
+
+
+def test_observations_wait_for_a_delete_of_their_entity_and_are_refused(embedder: Any) -> None:
+    op("create_entities", entities=[{"name": "Ledgerly", "entityType": "service"}])
+    with session_scope() as first:
+        knowledge.delete_entities(first, DeleteEntitiesIn(entityNames=["Ledgerly"]))
+        worker, answers = second_writer(
+            "add_observations",
+            {"observations": [{"entityName": "Ledgerly", "contents": ["Runs on Fridays"]}]},
+        )
+        assert until(lambda: lock_waiters() > 0, 20)  # the observation waits for the delete
+    worker.join(30)
+    assert not worker.is_alive()
+    assert answers[0]["success"] is False and "Ledgerly not found" in answers[0]["error"]
+    with session_scope() as s:
+        [entity] = s.scalars(select(Entity).where(Entity.name == "Ledgerly")).all()
+        hanging = s.scalars(
+            select(Edge).where(Edge.target_id == entity.id, Edge.valid_to.is_(None))
+        ).all()
+        assert entity.valid_to is not None and hanging == []
+
+
+def test_preference_versions_follow_the_order_their_writers_took_turns(embedder: Any) -> None:
+    """A writer whose transaction began before another's version stamped its own version
+    with its start: earlier than the version it replaced, unreadable as of any time."""
+    from sqlalchemy import text
+
+    from memsys.models import Preference
+    from memsys.schemas import PreferenceSetIn
+    from memsys.services import preferences
+
+    with session_scope() as late:
+        late.execute(text("SELECT 1"))  # its transaction (and now()) begins here
+        op("preference_set", key="editor_theme", value="light")  # another writer, committed
+        preferences.set_value(late, PreferenceSetIn(key="editor_theme", value="dark"))
+    with session_scope() as s:
+        first, second = s.scalars(select(Preference).order_by(Preference.version)).all()
+    assert first.valid_from < second.valid_from and first.valid_to == second.valid_from
+    at = second.valid_from.isoformat()
+    assert op("preference_get", key="editor_theme", as_of=at)["value"] == "dark"
