@@ -71,11 +71,6 @@ class Weights:
     # names ("last May"); a query without one is untouched. 1 beat .5 and 0 on LoCoMo's tune
     # half (benchmarks/README.md, "Temporal channel").
     temporal: float = 1.0
-    # The lexical vote is multiplied by the share of the query's BM25 weight a candidate
-    # matches, to this power (0 = off). A z-score measures how few candidates a channel
-    # found, not how well they match: among ~75 candidates a lone BM25 hit on one incidental
-    # word stands ~8.7 deviations out, far above dense's best, however little it matched.
-    lexical_coverage: float = 0.0
     # A z-score below this adds nothing: a channel may lift a chunk it likes, but the
     # long tail of its weak candidates does not push anything down.
     floor: float = 0.0
@@ -129,20 +124,15 @@ def zfuse(
     weights: Weights = CURRENT,
     graph: Sequence[float] | None = None,
     neighbours: Sequence[float] | None = None,
-    bm25_max: float = 0.0,
 ) -> list[float]:
-    """Weighted sum of each channel's z-scores over the candidates (floored); `bm25_max`,
-    the query's whole BM25 weight, scales the lexical vote by coverage (lexical_coverage)."""
+    """Weighted sum of each channel's z-scores over the candidates (floored)."""
     zd = _standardised(dense)
-    zl = [max(z, weights.floor) for z in _signal(lexical)]
-    if weights.lexical_coverage > 0 and bm25_max > 0:
-        p = weights.lexical_coverage
-        zl = [z * min(1.0, s / bm25_max) ** p for z, s in zip(zl, lexical, strict=True)]
+    zl = _signal(lexical)
     zg = _signal(graph) if graph is not None else [0.0] * len(zd)
     zn = _signal(neighbours) if neighbours is not None else [0.0] * len(zd)
     return [
         weights.dense * max(d, weights.floor)
-        + weights.lexical * lx
+        + weights.lexical * max(lx, weights.floor)
         + weights.graph * max(g, weights.floor)
         + weights.neighbours * max(n, weights.floor)
         for d, lx, g, n in zip(zd, zl, zg, zn, strict=True)

@@ -226,7 +226,7 @@ def retrieve(
         elif names.subjects:  # asks about a thing the store has an entry for: its links
             weights = replace(weights, graph=weights.graph * weights.graph_subject)
     if weights.graph > 0 and keys:
-        first = fuse_scores(keys, rows, bm25, weights, method, bm25_max=bm25_max)
+        first = fuse_scores(keys, rows, bm25, weights, method)
         best = sorted(range(len(keys)), key=lambda i: -first[i])[: weights.graph_seeds]
         seeds = graph.seeds(
             session,
@@ -252,9 +252,7 @@ def retrieve(
     near = neighbours.Near()
     if weights.neighbours > 0 and keys:
         # Seeds: the best hits of every other channel, each with its fused strength.
-        first = fuse_scores(
-            keys, rows, bm25, weights, method, graph_scores, None, time_scores, bm25_max
-        )
+        first = fuse_scores(keys, rows, bm25, weights, method, graph_scores, None, time_scores)
         best = sorted(range(len(keys)), key=lambda i: -first[i])[: weights.neighbour_seeds]
         near = neighbours.search(
             session,
@@ -283,9 +281,7 @@ def retrieve(
     time_scores = temporal.inside(spans, {k: rows[k]["happened"] for k in keys})
     sims = [_similarity(rows[k]) for k in keys]
     lex = [bm25.get(k, 0.0) for k in keys]
-    fused = fuse_scores(
-        keys, rows, bm25, weights, method, graph_scores, near_scores, time_scores, bm25_max
-    )
+    fused = fuse_scores(keys, rows, bm25, weights, method, graph_scores, near_scores, time_scores)
     fused = rank.adjust(session, keys, rows, fused, as_of)  # confidence (capped) and stage
     vec_rank = {k: i for i, (k, _) in enumerate(dense_hits, start=1)}
     fts_rank = {k: i for i, (k, _) in enumerate(lexical_hits, start=1)}
@@ -471,7 +467,6 @@ def fuse_scores(
     graph_scores: dict[Key, float] | None = None,
     near_scores: dict[Key, float] | None = None,
     time_scores: dict[Key, float] | None = None,
-    bm25_max: float = 0.0,
 ) -> list[float]:
     sims = [_similarity(rows[k]) for k in keys]
     lex = [bm25.get(k, 0.0) for k in keys]
@@ -479,7 +474,7 @@ def fuse_scores(
         return fusion.rrf(sims, lex, weights)
     graph_list = [graph_scores.get(k, 0.0) for k in keys] if graph_scores else None
     near_list = [near_scores.get(k, 0.0) for k in keys] if near_scores else None
-    fused = fusion.zfuse(sims, lex, weights, graph_list, near_list, bm25_max)
+    fused = fusion.zfuse(sims, lex, weights, graph_list, near_list)
     if time_scores:
         inside = [time_scores.get(k, 0.0) for k in keys]
         fused = fusion.add_channel(fused, inside, weights.temporal, weights.floor)
