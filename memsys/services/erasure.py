@@ -2,15 +2,20 @@
 
 `memory_forget(purge=true)` promises that the text is gone (README, "Forgetting"), not only
 the row that holds it. A memory's words live on in what memsys derived from them:
-- its history: access log, validation events, recorded changes;
+- its history: access log, validation events, recorded changes, and the closed memories
+  it supersedes (an imported edit's earlier versions, the near-duplicates consolidation
+  merged into it, the statements it replaced), followed down their own `supersedes` edges;
+  a live memory is never taken with it;
 - its edges, from it and to it (the context a relation keeps may quote it), and the
-  relations an episode drew from its sentences (an entity → entity edge whose evidence is
-  this memory, the sentence as its context);
+  relations an episode drew from its sentences: an entity → entity edge loses the memory
+  from its evidence, and goes when no other memory states it (one that stays loses its
+  context sentence, which may be the purged memory's);
 - its episode (`add_episode` keeps the text it was given) and that episode's links;
 - the entities its text introduced (`concept#…` keys, named by extraction or by the
-  episode's caller) that nothing else refers to any more: no edge from or to them, live or
-  closed, and no fact about them. An entity made with `create_entities` (`kg#…`) is the
-  user's own and stays;
+  episode's caller) that no edge refers to any more, live or closed. An entity made with
+  `create_entities` or `fact_set` (`kg#…`) is the user's own and stays. A writer naming such
+  an entity holds its turn (mentions.upsert) until it commits, so the purge waits for it
+  and then sees its edges;
 - the answers memsys handed out that quoted it: a `memory_query` trace keeps its assembled
   text (`output.text`); a trace that handed out a purged memory keeps its ids and scores
   (the debugger's record) but loses that text.
@@ -30,7 +35,9 @@ from collections.abc import Sequence
 from sqlalchemy import delete, text
 from sqlalchemy.orm import Session
 
-from memsys.models import MemoryAccess, MemoryChange, ValidationEvent
+from memsys.db import take_turns_all
+from memsys.models import Chunk, MemoryAccess, MemoryChange, ValidationEvent
+from memsys.services import mentions
 
 _EPISODES = text(
     """
@@ -45,18 +52,59 @@ _EPISODES = text(
     SELECT target_id FROM links
     """
 )
-# The chunks' edges either way (mentions, supersedes, memory_relate's, an observation's
-# link), and relations drawn from their text.
-_EDGES = text(
+# The closed memories these supersede, and theirs in turn (a live one is never followed).
+_VERSIONS = text(
     """
-    DELETE FROM edge
-    WHERE namespace = :ns
-      AND ((source_kind = 'chunk' AND source_id = ANY(CAST(:ids AS text[])))
-           OR (target_kind = 'chunk' AND target_id = ANY(CAST(:ids AS text[])))
-           OR (source_kind = 'entity' AND evidence_chunk_ids && CAST(:ids AS text[])))
-    RETURNING source_kind, source_id, target_kind, target_id
+    WITH RECURSIVE down(id) AS (
+        SELECT unnest(CAST(:ids AS text[]))
+        UNION
+        SELECT c.id FROM down d
+        JOIN edge e ON e.namespace = :ns AND e.source_kind = 'chunk' AND e.source_id = d.id
+                   AND e.relation = 'supersedes' AND e.target_kind = 'chunk'
+        JOIN chunk c ON c.namespace = :ns AND c.id = e.target_id
+                    AND c.doc_type = 'memory' AND c.valid_to IS NOT NULL
+    )
+    SELECT id FROM down WHERE id <> ALL(CAST(:ids AS text[]))
     """
 )
+# The chunks' edges either way (mentions, supersedes, memory_relate's, an observation's
+# link): each direction through its own index.
+_OWN_EDGES = [
+    text(
+        f"""
+        DELETE FROM edge
+        WHERE namespace = :ns AND {end}_kind = 'chunk' AND {end}_id = ANY(CAST(:ids AS text[]))
+        RETURNING source_kind, source_id, target_kind, target_id
+        """
+    )
+    for end in ("source", "target")
+]
+# Relations an episode drew from their text: a relation only these memories state goes;
+# one another memory states too loses them from its evidence, and its sentence (it may be
+# theirs). Two statements: one statement cannot both change and delete a row.
+_DRAWN = [
+    text(
+        """
+        DELETE FROM edge
+        WHERE namespace = :ns AND source_kind = 'entity'
+          AND evidence_chunk_ids && CAST(:ids AS text[])
+          AND evidence_chunk_ids <@ CAST(:ids AS text[])
+        RETURNING source_id, target_id
+        """
+    ),
+    text(
+        """
+        UPDATE edge
+        SET evidence_chunk_ids = ARRAY(
+                SELECT x FROM unnest(evidence_chunk_ids) AS x
+                WHERE x <> ALL(CAST(:ids AS text[]))),
+            context = NULL
+        WHERE namespace = :ns AND source_kind = 'entity'
+          AND evidence_chunk_ids && CAST(:ids AS text[])
+        RETURNING source_id, target_id
+        """
+    ),
+]
 _ORPHANS = text(
     """
     DELETE FROM entity e
@@ -66,7 +114,12 @@ _ORPHANS = text(
                       AND x.source_kind = 'entity')
       AND NOT EXISTS (SELECT 1 FROM edge x WHERE x.namespace = :ns AND x.target_id = e.id
                       AND x.target_kind = 'entity')
-      AND NOT EXISTS (SELECT 1 FROM fact f WHERE f.namespace = :ns AND f.entity_id = e.id)
+    """
+)
+_KEYS = text(
+    """
+    SELECT key FROM entity
+    WHERE namespace = :ns AND id = ANY(CAST(:entities AS text[])) AND key LIKE 'concept#%'
     """
 )
 _TRACES = text(
@@ -82,20 +135,30 @@ _TRACES = text(
 
 def erase(session: Session, namespace: str, memory_ids: Sequence[str]) -> None:
     """Erase what repeats the text of these memories of one namespace (their rows are the
-    caller's to delete, after this)."""
-    ids = sorted(set(memory_ids))
-    if not ids:
+    caller's to delete, after this; the closed versions they supersede go here)."""
+    given = sorted(set(memory_ids))
+    if not given:
         return
+    versions = list(session.scalars(_VERSIONS, {"ns": namespace, "ids": given}))
+    ids = sorted({*given, *versions})
     for log in (ValidationEvent, MemoryChange, MemoryAccess):
         session.execute(delete(log).where(log.namespace == namespace, log.memory_id.in_(ids)))
     params = {"ns": namespace, "ids": ids}
     named = set(session.scalars(_EPISODES, params))
-    for source_kind, source_id, target_kind, target_id in session.execute(_EDGES, params):
-        if target_kind == "entity":
-            named.add(target_id)
-        if source_kind == "entity":
-            named.add(source_id)
+    for statement in _OWN_EDGES:
+        for source_kind, source_id, target_kind, target_id in session.execute(statement, params):
+            named |= {i for k, i in ((source_kind, source_id), (target_kind, target_id))
+                      if k == "entity"}  # fmt: skip
+    for statement in _DRAWN:
+        for source_id, target_id in session.execute(statement, params):
+            named |= {source_id, target_id}
     if named:
-        session.execute(_ORPHANS, {"ns": namespace, "entities": sorted(named)})
+        entities = {"ns": namespace, "entities": sorted(named)}
+        keys = sorted(session.scalars(_KEYS, entities))
+        # Writers naming these entities finish first (mentions.upsert shares the turn).
+        take_turns_all(session, [(namespace, mentions.ENTITY_TURN, k) for k in keys])
+        session.execute(_ORPHANS, entities)  # a statement of its own: it sees their edges
+    if versions:
+        session.execute(delete(Chunk).where(Chunk.namespace == namespace, Chunk.id.in_(versions)))
     probes = [json.dumps([{"id": i}]) for i in ids]
     session.execute(_TRACES, {"ns": namespace, "probes": probes})

@@ -221,6 +221,15 @@ def upsert_entity(session: Session, ns: str, name: str, entity_type: str) -> tup
     return found[0], False
 
 
+_MORE_EVIDENCE = text(
+    """
+    UPDATE edge SET evidence_chunk_ids = evidence_chunk_ids || CAST(:ev AS text[])
+    WHERE namespace = :ns AND source_id = :s AND target_id = :t AND relation = :r
+      AND valid_to IS NULL AND NOT evidence_chunk_ids @> CAST(:ev AS text[])
+    """
+)
+
+
 def relate_entities(
     session: Session,
     ns: str,
@@ -232,18 +241,23 @@ def relate_entities(
     evidence: list[str] | None = None,
 ) -> bool:
     """One live edge per (source, target, relation); True when this call wrote it. Writers of
-    one triple take turns, so two processes never write it twice."""
+    one triple take turns, so two processes never write it twice. A memory stating a
+    relation that exists joins its evidence (a purge of one of them leaves it standing)."""
     take_turns(session, ns, source_id, target_id, relation)
-    exists = session.scalar(
-        select(func.count()).where(
-            Edge.namespace == ns,
-            Edge.source_id == source_id,
-            Edge.target_id == target_id,
-            Edge.relation == relation,
-            Edge.valid_to.is_(None),
-        )
+    live = (
+        Edge.namespace == ns,
+        Edge.source_id == source_id,
+        Edge.target_id == target_id,
+        Edge.relation == relation,
+        Edge.valid_to.is_(None),
     )
+    exists = session.scalar(select(func.count()).where(*live))
     if exists:
+        if evidence:
+            session.execute(
+                _MORE_EVIDENCE,
+                {"ns": ns, "s": source_id, "t": target_id, "r": relation, "ev": evidence},
+            )
         return False
     edge = Edge(
         namespace=ns,

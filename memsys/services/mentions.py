@@ -19,8 +19,10 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from memsys import extraction, ids
+from memsys.db import take_turns_all
 
 MENTIONS = "mentions"
+ENTITY_TURN = "entity"  # take_turns key part of a concept entity's writers
 SUBJECT_WEIGHT = 4.0
 
 _UPSERT = text(
@@ -61,8 +63,11 @@ def edge_params(pairs: Sequence[tuple[str, str, float]]) -> dict[str, list[Any]]
 
 
 def upsert(session: Session, namespace: str, names: dict[str, str]) -> dict[str, str]:
-    """Concept entities by stable key (key → display name), created if missing; key → id."""
+    """Concept entities by stable key (key → display name), created if missing; key → id.
+    The caller holds each key's shared turn until it commits: a purge removing an entity
+    nothing names any more (memsys.services.erasure) waits for it, then sees its edges."""
     keys = sorted(names)
+    take_turns_all(session, [(namespace, ENTITY_TURN, k) for k in keys], shared=True)
     session.execute(
         _UPSERT,
         {

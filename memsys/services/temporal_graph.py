@@ -235,7 +235,8 @@ def build_context(session: Session, params: BuildContextIn) -> BuildContextOut:
                 f"in namespace {ns}"
             )
         distance = {i: centred.depth.get(i, CONTEXT_DEPTH + 2) for i in found.depth}
-    linked = _linked(found.edges)
+    # The names asked for count as of `at` (a fact may be back-dated before its entity).
+    linked = _linked(found.edges) | {e.id for e in named}
     entities = {i: e for i, e in found.entities.items() if _open(e, at, linked)}
     names = {i: e.name for i, e in entities.items()}
     facts: list[ContextFact] = []

@@ -334,8 +334,9 @@ class Plan:
                     Edge.source_kind == "chunk",
                     Edge.source_id == rec["id"],
                     Edge.relation == mentions.MENTIONS,
+                    Edge.valid_to.is_(None),
                 )
-                .values(source_id=copy, valid_to=func.now())
+                .values(source_id=copy, valid_to=func.now(), expired_at=func.now())
             )
             mentions.link(self.session, ns, [(rec["id"], rec["content"])])
         self.session.execute(

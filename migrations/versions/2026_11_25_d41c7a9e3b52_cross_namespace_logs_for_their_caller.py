@@ -4,8 +4,8 @@ What: `memsys_can_log(ns)` — the row-level policy of the log tables (traces, e
 accesses, changes) — no longer lets a token's namespace patterns match the pseudo-namespaces
 of cross-namespace rows: `*` (written by the local user, no token) and `*@<token id>`
 (written by that token). A token reads and appends the rows of the namespaces its patterns
-allow, and its own `*@<its id>` rows; a connection without a token (the local user, the
-operator) reads them all, as before.
+allow, and its own `*@<its id>` rows; a connection without a token reads them as its
+`memsys.read` patterns allow (memsys's own connections carry `*`: all of them, as before).
 Why: the patterns were matched against those pseudo-namespaces too. A token created with
 `-n '*'` ("read everything") read every other caller's cross-namespace traces, and one with
 `-n '*@*'`, which can read no namespace at all, read them as well — the query texts and the
@@ -31,9 +31,9 @@ UPGRADE = r"""
 CREATE OR REPLACE FUNCTION memsys_can_log(ns text) RETURNS boolean
 LANGUAGE sql STABLE PARALLEL SAFE AS
 $$ SELECT CASE
-       WHEN left(ns, 1) <> '*' THEN memsys_can_read(ns)
-       WHEN coalesce(current_setting('memsys.token', true), '') = '' THEN true
-       ELSE ns = '*@' || current_setting('memsys.token', true)
+       WHEN left(ns, 1) = '*' AND coalesce(current_setting('memsys.token', true), '') <> ''
+       THEN ns = '*@' || current_setting('memsys.token', true)
+       ELSE memsys_can_read(ns)
    END $$;
 """
 

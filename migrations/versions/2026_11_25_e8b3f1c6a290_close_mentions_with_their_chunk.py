@@ -27,7 +27,7 @@ depends_on: str | Sequence[str] | None = None
 FUNCTION = """
 CREATE FUNCTION memsys_close_mentions() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
-    UPDATE edge SET valid_to = NEW.valid_to
+    UPDATE edge SET valid_to = NEW.valid_to, expired_at = NEW.valid_to
     WHERE namespace = NEW.namespace AND source_kind = 'chunk' AND source_id = NEW.id
       AND relation = 'mentions' AND valid_to IS NULL;
     RETURN NULL;
@@ -42,7 +42,7 @@ CREATE TRIGGER chunk_close_mentions AFTER UPDATE OF valid_to ON chunk
 """
 
 BACKFILL = """
-UPDATE edge e SET valid_to = c.valid_to
+UPDATE edge e SET valid_to = c.valid_to, expired_at = c.valid_to
 FROM chunk c
 WHERE e.namespace = c.namespace AND e.source_kind = 'chunk' AND e.source_id = c.id
   AND e.relation = 'mentions' AND e.valid_to IS NULL AND c.valid_to IS NOT NULL

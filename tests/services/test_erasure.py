@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import select
 
 from memsys.db import session_scope
-from memsys.models import Edge, Entity, Episode, QueryTrace
+from memsys.models import Chunk, Edge, Entity, Episode, QueryTrace
 from tests.services.test_edges import op
 
 SECRET = "Orbitron.ts depends on Vaultkey.ts. Orbitron uses the secret SALT-99812 from Vaultkey."
@@ -36,18 +36,76 @@ def test_a_purged_episode_leaves_no_sentence_entity_or_edge_behind(embedder: Any
     assert "SALT" not in str(op("query_graph", query="Orbitron"))
 
 
-def test_a_purge_keeps_the_users_own_entities_and_facts(embedder: Any) -> None:
+def test_a_purge_keeps_the_users_own_entities(embedder: Any) -> None:
+    """Entities made with create_entities are the user's, even when the purged memory is
+    all that links them; concept entities only its words named go."""
     op("create_entities", entities=[{"name": "Q7-ZEBRA", "entityType": "code"}])
     memory = op("memory_store", content="Nightjar pays Veltrix Holdings with code Q7-ZEBRA.")
-    op("fact_set", entity="Nightjar", attribute="role", content="runs the payroll")
+    with session_scope() as s:
+        own = s.scalars(select(Entity).where(Entity.key.startswith("kg#"))).one()
+    op("memory_relate", source_id=memory["id"], target_id=own.id, target_kind="entity",
+       relation="references")  # fmt: skip
     assert {"Veltrix Holdings", "Nightjar"} <= names()
     op("memory_forget", memory_id=memory["id"], purge=True)
     left = names()
-    assert "Veltrix Holdings" not in left  # only the purged text named it
-    assert "Q7-ZEBRA" in left  # made with create_entities
-    assert "Nightjar" in left  # a fact is about it
+    assert "Veltrix Holdings" not in left and "Nightjar" not in left  # only its text named them
+    assert "Q7-ZEBRA" in left  # made with create_entities, linked by the purged memory alone
     hits = op("search_entities", query="Veltrix Holdings", num_results=5)["entities"]
     assert not any(e["name"] == "Veltrix Holdings" for e in hits)
+
+
+def test_a_relation_another_memory_states_stays_without_the_purged_sentence(
+    embedder: Any,
+) -> None:
+    first = op("add_episode", content="Orbitron.ts depends on Vaultkey.ts (key SALT-1).")
+    op("add_episode", content="We confirmed again: Orbitron.ts depends on Vaultkey.ts.")
+    op("memory_forget", memory_id=first["memory_id"], purge=True)
+    with session_scope() as s:
+        [edge] = s.scalars(select(Edge).where(Edge.relation == "depends_on")).all()
+    assert edge.valid_to is None and first["memory_id"] not in edge.evidence_chunk_ids
+    assert edge.evidence_chunk_ids and "SALT-1" not in (edge.context or "")
+
+
+def test_a_purge_takes_the_earlier_versions_an_edit_left(embedder: Any, tmp_path: Any) -> None:
+    from tests.vault.helpers import export, import_
+    from tests.vault.test_hand_edits import edit
+
+    op("memory_store", content="The vault password is HUNTER2-SECRET, kept by Kafka ops")
+    export(tmp_path / "v")
+    path = next(p for p in (tmp_path / "v" / "graph").rglob("*.md") if "HUNTER2" in p.read_text())
+    edit(path, r"^The vault password is.*$", "The vault password lives in the secrets manager")
+    (version,) = import_(tmp_path / "v").versions
+    op("memory_forget", memory_id=version.id, purge=True)
+    with session_scope() as s:
+        assert s.get(Chunk, ("global", version.previous)) is None
+        assert not [c for c in s.scalars(select(Chunk.content)) if "HUNTER2" in c]
+    assert "HUNTER2-SECRET" not in names()
+
+
+def test_a_purge_waits_for_a_store_naming_the_same_entity(embedder: Any) -> None:
+    """The purge removes an entity nothing names any more; a store naming it, not yet
+    committed, made it wait, and its mention keeps the entity (no edge to a deleted one)."""
+    import threading
+
+    from memsys.schemas import MemoryStoreIn
+    from memsys.services import memories
+    from tests.conftest import lock_waiters, until
+
+    doomed = op("memory_store", content="Veltrix Holdings pays its invoices late")
+    with session_scope() as store:
+        params = MemoryStoreIn(content="Veltrix Holdings moved to net 60 terms")
+        kept = memories.store(store, params)
+        worker = threading.Thread(
+            target=lambda: op("memory_forget", memory_id=doomed["id"], purge=True)
+        )
+        worker.start()
+        assert until(lambda: lock_waiters() > 0, 20)  # the purge waits for the store
+    worker.join(30)
+    assert not worker.is_alive()
+    with session_scope() as s:
+        [entity] = s.scalars(select(Entity).where(Entity.name == "Veltrix Holdings")).all()
+        edge = s.scalars(select(Edge).where(Edge.source_id == kept.id)).all()
+    assert entity.id in {e.target_id for e in edge}
 
 
 def test_a_purge_erases_the_text_of_answers_that_quoted_it(embedder: Any) -> None:

@@ -127,6 +127,16 @@ def test_a_name_first_stored_later_is_not_in_a_graph_read_as_of_before(embedder:
     assert {related["source"], related["target"]} <= set(then)  # related from last week on
 
 
+def test_build_context_as_of_reads_a_back_dated_fact(embedder: Any) -> None:
+    """fact_set may date a fact before its entity was made: as of a time between, the
+    entity the caller names is there with that fact."""
+    op("fact_set", entity="Nightjar", attribute="role", content="runs the payroll",
+       valid_from=LAST_WEEK)  # fmt: skip
+    three_days_ago = (datetime.now(UTC) - timedelta(days=3)).isoformat()
+    ctx = op("build_context", entity_names=["Nightjar"], as_of=three_days_ago)
+    assert any("runs the payroll" in f["fact"] for f in ctx["facts"]), ctx
+
+
 def test_build_context_ranks_from_a_centre_that_exists(episodes: dict[str, Any]) -> None:
     found = op("search_entities", query="token.ts", num_results=5)["entities"]
     centre = next(e["uuid"] for e in found if e["name"] == "token.ts")
