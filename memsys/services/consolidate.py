@@ -105,12 +105,22 @@ def merge_one(session: Session, chunk: Chunk, now: datetime, ids: list[str]) -> 
     closed. The caller holds the write turn of chunk's namespace (maintain: share_if_free)."""
     if not ids:
         return []
+    # The candidate itself is held too: a client forgetting (or editing) it now keeps it,
+    # and this run leaves it alone rather than merge into a memory that is going.
+    held = session.scalars(
+        select(Chunk)
+        .where(Chunk.namespace == chunk.namespace, Chunk.id == chunk.id, Chunk.valid_to.is_(None))
+        .with_for_update(skip_locked=True)
+        .execution_options(populate_existing=True)
+    ).first()
+    if held is None:
+        return []
     others = session.scalars(
         select(Chunk)
         .where(Chunk.namespace == chunk.namespace, Chunk.id.in_(ids), Chunk.valid_to.is_(None))
         .with_for_update(skip_locked=True)
     )
-    group: list[Chunk] = [chunk, *others]
+    group: list[Chunk] = [held, *others]
     survivor = max(group, key=_standing)
     merged = [c for c in group if c is not survivor and not decay.exempt(c)]
     for other in merged:

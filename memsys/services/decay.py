@@ -30,6 +30,7 @@ from typing import Any, Protocol
 from sqlalchemy import func, select, text, tuple_, update
 from sqlalchemy.orm import Session
 
+from memsys.db import take_turns
 from memsys.models import Chunk
 from memsys.schemas.lifecycle import DecayIn, DecayOut
 from memsys.services import access, events, namespaces
@@ -268,6 +269,8 @@ def decay(session: Session, params: DecayIn, now: datetime | None = None) -> Dec
     """S002 decay: rescore the memories in scope, delete the session scratch below threshold."""
     now = now or datetime.now(UTC)
     namespaces.require(session, params.namespace)
+    # One decay at a time: two rescoring the same rows in batches deadlocked each other.
+    take_turns(session, "memsys", "decay")
     # After any import of the namespaces it may close memories in (namespaces.share).
     namespaces.share_scope(session, params.namespace)
     folded = access.fold(session)

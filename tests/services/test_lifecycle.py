@@ -310,6 +310,46 @@ def test_near_duplicates_are_consolidated_once(embedder: Any) -> None:
     assert maintain.run(now=days(0)).merged == 0
 
 
+def test_consolidation_leaves_a_memory_a_client_is_forgetting(embedder: Any) -> None:
+    """A run merged into a memory a client was forgetting at that moment and then failed
+    ("Memory not found", the whole batch rolled back): the candidate is held too, and one
+    in use is left for a later run."""
+    first = store("The deploy script lives in tools/deploy.sh", memory_type="fact").id
+    second = store("The deploy script lives in tools/deploy.sh.", memory_type="fact").id
+    out: list[Any] = []
+    with session_scope() as client:
+        memories.forget(client, MemoryForgetIn(memory_id=first))  # not committed yet
+        worker = threading.Thread(target=lambda: out.append(maintain.run(now=days(0))))
+        worker.start()
+        worker.join(60)
+        assert not worker.is_alive()  # it did not wait for the forget
+    assert out[0].merged == 0
+    with session_scope() as s:
+        live = set(s.scalars(memories.live_memories().with_only_columns(Chunk.id)))
+    assert live == {second}
+
+
+def test_two_decays_take_turns_instead_of_deadlocking(embedder: Any) -> None:
+    """Concurrent decays rescored the same rows in batches and deadlocked each other (503s
+    after four attempts): the second now waits for the first to commit."""
+    from memsys.schemas.lifecycle import DecayIn
+    from tests.conftest import lock_waits, until
+
+    for n in range(3):
+        store(f"Scratch note number {n} about the release", memory_type="fact")
+    out: list[Any] = []
+    with session_scope() as first:
+        decay_rules.decay(first, DecayIn(), now=days(0))
+        worker = threading.Thread(
+            target=lambda: out.append(runner.execute(decay_rules.decay, DecayIn, {}))
+        )
+        worker.start()
+        # the second waits for its turn, before it locks any row the first may want
+        assert until(lambda: lock_waits() == ["advisory"], 20)
+    worker.join(60)
+    assert not worker.is_alive() and out[0].entries_scanned == 3
+
+
 def during_an_import(call: Callable[[], Any]) -> Any:
     """What `call` returns, run on a thread of its own while an import holds the global
     namespace (its write turn) — it must not wait for the import to end."""
