@@ -21,7 +21,7 @@ first (a replay's as-of filter gets another plan; at 100k, 37 of 100 replays dif
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -41,16 +41,31 @@ _EARLIER = {"budget": 20_000, "cap": 4_000}
 # in one statement (one row with a NULL lexeme when the query has no term). Two statements,
 # for one namespace and for all: with "(:namespace IS NULL OR …)" PostgreSQL planned the
 # statement anew on every call instead of reusing one plan (0.39 -> 0.26 ms at 10k).
+# The query's lexemes and, for a number, its other reading: PostgreSQL's English parser
+# reads a number after a hyphen as signed (`JIRA-1234` → `jira`, `-1234`), so the query
+# `1234` also looks for `-1234` and `ORA-00942` for `00942` — when the scope holds that
+# reading at all. `base` is the lexeme a reading stands for (itself for the query's own).
 _TERMS_SQL = """
-    SELECT corpus.n, corpus.total, q.lexeme, q.df
+    SELECT corpus.n, corpus.total, q.lexeme, q.base, q.df
     FROM (SELECT coalesce(sum(doc_count), 0) AS n, coalesce(sum(total_len), 0) AS total
           FROM corpus_stat
           WHERE {scope}) corpus
     LEFT JOIN LATERAL (
-        SELECT q.lexeme,
-               coalesce((SELECT sum(t.df) FROM term_stat t
-                         WHERE t.lexeme = q.lexeme AND {t_scope}), 0) AS df
-        FROM (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', :query))) q
+        SELECT q.lexeme, q.base, q.df FROM (
+            SELECT DISTINCT ON (r.lexeme) r.lexeme, r.base,
+                   coalesce((SELECT sum(t.df) FROM term_stat t
+                             WHERE t.lexeme = r.lexeme AND {t_scope}), 0) AS df
+            FROM (
+                SELECT lexeme, lexeme AS base FROM unnest(to_tsvector('english', :query))
+                UNION ALL
+                SELECT CASE WHEN lexeme LIKE '-%' THEN substr(lexeme, 2)
+                            ELSE '-' || lexeme END, lexeme
+                FROM unnest(to_tsvector('english', :query))
+                WHERE lexeme ~ '^-?[0-9]+$'
+            ) r
+            ORDER BY r.lexeme, r.lexeme <> r.base
+        ) q
+        WHERE q.lexeme = q.base OR q.df > 0
     ) q ON true
     ORDER BY q.lexeme
 """
@@ -105,6 +120,18 @@ class QueryTerms:
     avgdl: float
     budget: int  # the postings budget and candidate cap it is scored with
     cap: int
+    # lexeme → the query's lexeme it is another reading of (a signed number), when not itself
+    readings: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def whole(self) -> float:
+        """The BM25 weight of a chunk matching the whole query (each term once, at average
+        length): a term and its other reading count once, as the better of the two."""
+        best: dict[str, float] = {}
+        for lexeme, weight in zip(self.lexemes, self.idf, strict=True):
+            base = self.readings.get(lexeme, lexeme)
+            best[base] = max(best.get(base, 0.0), weight)
+        return sum(best.values())
 
     @property
     def searchable(self) -> bool:
@@ -113,6 +140,7 @@ class QueryTerms:
     def trace(self) -> dict[str, Any]:
         return {
             "terms": dict(zip(self.lexemes, self.df, strict=True)),
+            "readings": self.readings,
             "doc_count": self.doc_count,
             "avgdl": self.avgdl,  # exact: a replay scores with the statistics recorded here
             "budget": self.budget,
@@ -133,6 +161,7 @@ class QueryTerms:
             avgdl=float(trace["avgdl"]),
             budget=int(trace.get("budget", _EARLIER["budget"])),
             cap=int(trace.get("cap", _EARLIER["cap"])),
+            readings=dict(trace.get("readings", {})),
         )
 
 
@@ -147,6 +176,7 @@ def analyse(session: Session, query: str, namespace: str | None) -> QueryTerms:
     n, total = int(rows[0].n), int(rows[0].total)
     lexemes = [r.lexeme for r in rows if r.lexeme is not None]
     dfs = [int(r.df) for r in rows if r.lexeme is not None]
+    readings = {r.lexeme: r.base for r in rows if r.lexeme is not None and r.lexeme != r.base}
     return QueryTerms(
         lexemes=lexemes,
         df=dfs,
@@ -155,6 +185,7 @@ def analyse(session: Session, query: str, namespace: str | None) -> QueryTerms:
         avgdl=(total / n) if n else 1.0,
         budget=POSTINGS_BUDGET,
         cap=CANDIDATE_CAP,
+        readings=readings,
     )
 
 

@@ -200,7 +200,7 @@ def retrieve(
     if terms is None:  # a replay passes the term statistics its trace recorded
         terms = lexical.analyse(session, query, given.get("namespace"))
     lexical_hits = lexical.search(session, terms, given, as_of, pool)
-    bm25_max = sum(terms.idf)  # a chunk matching every query term: coverage 1
+    bm25_max = terms.whole  # a chunk matching every query term: coverage 1
     clock.lap("lexical_ms")
     names = graph.Named()
     if weights.graph > 0:

@@ -179,3 +179,22 @@ def test_the_channel_scores_a_chunk_as_the_feature_reads_do(embedder) -> None:
     assert len(live) == 4
     assert live == then
     assert {k[1]: score for k, score in live} == one_by_one
+
+
+def test_a_number_finds_its_signed_reading_and_the_reverse(embedder) -> None:
+    """PostgreSQL reads `JIRA-1234` as `jira` and `-1234`: the query `1234` found nothing
+    lexically, nor `00942` in `ORA-00942`; each number also looks for its other reading,
+    counted once in the query's whole weight."""
+    ticket = store("JIRA-1234 tracks the flaky upload retries", namespace=NS).id
+    oracle = store("ORA-00942 means the table or view does not exist", namespace=NS).id
+    plain = store("Order 5150 shipped on Monday", namespace=NS).id
+    store("The upload service retries three times", namespace=NS)
+    with session_scope() as s:
+        for query, wanted in (("1234", ticket), ("00942", oracle), ("ticket -5150", plain)):
+            terms = lexical.analyse(s, query, NS)
+            hits = lexical.search(s, terms, {"namespace": NS}, None, 10)
+            assert hits and hits[0][0][1] == wanted, (query, terms)
+        terms = lexical.analyse(s, "1234", NS)
+        assert terms.readings == {"-1234": "1234"} and terms.whole == max(terms.idf)
+        # a reading the scope does not hold is no term at all
+        assert lexical.analyse(s, "777", NS).lexemes == ["777"]
