@@ -148,7 +148,9 @@ class MemoryStoreOut(Output):
     confidence: float
     importance: float
     warnings: list[str] = Field(
-        default_factory=list, description="Secret-like strings found in the content (stored)"
+        default_factory=list,
+        description="Secret-like strings found in the content (stored), or content longer "
+        "than the embedding model reads",
     )
 
 

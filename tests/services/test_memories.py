@@ -472,3 +472,17 @@ def test_blank_optional_text_is_refused_by_name_not_stored(
     answer = call(BY_NAME[operation], fields)
     assert answer["success"] is False and "cannot be empty: leave it out" in answer["error"]
     assert table_counts() == before
+
+
+def test_a_memory_longer_than_the_models_window_is_stored_with_a_warning(embedder) -> None:
+    """The vector reads only the model's window; the caller is told, not left to find out
+    that the end of a long note is invisible to the dense channel."""
+    short = store("The on-call rota changes every Monday")
+    assert short.warnings == []
+    long_note = " ".join(
+        f"Step {n}: restart the worker pool and check the queue." for n in range(60)
+    )
+    stored = store(long_note)
+    assert count_tokens(long_note) > memory_batch.EMBEDDED_TOKENS
+    assert any("its embedding reads the first 254" in w for w in stored.warnings)
+    assert store(long_note).duplicate  # stored once, as any memory
