@@ -13,9 +13,9 @@ the row that holds it. A memory's words live on in what memsys derived from them
 - its episode (`add_episode` keeps the text it was given) and that episode's links;
 - the entities its text introduced (`concept#…` keys, named by extraction or by the
   episode's caller) that no edge refers to any more, live or closed. An entity made with
-  `create_entities` or `fact_set` (`kg#…`) is the user's own and stays. A writer naming such
-  an entity holds its turn (mentions.upsert) until it commits, so the purge waits for it
-  and then sees its edges;
+  `create_entities` or `fact_set` (`kg#…`) is the user's own and stays. A writer naming
+  entities holds a share of its namespace's entity turn (mentions.upsert) until it
+  commits, so the purge waits for it and then sees its edges;
 - the answers memsys handed out that quoted it: a `memory_query` trace keeps its assembled
   text (`output.text`); a trace that handed out a purged memory keeps its ids and scores
   (the debugger's record) but loses that text.
@@ -116,12 +116,6 @@ _ORPHANS = text(
                       AND x.target_kind = 'entity')
     """
 )
-_KEYS = text(
-    """
-    SELECT key FROM entity
-    WHERE namespace = :ns AND id = ANY(CAST(:entities AS text[])) AND key LIKE 'concept#%'
-    """
-)
 _TRACES = text(
     """
     UPDATE query_trace
@@ -154,9 +148,9 @@ def erase(session: Session, namespace: str, memory_ids: Sequence[str]) -> None:
             named |= {source_id, target_id}
     if named:
         entities = {"ns": namespace, "entities": sorted(named)}
-        keys = sorted(session.scalars(_KEYS, entities))
-        # Writers naming these entities finish first (mentions.upsert shares the turn).
-        take_turns_all(session, [(namespace, mentions.ENTITY_TURN, k) for k in keys])
+        # Writers naming entities in the namespace finish first (mentions.upsert shares
+        # its turn); new ones wait for this purge to commit.
+        take_turns_all(session, [(namespace, mentions.ENTITY_TURN)])
         session.execute(_ORPHANS, entities)  # a statement of its own: it sees their edges
     if versions:
         session.execute(delete(Chunk).where(Chunk.namespace == namespace, Chunk.id.in_(versions)))

@@ -22,7 +22,7 @@ from memsys import extraction, ids
 from memsys.db import take_turns_all
 
 MENTIONS = "mentions"
-ENTITY_TURN = "entity"  # take_turns key part of a concept entity's writers
+ENTITY_TURN = "entities"  # take_turns key part: a namespace's concept entity writers
 SUBJECT_WEIGHT = 4.0
 
 _UPSERT = text(
@@ -64,10 +64,11 @@ def edge_params(pairs: Sequence[tuple[str, str, float]]) -> dict[str, list[Any]]
 
 def upsert(session: Session, namespace: str, names: dict[str, str]) -> dict[str, str]:
     """Concept entities by stable key (key → display name), created if missing; key → id.
-    The caller holds each key's shared turn until it commits: a purge removing an entity
-    nothing names any more (memsys.services.erasure) waits for it, then sees its edges."""
+    The caller holds a share of the namespace's entity turn until it commits: a purge
+    removing entities nothing names any more (memsys.services.erasure) waits for it, then
+    sees its edges. One turn per namespace, not per entity: a batch names thousands."""
     keys = sorted(names)
-    take_turns_all(session, [(namespace, ENTITY_TURN, k) for k in keys], shared=True)
+    take_turns_all(session, [(namespace, ENTITY_TURN)], shared=True)
     session.execute(
         _UPSERT,
         {

@@ -35,6 +35,14 @@ ANALYZE_AFTER = 1_000
 _ANALYZE = text("ANALYZE chunk, edge, entity")
 LOOKUP = 2000
 
+# Memories a purge erased: the event log keeps that it happened (and the id), nothing more.
+_PURGED = text(
+    """
+    SELECT DISTINCT subject_id FROM event
+    WHERE event_type = 'purge' AND subject_kind = 'memory'
+      AND subject_id = ANY(CAST(:ids AS text[]))
+    """
+)
 _KNOWN = text(
     """
     SELECT id, namespace, valid_to IS NULL AS live FROM chunk
@@ -140,14 +148,28 @@ def _edge_seen(seen: _Seen, rec: Located, problems: list[Problem]) -> None:
 
 
 def _check_database(session: Session, seen: _Seen, problems: list[Problem]) -> None:
-    """Ids the database forgot or keeps in another namespace; edges with a missing end."""
+    """Ids the database forgot, purged or keeps in another namespace; edges with a missing
+    end."""
     ids = list(seen.memories)
     known: dict[str, tuple[str, bool]] = {}
+    purged: set[str] = set()
     for start in range(0, len(ids), LOOKUP):
-        for row in session.execute(_KNOWN, {"ids": ids[start : start + LOOKUP]}):
+        part = {"ids": ids[start : start + LOOKUP]}
+        for row in session.execute(_KNOWN, part):
             if row.live or row.id not in known:
                 known[row.id] = (row.namespace, row.live)
+        purged.update(session.scalars(_PURGED, part))
     for memory_id, (ns, where) in seen.memories.items():
+        if memory_id in purged and memory_id not in known:
+            problems.append(
+                _at(
+                    where,
+                    f"memory {memory_id} was purged in this database: import does not bring "
+                    "back what a purge erased (remove it from the snapshot, or store it anew)",
+                )
+            )
+            seen.bad.add(memory_id)
+            continue
         if memory_id not in known:
             continue
         there, live = known[memory_id]

@@ -275,3 +275,21 @@ def test_what_the_other_writers_refuse_is_a_problem_in_a_file_too(
     # Spelled another way, a relation of the registry is that relation.
     path.write_text("\n".join([*lines[:3], json.dumps({**edge, "type": "SOLVES"})]) + "\n")
     assert import_(path).edges.new == 1
+
+
+def test_a_purged_memory_is_not_brought_back_by_an_older_snapshot(
+    tmp_path: Path, embedder: object
+) -> None:
+    """A purge erases; importing an export made before it restored the memory under its old
+    id, counted as new. It is a problem now, as a forgotten memory is."""
+    from tests.factories import store
+    from tests.services.test_memories import forget
+
+    secret = store("The staging database password is PURGEME-5150").id
+    store("The staging database lives in eu-west-1")
+    export(tmp_path / "v")
+    forget(memory_id=secret, purge=True)
+    before = table_counts()
+    report = import_(tmp_path / "v")
+    assert not report.applied and table_counts() == before
+    assert any(f"memory {secret} was purged" in p.message for p in report.problems)
