@@ -38,3 +38,9 @@ GOLDEN_CONFIDENCE = 0.9
 def is_golden(memory_type: str | None, confidence: float) -> bool:
     """The golden-rule rule; `Chunk.golden` is the same rule in SQL."""
     return memory_type == GOLDEN_RULE or confidence >= GOLDEN_CONFIDENCE
+
+
+# The context of the `supersedes` edge from a memory an import edited to the closed copy of
+# its previous fields: what marks that copy as the memory's own earlier version (a purge
+# erases it with the memory; memory_check_supersedes' edges join two different memories).
+EDITED_COPY = "an imported edit; the target holds the fields before it"

@@ -149,3 +149,17 @@ def table_counts() -> dict[str, int]:
             name: conn.execute(text(f"SELECT count(*) FROM {name}")).scalar_one()
             for name in tables()
         }
+
+
+@pytest.fixture
+def busy_wait_1s() -> Iterator[None]:
+    """MEMSYS_BUSY_WAIT_S=1 for one test: a writer gives up on an import after a second."""
+    from memsys.config import get_settings
+
+    os.environ["MEMSYS_BUSY_WAIT_S"] = "1"
+    get_settings.cache_clear()
+    try:
+        yield
+    finally:
+        os.environ.pop("MEMSYS_BUSY_WAIT_S")
+        get_settings.cache_clear()

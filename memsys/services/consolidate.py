@@ -100,13 +100,15 @@ def near_duplicates(session: Session, chunks: list[Chunk]) -> dict[str, list[str
     return found
 
 
-def merge_one(session: Session, chunk: Chunk, now: datetime, ids: list[str]) -> list[str]:
+def merge_one(session: Session, chunk: Chunk, now: datetime, ids: list[str]) -> list[str] | None:
     """Merge `chunk` with its near-duplicates `ids` (those still live); returns the ids
-    closed. The caller holds the write turn of chunk's namespace (maintain: share_if_free)."""
+    closed, or None when another writer holds `chunk` now (the run stops before it, so the
+    next run takes it). The caller holds the write turn of chunk's namespace (maintain:
+    share_if_free)."""
     if not ids:
         return []
     # The candidate itself is held too: a client forgetting (or editing) it now keeps it,
-    # and this run leaves it alone rather than merge into a memory that is going.
+    # and the run stops before it rather than merge into a memory that may be going.
     held = session.scalars(
         select(Chunk)
         .where(Chunk.namespace == chunk.namespace, Chunk.id == chunk.id, Chunk.valid_to.is_(None))
@@ -114,7 +116,7 @@ def merge_one(session: Session, chunk: Chunk, now: datetime, ids: list[str]) -> 
         .execution_options(populate_existing=True)
     ).first()
     if held is None:
-        return []
+        return None
     others = session.scalars(
         select(Chunk)
         .where(Chunk.namespace == chunk.namespace, Chunk.id.in_(ids), Chunk.valid_to.is_(None))

@@ -270,7 +270,7 @@ def decay(session: Session, params: DecayIn, now: datetime | None = None) -> Dec
     now = now or datetime.now(UTC)
     namespaces.require(session, params.namespace)
     # One decay at a time: two rescoring the same rows in batches deadlocked each other.
-    take_turns(session, "memsys", "decay")
+    take_turns(session, "memsys:decay")  # one part: no namespace and key can spell it
     # After any import of the namespaces it may close memories in (namespaces.share).
     namespaces.share_scope(session, params.namespace)
     folded = access.fold(session)

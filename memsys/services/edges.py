@@ -49,6 +49,17 @@ def _public_edges(at: datetime | None = None) -> list[ColumnElement[bool]]:
 _LIVE: dict[str, Any] = {"chunk": Chunk, "entity": Entity, "fact": Fact}
 
 
+def _where(session: Session, kind: str, node_id: str) -> str | None:
+    """The namespace of a live node of the given kind (no lock), None when there is none."""
+    if kind == "episode":
+        return session.scalar(select(Episode.namespace).where(Episode.id == node_id))
+    model = _LIVE["chunk" if kind == "memory" else kind]
+    found: str | None = session.scalar(
+        select(model.namespace).where(model.id == node_id, model.valid_to.is_(None)).limit(1)
+    )
+    return found
+
+
 def _node(session: Session, kind: str, node_id: str) -> tuple[str, str]:
     """(namespace, stored kind) of a live node of the given kind, kept live until commit (a
     forget, purge or delete of it waits; one that went first leaves it not found)."""
@@ -73,10 +84,13 @@ def relate(session: Session, params: MemoryRelateIn) -> MemoryRelateOut:
     """One edge per (source, target, relation): relating twice returns the first edge."""
     if params.source_id == params.target_id:
         raise InvalidInput(f"A {params.source_kind} cannot be related to itself")
-    (ns, source_kind), (target_ns, target_kind) = (
-        _node(session, params.source_kind, params.source_id),
-        _node(session, params.target_kind, params.target_id),
-    )
+    ends = [(params.source_kind, params.source_id), (params.target_kind, params.target_id)]
+    # The write turns of their namespaces first (an import or a purge writing there alone
+    # is waited for, up to MEMSYS_BUSY_WAIT_S), then both ends held live, in the order every
+    # locker of several rows takes (by id), so a forget of both cannot deadlock with it.
+    namespaces.share(session, sorted({w for k, i in ends if (w := _where(session, k, i))}))
+    held = {i: _node(session, k, i) for k, i in sorted(ends, key=lambda end: end[1])}
+    (ns, source_kind), (target_ns, target_kind) = held[params.source_id], held[params.target_id]
     if ns != target_ns:
         raise InvalidInput(
             f"The {params.source_kind} and the {params.target_kind} are in different "

@@ -2,10 +2,10 @@
 
 `memory_forget(purge=true)` promises that the text is gone (README, "Forgetting"), not only
 the row that holds it. A memory's words live on in what memsys derived from them:
-- its history: access log, validation events, recorded changes, and the closed memories
-  it supersedes (an imported edit's earlier versions, the near-duplicates consolidation
-  merged into it, the statements it replaced), followed down their own `supersedes` edges;
-  a live memory is never taken with it;
+- its history: access log, validation events, recorded changes, and its own earlier
+  versions (the closed copies an imported edit kept, the near-duplicates consolidation
+  merged into it), followed down their own `supersedes` edges. A different memory it
+  superseded (memory_check_supersedes) stays, and a live memory is never taken with it;
 - its edges, from it and to it (the context a relation keeps may quote it), and the
   relations an episode drew from its sentences: an entity → entity edge loses the memory
   from its evidence, and goes when no other memory states it (one that stays loses its
@@ -13,9 +13,9 @@ the row that holds it. A memory's words live on in what memsys derived from them
 - its episode (`add_episode` keeps the text it was given) and that episode's links;
 - the entities its text introduced (`concept#…` keys, named by extraction or by the
   episode's caller) that no edge refers to any more, live or closed. An entity made with
-  `create_entities` or `fact_set` (`kg#…`) is the user's own and stays. A writer naming
-  entities holds a share of its namespace's entity turn (mentions.upsert) until it
-  commits, so the purge waits for it and then sees its edges;
+  `create_entities` or `fact_set` (`kg#…`) is the user's own and stays. The purge writes
+  alone in the namespace (as an import does, for the milliseconds it takes), so no writer
+  is naming such an entity while it looks;
 - the answers memsys handed out that quoted it: a `memory_query` trace keeps its assembled
   text (`output.text`); a trace that handed out a purged memory keeps its ids and scores
   (the debugger's record) but loses that text.
@@ -35,9 +35,8 @@ from collections.abc import Sequence
 from sqlalchemy import delete, text
 from sqlalchemy.orm import Session
 
-from memsys.db import take_turns_all
 from memsys.models import Chunk, MemoryAccess, MemoryChange, ValidationEvent
-from memsys.services import mentions
+from memsys.vocabulary import EDITED_COPY
 
 _EPISODES = text(
     """
@@ -52,7 +51,9 @@ _EPISODES = text(
     SELECT target_id FROM links
     """
 )
-# The closed memories these supersede, and theirs in turn (a live one is never followed).
+# The memories' own earlier versions, and theirs in turn: the closed copies an imported edit
+# kept (their edge says so) and the near-duplicates consolidation merged into them (its
+# close is logged). A statement memory_check_supersedes closed is another memory: it stays.
 _VERSIONS = text(
     """
     WITH RECURSIVE down(id) AS (
@@ -63,6 +64,10 @@ _VERSIONS = text(
                    AND e.relation = 'supersedes' AND e.target_kind = 'chunk'
         JOIN chunk c ON c.namespace = :ns AND c.id = e.target_id
                     AND c.doc_type = 'memory' AND c.valid_to IS NOT NULL
+        WHERE e.context = :edited
+           OR EXISTS (SELECT 1 FROM event v
+                      WHERE v.subject_id = c.id AND v.namespace = :ns
+                        AND v.event_type = 'delete' AND v.operation = 'consolidate')
     )
     SELECT id FROM down WHERE id <> ALL(CAST(:ids AS text[]))
     """
@@ -105,6 +110,13 @@ _DRAWN = [
         """
     ),
 ]
+_HOLD = text(
+    """
+    SELECT id FROM entity
+    WHERE namespace = :ns AND id = ANY(CAST(:entities AS text[])) AND key LIKE 'concept#%'
+    ORDER BY id FOR UPDATE
+    """
+)
 _ORPHANS = text(
     """
     DELETE FROM entity e
@@ -133,7 +145,9 @@ def erase(session: Session, namespace: str, memory_ids: Sequence[str]) -> None:
     given = sorted(set(memory_ids))
     if not given:
         return
-    versions = list(session.scalars(_VERSIONS, {"ns": namespace, "ids": given}))
+    versions = list(
+        session.scalars(_VERSIONS, {"ns": namespace, "ids": given, "edited": EDITED_COPY})
+    )
     ids = sorted({*given, *versions})
     for log in (ValidationEvent, MemoryChange, MemoryAccess):
         session.execute(delete(log).where(log.namespace == namespace, log.memory_id.in_(ids)))
@@ -148,10 +162,11 @@ def erase(session: Session, namespace: str, memory_ids: Sequence[str]) -> None:
             named |= {source_id, target_id}
     if named:
         entities = {"ns": namespace, "entities": sorted(named)}
-        # Writers naming entities in the namespace finish first (mentions.upsert shares
-        # its turn); new ones wait for this purge to commit.
-        take_turns_all(session, [(namespace, mentions.ENTITY_TURN)])
-        session.execute(_ORPHANS, entities)  # a statement of its own: it sees their edges
+        # The caller writes alone in the namespace (memories._close): no writer is naming
+        # these now. A relate holding one of them (FOR SHARE) is waited for first, so that
+        # the delete, a statement of its own, sees the edge it made.
+        session.execute(_HOLD, entities)
+        session.execute(_ORPHANS, entities)
     if versions:
         session.execute(delete(Chunk).where(Chunk.namespace == namespace, Chunk.id.in_(versions)))
     probes = [json.dumps([{"id": i}]) for i in ids]

@@ -102,6 +102,8 @@ def run(
                     break
                 if chunk.id not in closed:
                     gone = consolidate.merge_one(session, chunk, now, near.get(chunk.id, []))
+                    if gone is None:  # held by a writer: the next run starts from it
+                        break
                     closed.update(gone)
                     merged_now += len(gone)
                 done.append(chunk)

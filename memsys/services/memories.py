@@ -150,13 +150,21 @@ def _close(session: Session, targets: list[Chunk], operation: str, purge: bool) 
     another call closed meanwhile is left out (it is gone once, not twice)."""
     if not targets:
         return []
-    namespaces.share(session, sorted({c.namespace for c in targets}))  # after any import
+    touched = sorted({c.namespace for c in targets})
+    if purge:
+        # A purge writes alone in its namespaces, as an import does, for the few ms it takes:
+        # writers in flight commit first, so the entities it finds nothing names any more
+        # are not being named by a store at that moment (memsys.services.erasure).
+        namespaces.write_alone(session, touched)
+    else:
+        namespaces.share(session, touched)  # after any import
     take_turns_all(session, sorted({(c.namespace, "memory", c.content_hash) for c in targets}))
     keys = [(c.namespace, c.id) for c in targets]
     still = set(
         session.scalars(
             select(Chunk)
             .where(tuple_(Chunk.namespace, Chunk.id).in_(keys), Chunk.valid_to.is_(None))
+            .order_by(Chunk.namespace, Chunk.id)  # the order every locker of several takes
             .with_for_update()
             .execution_options(populate_existing=True)
         )

@@ -19,10 +19,8 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from memsys import extraction, ids
-from memsys.db import take_turns_all
 
 MENTIONS = "mentions"
-ENTITY_TURN = "entities"  # take_turns key part: a namespace's concept entity writers
 SUBJECT_WEIGHT = 4.0
 
 _UPSERT = text(
@@ -64,11 +62,9 @@ def edge_params(pairs: Sequence[tuple[str, str, float]]) -> dict[str, list[Any]]
 
 def upsert(session: Session, namespace: str, names: dict[str, str]) -> dict[str, str]:
     """Concept entities by stable key (key → display name), created if missing; key → id.
-    The caller holds a share of the namespace's entity turn until it commits: a purge
-    removing entities nothing names any more (memsys.services.erasure) waits for it, then
-    sees its edges. One turn per namespace, not per entity: a batch names thousands."""
+    The caller holds its share of the namespace's write turn (namespaces.ensure): a purge,
+    which writes alone, never removes an entity a writer is naming."""
     keys = sorted(names)
-    take_turns_all(session, [(namespace, ENTITY_TURN)], shared=True)
     session.execute(
         _UPSERT,
         {

@@ -31,6 +31,7 @@ from memsys.services import mentions, namespaces, preferences
 from memsys.tokens import count_tokens
 from memsys.vault.live import canonical
 from memsys.vault.records import VERSIONED, Located, Problem, Record, timestamp
+from memsys.vocabulary import EDITED_COPY
 
 if TYPE_CHECKING:
     from memsys.vault.importer import Report
@@ -347,7 +348,7 @@ class Plan:
                 target_kind="chunk",
                 target_id=copy,
                 relation="supersedes",
-                context="an imported edit; the target holds the fields before it",
+                context=EDITED_COPY,
             )
         )
         fields = sorted(k for k in VERSIONED if old[k] != rec[k])

@@ -83,3 +83,65 @@ def test_preference_versions_follow_the_order_their_writers_took_turns(embedder:
     assert first.valid_from < second.valid_from and first.valid_to == second.valid_from
     at = second.valid_from.isoformat()
     assert op("preference_get", key="editor_theme", as_of=at)["value"] == "dark"
+
+
+def test_a_purge_keeps_an_entity_a_relate_is_linking_meanwhile(embedder: Any) -> None:
+    """memory_relate holds the entity it links; a purge that would leave that entity named
+    by nothing waited for it and then deleted it anyway (its check read an older snapshot):
+    the new edge pointed at a deleted entity."""
+    from memsys.schemas.edges import MemoryRelateIn
+    from memsys.services import edges
+
+    doomed = op("memory_store", content="Veltrix Holdings pays its invoices late")
+    kept = op("memory_store", content="The quarterly close went smoothly")
+    with session_scope() as s:
+        entity = s.scalars(select(Entity.id).where(Entity.name == "Veltrix Holdings")).one()
+    with session_scope() as first:
+        link = MemoryRelateIn(
+            source_id=kept["id"], target_id=entity, target_kind="entity", relation="relates_to"
+        )
+        edges.relate(first, link)
+        worker, answers = second_writer("memory_forget", {"memory_id": doomed["id"], "purge": True})
+        assert until(lambda: lock_waiters() > 0, 20)  # the purge waits for the relate
+    worker.join(30)
+    assert not worker.is_alive() and answers[0]["success"], answers
+    with session_scope() as s:
+        assert s.get(Entity, ("global", entity)) is not None  # the edge's end is still there
+
+
+def test_a_purge_keeps_the_different_memory_it_superseded(embedder: Any) -> None:
+    """memory_check_supersedes closes an older, different statement: it is not the purged
+    memory's version, and a purge of the newer one leaves it (and its history)."""
+    from memsys.models import Chunk
+
+    old = op("memory_store", content="The request timeout is 30 seconds")["id"]
+    new = op("memory_store", content="The request timeout is 60 seconds")["id"]
+    assert op("memory_check_supersedes", memory_id=new)["superseded_id"] == old
+    op("memory_forget", memory_id=new, purge=True)
+    with session_scope() as s:
+        assert s.get(Chunk, ("global", old)) is not None
+
+
+def test_a_relate_does_not_wait_out_an_import_beyond_the_busy_wait(
+    embedder: Any, busy_wait_1s: None
+) -> None:
+    """A relate waited for a whole import (minutes) on a row the import had touched; it now
+    takes its namespace's write turn first and gives up after MEMSYS_BUSY_WAIT_S."""
+    from sqlalchemy import text
+    from sqlalchemy.orm import Session
+
+    from memsys.db import get_engine
+    from memsys.services import namespaces
+
+    a = op("memory_store", content="The nightly export runs at two")["id"]
+    b = op("memory_store", content="The export bucket is in eu-west-1")["id"]
+    with Session(get_engine()) as importer:
+        namespaces.write_alone(importer, ["global"])
+        importer.execute(text("UPDATE chunk SET updated_at = now() WHERE id = :id"), {"id": b})
+        worker, answers = second_writer(
+            "memory_relate", {"source_id": a, "target_id": b, "relation": "relates_to"}
+        )
+        worker.join(20)
+        assert not worker.is_alive()  # answered while the import still runs
+        importer.rollback()
+    assert answers[0]["success"] is False and "import" in answers[0]["error"]

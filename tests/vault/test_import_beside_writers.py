@@ -6,10 +6,9 @@ one that waited second — the import. A writer now waits for the import at its 
 
 from __future__ import annotations
 
-import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -121,19 +120,6 @@ def test_a_writer_waits_for_an_import_at_its_start_holding_nothing(
         ).all()
     expected = {"store": 2, "forget": 0, "pin": 1, "decay": 1}[write]
     assert len(live) == expected
-
-
-@pytest.fixture
-def busy_wait_1s() -> Iterator[None]:
-    from memsys.config import get_settings
-
-    os.environ["MEMSYS_BUSY_WAIT_S"] = "1"
-    get_settings.cache_clear()
-    try:
-        yield
-    finally:
-        os.environ.pop("MEMSYS_BUSY_WAIT_S")
-        get_settings.cache_clear()
 
 
 def test_a_writer_gives_up_on_a_long_import_busy_and_writes_nothing(
