@@ -54,9 +54,9 @@ class Contended(TimedOut):
 
 
 class Busy(TimedOut):
-    """An import (or a folder's indexing) writes alone in the namespace this call would
-    write; the call waited MEMSYS_BUSY_WAIT_S for it, wrote nothing, and may be tried again
-    when the import ends. Not run again by the runner: an import can take minutes."""
+    """An import (or a folder's indexing, or a purge) writes alone in the namespace this
+    call would write; the call waited MEMSYS_BUSY_WAIT_S for it, wrote nothing, and may be
+    tried again when the import ends. Not run again by the runner: an import can take minutes."""
 
 
 class DatabaseUnavailable(MemsysError):

@@ -122,9 +122,9 @@ def _wait_for_turns(session: Session, names: list[str]) -> None:
         if len(names) > 5:
             shown += f" and {len(names) - 5} more"
         raise Busy(
-            f"An import (or a folder's indexing) is writing namespace {shown} and holds it "
-            f"until it commits; this call waited {wait:g} s (MEMSYS_BUSY_WAIT_S) and wrote "
-            "nothing. Try again when the import ends."
+            f"An import (or a folder's indexing, or a purge) is writing namespace {shown} "
+            f"and holds it until it commits; this call waited {wait:g} s (MEMSYS_BUSY_WAIT_S) "
+            "and wrote nothing. Try again when the import ends."
         ) from None
     session.execute(_SET_LIMITS, {"lock": before.lock, "statement": before.statement})
 
