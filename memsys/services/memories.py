@@ -155,7 +155,7 @@ def _close(session: Session, targets: list[Chunk], operation: str, purge: bool) 
         # A purge writes alone in its namespaces, as an import does, for the few ms it takes:
         # writers in flight commit first, so the entities it finds nothing names any more
         # are not being named by a store at that moment (memsys.services.erasure).
-        namespaces.write_alone(session, touched)
+        namespaces.write_alone_briefly(session, touched)
     else:
         namespaces.share(session, touched)  # after any import
     take_turns_all(session, sorted({(c.namespace, "memory", c.content_hash) for c in targets}))

@@ -99,11 +99,11 @@ _SET_LIMITS = text(
 _QUERY_CANCELED = "57014"  # statement_timeout
 
 
-def _wait_for_turns(session: Session, names: list[str]) -> None:
+def _wait_for_turns(session: Session, names: list[str], shared: bool = True) -> None:
     """An import may write alone in (some of) these namespaces: wait for it up to
     MEMSYS_BUSY_WAIT_S in all (not for each turn), in sorted order as write_alone takes them,
     else refuse (Busy) — the caller's transaction is then rolled back, nothing of it
-    written."""
+    written. `shared` False: to write alone (a purge), waiting so for every writer."""
     wait = get_settings().busy_wait_s
     ms = max(1, round(wait * 1000))
     before = session.execute(_LIMITS).one()
@@ -114,7 +114,7 @@ def _wait_for_turns(session: Session, names: list[str]) -> None:
         statement, ours = f"{ms}ms", {_LOCK_NOT_AVAILABLE, _QUERY_CANCELED}
     session.execute(_SET_LIMITS, {"lock": f"{ms}ms", "statement": statement})
     try:
-        take_turns_all(session, [(_turn(name),) for name in names], shared=True)
+        take_turns_all(session, [(_turn(name),) for name in names], shared=shared)
     except OperationalError as exc:
         if getattr(exc.orig, "sqlstate", None) not in ours:  # else the runner's own error
             raise
@@ -158,6 +158,12 @@ def free_to_write(namespace: SQLColumnExpression[str]) -> ColumnElement[bool]:
     that namespace now (its rows are left for the next run, as locked rows are)."""
     turn = literal(TURN_PREFIX, String) + namespace
     return func.pg_try_advisory_xact_lock_shared(func.hashtextextended(turn, 0))
+
+
+def write_alone_briefly(session: Session, names: Iterable[str]) -> None:
+    """write_alone for a call that takes milliseconds (a purge): it waits for the writers
+    in flight as any writer waits for an import, up to MEMSYS_BUSY_WAIT_S, else Busy."""
+    _wait_for_turns(session, sorted(set(names)), shared=False)
 
 
 def write_alone(session: Session, names: Iterable[str]) -> None:

@@ -145,3 +145,24 @@ def test_a_relate_does_not_wait_out_an_import_beyond_the_busy_wait(
         assert not worker.is_alive()  # answered while the import still runs
         importer.rollback()
     assert answers[0]["success"] is False and "import" in answers[0]["error"]
+
+
+def test_a_purge_beside_a_long_import_gives_up_instead_of_hanging(
+    embedder: Any, busy_wait_1s: None
+) -> None:
+    """A purge writes alone for the ms it takes; beside an import that holds the namespace
+    for minutes it waits MEMSYS_BUSY_WAIT_S, like any writer, and says so."""
+    from sqlalchemy.orm import Session
+
+    from memsys.db import get_engine
+    from memsys.services import namespaces
+
+    doomed = op("memory_store", content="The staging password is PURGEME-77")["id"]
+    with Session(get_engine()) as importer:
+        namespaces.write_alone(importer, ["global"])
+        worker, answers = second_writer("memory_forget", {"memory_id": doomed, "purge": True})
+        worker.join(20)
+        assert not worker.is_alive()  # answered while the import still runs
+        importer.rollback()
+    assert answers[0]["success"] is False and "MEMSYS_BUSY_WAIT_S" in answers[0]["error"]
+    assert op("memory_forget", memory_id=doomed, purge=True)["purged"]  # once it has ended
