@@ -449,7 +449,7 @@ def test_a_forgotten_memory_stops_naming_its_entities(embedder) -> None:
     forget(memory_id=memory.id)
     with session_scope() as s:
         closed_at = s.get(Chunk, ("global", memory.id)).valid_to  # type: ignore[union-attr]
-    assert all(e.valid_to == closed_at for e in mentions_of(memory.id))
+    assert all(e.valid_to == e.expired_at == closed_at for e in mentions_of(memory.id))
     assert all(e.valid_to is None for e in mentions_of(kept.id))
 
 
@@ -486,3 +486,29 @@ def test_a_memory_longer_than_the_models_window_is_stored_with_a_warning(embedde
     assert count_tokens(long_note) > memory_batch.EMBEDDED_TOKENS
     assert any("its embedding reads the first 254" in w for w in stored.warnings)
     assert store(long_note).duplicate  # stored once, as any memory
+
+
+def test_a_close_is_never_stamped_before_the_memory_began(embedder) -> None:
+    """A forget whose transaction began before the memory was stored stamped its close with
+    that start (valid_to before valid_from: the memory never existed as of any time); a
+    lifecycle close with a maintenance run's earlier clock did the same."""
+    from datetime import timedelta
+
+    from sqlalchemy import text
+
+    from memsys.services import decay
+
+    with session_scope() as late:
+        late.execute(text("SELECT 1"))  # its transaction, and now(), begin here
+        memory = store("The cache is warmed at startup")  # committed by another transaction
+        memories.forget(late, MemoryForgetIn(memory_id=memory.id))
+    other = store("Grafana alerts page the on-call engineer")
+    with session_scope() as s:
+        row = s.get(Chunk, ("global", other.id))
+        assert row is not None
+        decay.close(s, row, row.valid_from - timedelta(hours=1), "decay")
+    with session_scope() as s:
+        for memory_id in (memory.id, other.id):
+            closed = s.get(Chunk, ("global", memory_id))
+            assert closed is not None and closed.valid_to is not None
+            assert closed.valid_to >= closed.valid_from, memory_id
