@@ -53,7 +53,8 @@ _EPISODES = text(
 )
 # The memories' own earlier versions, and theirs in turn: the closed copies an imported edit
 # kept (their edge says so) and the near-duplicates consolidation merged into them (its
-# close is logged). A statement memory_check_supersedes closed is another memory: it stays.
+# close is logged with the survivor's id). A statement memory_check_supersedes closed is
+# another memory: it stays.
 _VERSIONS = text(
     """
     WITH RECURSIVE down(id) AS (
@@ -67,7 +68,8 @@ _VERSIONS = text(
         WHERE e.context = :edited
            OR EXISTS (SELECT 1 FROM event v
                       WHERE v.subject_id = c.id AND v.namespace = :ns
-                        AND v.event_type = 'delete' AND v.operation = 'consolidate')
+                        AND v.event_type = 'delete' AND v.operation = 'consolidate'
+                        AND v.payload ->> 'superseded_by' = e.source_id)
     )
     SELECT id FROM down WHERE id <> ALL(CAST(:ids AS text[]))
     """

@@ -1,5 +1,6 @@
 """Namespaces: created by writes, required by reads, listed with their counts."""
 
+import time
 from collections.abc import Iterable
 
 from sqlalchemy import ColumnElement, SQLColumnExpression, String, func, literal, select, text
@@ -99,11 +100,11 @@ _SET_LIMITS = text(
 _QUERY_CANCELED = "57014"  # statement_timeout
 
 
-def _wait_for_turns(session: Session, names: list[str], shared: bool = True) -> None:
+def _wait_for_turns(session: Session, names: list[str]) -> None:
     """An import may write alone in (some of) these namespaces: wait for it up to
     MEMSYS_BUSY_WAIT_S in all (not for each turn), in sorted order as write_alone takes them,
     else refuse (Busy) — the caller's transaction is then rolled back, nothing of it
-    written. `shared` False: to write alone (a purge), waiting so for every writer."""
+    written."""
     wait = get_settings().busy_wait_s
     ms = max(1, round(wait * 1000))
     before = session.execute(_LIMITS).one()
@@ -114,7 +115,7 @@ def _wait_for_turns(session: Session, names: list[str], shared: bool = True) -> 
         statement, ours = f"{ms}ms", {_LOCK_NOT_AVAILABLE, _QUERY_CANCELED}
     session.execute(_SET_LIMITS, {"lock": f"{ms}ms", "statement": statement})
     try:
-        take_turns_all(session, [(_turn(name),) for name in names], shared=shared)
+        take_turns_all(session, [(_turn(name),) for name in names], shared=True)
     except OperationalError as exc:
         if getattr(exc.orig, "sqlstate", None) not in ours:  # else the runner's own error
             raise
@@ -160,10 +161,25 @@ def free_to_write(namespace: SQLColumnExpression[str]) -> ColumnElement[bool]:
     return func.pg_try_advisory_xact_lock_shared(func.hashtextextended(turn, 0))
 
 
+_TRY_ALONE = text("SELECT pg_try_advisory_xact_lock(hashtextextended(:turn, 0))")
+_POLL_S = 0.05
+
+
 def write_alone_briefly(session: Session, names: Iterable[str]) -> None:
-    """write_alone for a call that takes milliseconds (a purge): it waits for the writers
-    in flight as any writer waits for an import, up to MEMSYS_BUSY_WAIT_S, else Busy."""
-    _wait_for_turns(session, sorted(set(names)), shared=False)
+    """write_alone for a call that takes milliseconds (a purge), without queueing: a waiting
+    exclusive request would hold up every writer that comes after it, so the turn is tried
+    every 50 ms while writers in flight finish, up to MEMSYS_BUSY_WAIT_S, else Busy."""
+    wait = get_settings().busy_wait_s
+    deadline = time.monotonic() + wait
+    for name in sorted(set(names)):
+        while not session.scalar(_TRY_ALONE, {"turn": _turn(name)}):
+            if time.monotonic() >= deadline:
+                raise Busy(
+                    f"Other calls are writing in namespace {name!r} (a store, a decay, "
+                    f"maintenance or an import); the purge waited {wait:g} s "
+                    "(MEMSYS_BUSY_WAIT_S) and erased nothing. Try again shortly."
+                )
+            time.sleep(_POLL_S)
 
 
 def write_alone(session: Session, names: Iterable[str]) -> None:

@@ -329,6 +329,23 @@ def test_consolidation_leaves_a_memory_a_client_is_forgetting(embedder: Any) -> 
     assert live == {second}
 
 
+def test_a_candidate_held_by_a_writer_is_the_next_runs_first(embedder: Any) -> None:
+    """A run stops before a candidate another writer holds; the next run takes it (the
+    watermark had moved past it, and the pair was never merged)."""
+    first = store("The deploy script lives in tools/deploy.sh", memory_type="fact").id
+    store("The deploy script lives in tools/deploy.sh.", memory_type="fact")
+    out: list[Any] = []
+    with session_scope() as client:
+        memories.live_memory(client, first, lock=True)  # an edit in flight
+        worker = threading.Thread(target=lambda: out.append(maintain.run(now=days(0))))
+        worker.start()
+        worker.join(60)
+        assert not worker.is_alive()
+        client.rollback()
+    assert out[0].merged == 0
+    assert maintain.run(now=days(0)).merged == 1
+
+
 def test_two_decays_take_turns_instead_of_deadlocking(embedder: Any) -> None:
     """Concurrent decays rescored the same rows in batches and deadlocked each other (503s
     after four attempts): the second now waits for the first to commit."""

@@ -102,7 +102,8 @@ def test_a_purge_keeps_an_entity_a_relate_is_linking_meanwhile(embedder: Any) ->
         )
         edges.relate(first, link)
         worker, answers = second_writer("memory_forget", {"memory_id": doomed["id"], "purge": True})
-        assert until(lambda: lock_waiters() > 0, 20)  # the purge waits for the relate
+        worker.join(0.5)
+        assert worker.is_alive()  # the purge waits for the relate (it tries its turn)
     worker.join(30)
     assert not worker.is_alive() and answers[0]["success"], answers
     with session_scope() as s:
@@ -166,3 +167,28 @@ def test_a_purge_beside_a_long_import_gives_up_instead_of_hanging(
         importer.rollback()
     assert answers[0]["success"] is False and "MEMSYS_BUSY_WAIT_S" in answers[0]["error"]
     assert op("memory_forget", memory_id=doomed, purge=True)["purged"]  # once it has ended
+
+
+def test_a_purge_waiting_for_a_writer_does_not_hold_up_the_writers_after_it(
+    embedder: Any, monkeypatch: Any
+) -> None:
+    """A purge queued for the namespace's turn made every writer that came after it wait
+    behind it (up to MEMSYS_BUSY_WAIT_S each); it now tries the turn without queueing."""
+    from memsys.config import get_settings
+    from memsys.services import namespaces
+
+    doomed = op("memory_store", content="The staging password is PURGEME-78")["id"]
+    monkeypatch.setenv("MEMSYS_BUSY_WAIT_S", "5")
+    get_settings.cache_clear()
+    try:
+        with session_scope() as long_writer:
+            namespaces.ensure(long_writer, "global")  # a writer in flight (a decay, a batch)
+            purge, _ = second_writer("memory_forget", {"memory_id": doomed, "purge": True})
+            writer, stored = second_writer("memory_store", {"content": "Deploys are on Tuesdays"})
+            writer.join(4)
+            assert not writer.is_alive() and purge.is_alive()  # stored while the purge waits
+            assert stored[0]["success"], stored
+        purge.join(10)
+        assert not purge.is_alive()
+    finally:
+        get_settings.cache_clear()
