@@ -80,22 +80,30 @@ def _node(session: Session, kind: str, node_id: str) -> tuple[str, str]:
     return ns, kind
 
 
+def _one_namespace(params: MemoryRelateIn, source: str | None, target: str | None) -> None:
+    """An edge stays within one namespace (an end not found yet is checked when held)."""
+    if source is not None and target is not None and source != target:
+        raise InvalidInput(
+            f"The {params.source_kind} and the {params.target_kind} are in different "
+            f"namespaces ({source}, {target}): an edge stays within one"
+        )
+
+
 def relate(session: Session, params: MemoryRelateIn) -> MemoryRelateOut:
     """One edge per (source, target, relation): relating twice returns the first edge."""
     if params.source_id == params.target_id:
         raise InvalidInput(f"A {params.source_kind} cannot be related to itself")
     ends = [(params.source_kind, params.source_id), (params.target_kind, params.target_id)]
+    where = {i: _where(session, k, i) for k, i in ends}
+    _one_namespace(params, where[params.source_id], where[params.target_id])
     # The write turns of their namespaces first (an import or a purge writing there alone
     # is waited for, up to MEMSYS_BUSY_WAIT_S), then both ends held live, in the order every
-    # locker of several rows takes (by id), so a forget of both cannot deadlock with it.
-    namespaces.share(session, sorted({w for k, i in ends if (w := _where(session, k, i))}))
+    # locker of several rows takes (by id: one namespace), so a forget of both cannot
+    # deadlock with it.
+    namespaces.share(session, sorted({w for w in where.values() if w is not None}))
     held = {i: _node(session, k, i) for k, i in sorted(ends, key=lambda end: end[1])}
     (ns, source_kind), (target_ns, target_kind) = held[params.source_id], held[params.target_id]
-    if ns != target_ns:
-        raise InvalidInput(
-            f"The {params.source_kind} and the {params.target_kind} are in different "
-            f"namespaces ({ns}, {target_ns}): an edge stays within one"
-        )
+    _one_namespace(params, ns, target_ns)
     source, target = params.source_id, params.target_id
     take_turns(session, ns, source, target, params.relation)
     existing = session.scalar(

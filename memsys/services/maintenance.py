@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from memsys import contradiction
@@ -121,10 +121,27 @@ def check_supersedes(session: Session, params: CheckSupersedesIn) -> CheckSupers
             continue
         created = closed = False
         if params.create_edge:
-            try:  # a concurrent check may have closed it meanwhile: then look further
-                older = memories.live_memory(session, row.id, lock=True)
-            except NotFound:
+            # Both held, in the order every locker of several rows takes (namespace, id): a
+            # forget of both at once queues instead of deadlocking with this check.
+            held = {
+                c.id: c
+                for c in session.scalars(
+                    select(Chunk)
+                    .where(
+                        Chunk.namespace == memory.namespace,
+                        Chunk.id.in_([memory.id, row.id]),
+                        Chunk.valid_to.is_(None),
+                    )
+                    .order_by(Chunk.namespace, Chunk.id)
+                    .with_for_update()
+                    .execution_options(populate_existing=True)
+                )
+            }
+            if memory.id not in held:  # forgotten meanwhile
+                raise NotFound(f"Memory not found: {memory.id}")
+            if row.id not in held:  # a concurrent check closed it: look further
                 continue
+            older = held[row.id]
             created = _relate(session, memory.id, older.id, "supersedes")
             if not _protected(older):
                 decay.close(

@@ -152,3 +152,26 @@ def test_a_purge_takes_the_near_duplicates_consolidation_merged_into_it(embedder
     op("memory_forget", memory_id=survivor, purge=True)
     with session_scope() as s:
         assert not [c for c in s.scalars(select(Chunk.content)) if "ZEBRA-4412" in c]
+
+
+def test_a_purge_leaves_a_version_another_memory_absorbed(embedder: Any) -> None:
+    """A follows B (memory_relate supersedes); B is later merged into C by consolidation.
+    B is C's version, not A's: purging A leaves it."""
+    from datetime import UTC, datetime
+
+    from memsys.schemas.edges import MemoryRelateIn
+    from memsys.services import decay, edges, namespaces
+
+    a = op("memory_store", content="Deploys happen on Tuesdays now")["id"]
+    b = op("memory_store", content="Deploys happen on Mondays")["id"]
+    c = op("memory_store", content="Deploys happen every Monday")["id"]
+    op("memory_relate", source_id=a, target_id=b, relation="supersedes")
+    with session_scope() as s:  # what consolidate.merge_one does when B merges into C
+        namespaces.share(s, ["global"])
+        edges.relate(s, MemoryRelateIn(source_id=c, target_id=b, relation="supersedes"))
+        merged = s.get(Chunk, ("global", b))
+        assert merged is not None
+        decay.close(s, merged, datetime.now(UTC), "consolidate", superseded_by=c)
+    op("memory_forget", memory_id=a, purge=True)
+    with session_scope() as s:
+        assert s.get(Chunk, ("global", b)) is not None
