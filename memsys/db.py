@@ -381,6 +381,14 @@ def remember_transaction_time(session: Session, now: datetime) -> None:
 
 
 _NOW = text("SELECT now()")
+_CLOCK = text("SELECT clock_timestamp()")
+
+
+def clock(session: Session) -> datetime:
+    """The server's clock now, not the transaction's start: the time of a change made once
+    the writer's turn or rows are held (a transaction that waited for another began before
+    the rows that one wrote)."""
+    return cast(datetime, session.scalar(_CLOCK))
 
 
 def take_turns(session: Session, *parts: str) -> None:

@@ -491,14 +491,15 @@ def _hit(
     vec_rank: dict[Key, int],
     fts_rank: dict[Key, int],
 ) -> Hit:
+    relevance = fusion.relevance(similarity, bm25, bm25_max)
     return Hit(
         namespace=row["namespace"],
         id=row["id"],
         doc_type=row["doc_type"],
         content=row["content"],
         token_count=row["token_count"],
-        score=fusion.relevance(similarity, bm25, bm25_max),
-        own=fusion.relevance(similarity, bm25, bm25_max),
+        score=relevance,
+        own=relevance,
         similarity=None if similarity is None else max(0.0, similarity),
         vec_rank=vec_rank.get(key),
         fts_rank=fts_rank.get(key),

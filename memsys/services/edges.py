@@ -49,35 +49,29 @@ def _public_edges(at: datetime | None = None) -> list[ColumnElement[bool]]:
 _LIVE: dict[str, Any] = {"chunk": Chunk, "entity": Entity, "fact": Fact}
 
 
-def _where(session: Session, kind: str, node_id: str) -> str | None:
-    """The namespace of a live node of the given kind (no lock), None when there is none."""
+def _where(session: Session, kind: str, node_id: str, hold: bool = False) -> str | None:
+    """The namespace of a live node of the given kind, None when there is none; `hold` keeps
+    it live until commit (a forget, purge or delete of it waits; one that went first leaves
+    it not found)."""
     if kind == "episode":
         return session.scalar(select(Episode.namespace).where(Episode.id == node_id))
     model = _LIVE["chunk" if kind == "memory" else kind]
+    stmt = select(model.namespace).where(model.id == node_id, model.valid_to.is_(None))
+    if kind == "memory":
+        stmt = stmt.where(Chunk.doc_type == "memory")
     found: str | None = session.scalar(
-        select(model.namespace).where(model.id == node_id, model.valid_to.is_(None)).limit(1)
+        stmt.limit(1).with_for_update(read=True) if hold else stmt.limit(1)
     )
     return found
 
 
 def _node(session: Session, kind: str, node_id: str) -> tuple[str, str]:
-    """(namespace, stored kind) of a live node of the given kind, kept live until commit (a
-    forget, purge or delete of it waits; one that went first leaves it not found)."""
-    if kind == "memory":
-        return memories.live_memory(session, node_id, share=True).namespace, "chunk"
-    if kind == "episode":
-        ns = session.scalar(select(Episode.namespace).where(Episode.id == node_id))
-    else:
-        model = _LIVE[kind]
-        ns = session.scalar(
-            select(model.namespace)
-            .where(model.id == node_id, model.valid_to.is_(None))
-            .limit(1)
-            .with_for_update(read=True)
-        )
+    """(namespace, stored kind) of a live node of the given kind, held live until commit;
+    NotFound otherwise."""
+    ns = _where(session, kind, node_id, hold=True)
     if ns is None:
         raise NotFound(f"{kind.capitalize()} not found: {node_id}")
-    return ns, kind
+    return ns, "chunk" if kind == "memory" else kind
 
 
 def _one_namespace(params: MemoryRelateIn, source: str | None, target: str | None) -> None:

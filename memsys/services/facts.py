@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from memsys import ids
 from memsys.config import get_settings
-from memsys.db import take_turns
+from memsys.db import clock, take_turns
 from memsys.errors import InvalidInput, NotFound
 from memsys.models import Edge, Entity, Fact
 from memsys.schemas.facts import (
@@ -84,8 +84,7 @@ def set_fact(session: Session, params: FactSetIn) -> FactSetOut:
     if old is not None and old.content == params.content:
         return FactSetOut(fact=_out(old, entity.name), created=False, superseded=None)
     # the clock after the turn is ours: a transaction that waited starts after the one before
-    start = params.valid_from or session.scalar(select(func.clock_timestamp()))
-    assert start is not None
+    start = params.valid_from or clock(session)
     if old is not None and start <= old.valid_from:
         raise InvalidInput(
             f"valid_from {start.isoformat()} is not after the live version's "

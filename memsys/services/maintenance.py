@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select, text
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from memsys import contradiction
@@ -121,22 +121,9 @@ def check_supersedes(session: Session, params: CheckSupersedesIn) -> CheckSupers
             continue
         created = closed = False
         if params.create_edge:
-            # Both held, in the order every locker of several rows takes (namespace, id): a
-            # forget of both at once queues instead of deadlocking with this check.
-            held = {
-                c.id: c
-                for c in session.scalars(
-                    select(Chunk)
-                    .where(
-                        Chunk.namespace == memory.namespace,
-                        Chunk.id.in_([memory.id, row.id]),
-                        Chunk.valid_to.is_(None),
-                    )
-                    .order_by(Chunk.namespace, Chunk.id)
-                    .with_for_update()
-                    .execution_options(populate_existing=True)
-                )
-            }
+            # Both held, as a forget of both holds them: the two queue, never deadlock.
+            both = [(memory.namespace, memory.id), (memory.namespace, row.id)]
+            held = {c.id: c for c in memories.held(session, both)}
             if memory.id not in held:  # forgotten meanwhile
                 raise NotFound(f"Memory not found: {memory.id}")
             if row.id not in held:  # a concurrent check closed it: look further

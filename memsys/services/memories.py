@@ -12,7 +12,7 @@ from sqlalchemy import Select, func, select, tuple_
 from sqlalchemy.orm import Session
 
 from memsys import ids
-from memsys.db import take_turns_all
+from memsys.db import clock, take_turns_all
 from memsys.embeddings import embed_beside, get_embedder
 from memsys.errors import InvalidInput, NotFound
 from memsys.models import Chunk
@@ -41,17 +41,29 @@ def live_memories() -> Select[Chunk]:
     return select(Chunk).where(Chunk.doc_type == "memory", Chunk.valid_to.is_(None))
 
 
-def live_memory(session: Session, memory_id: str, lock: bool = False, share: bool = False) -> Chunk:
+def live_memory(session: Session, memory_id: str, lock: bool = False) -> Chunk:
     """One live memory by id (ids are unique across namespaces); `lock` holds its row until
-    commit, so that writers of one memory take turns; `share` keeps it live until commit
-    (a forget or purge waits, and one that went first leaves it not found)."""
+    commit, so that writers of one memory take turns."""
     stmt = live_memories().where(Chunk.id == memory_id)
-    if lock or share:
-        stmt = stmt.with_for_update(read=not lock)
-    chunk = session.scalars(stmt).first()
+    chunk = session.scalars(stmt.with_for_update() if lock else stmt).first()
     if chunk is None:
         raise NotFound(f"Memory not found: {memory_id}")
     return chunk
+
+
+def held(session: Session, keys: list[tuple[str, str]]) -> list[Chunk]:
+    """The live memories of these (namespace, id) keys, locked until commit in (namespace,
+    id) order — the order every call that locks several takes, so two queue, never
+    deadlock — and read afresh."""
+    return list(
+        session.scalars(
+            select(Chunk)
+            .where(tuple_(Chunk.namespace, Chunk.id).in_(keys), Chunk.valid_to.is_(None))
+            .order_by(Chunk.namespace, Chunk.id)
+            .with_for_update()
+            .execution_options(populate_existing=True)
+        )
+    )
 
 
 def embed_content(params: MemoryStoreIn) -> Callable[[], np.ndarray]:
@@ -159,20 +171,9 @@ def _close(session: Session, targets: list[Chunk], operation: str, purge: bool) 
     else:
         namespaces.share(session, touched)  # after any import
     take_turns_all(session, sorted({(c.namespace, "memory", c.content_hash) for c in targets}))
-    keys = [(c.namespace, c.id) for c in targets]
-    still = set(
-        session.scalars(
-            select(Chunk)
-            .where(tuple_(Chunk.namespace, Chunk.id).in_(keys), Chunk.valid_to.is_(None))
-            .order_by(Chunk.namespace, Chunk.id)  # the order every locker of several takes
-            .with_for_update()
-            .execution_options(populate_existing=True)
-        )
-    )
+    still = set(held(session, [(c.namespace, c.id) for c in targets]))
     closed = [c for c in targets if c in still]
-    # The close's time is taken now its rows are held: the transaction's start may come
-    # before a memory a concurrent store committed meanwhile (valid_to before valid_from).
-    at = session.scalar(select(func.clock_timestamp()))
+    at = clock(session)  # its rows held (a store that committed meanwhile began before)
     if purge:  # what repeats their text goes first (memsys.services.erasure)
         for ns in sorted({c.namespace for c in closed}):
             erasure.erase(session, ns, [c.id for c in closed if c.namespace == ns])

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from memsys.db import take_turns
+from memsys.db import clock, take_turns
 from memsys.errors import NotFound
 from memsys.models import Preference
 from memsys.schemas import (
@@ -50,12 +50,6 @@ def _at(stmt, as_of: datetime | None):  # type: ignore[no-untyped-def]
     )
 
 
-def _turn_time(session: Session) -> datetime:
-    """When a writer's change of a key happens: the clock once its turn is taken (the
-    transaction's start may precede the version a writer before it made)."""
-    return session.scalar(select(func.clock_timestamp()))  # type: ignore[return-value]
-
-
 def set_value(session: Session, params: PreferenceSetIn) -> PreferenceSetOut:
     """Set a preference; an unchanged value writes nothing and reports changed=false."""
     namespaces.ensure(session, params.namespace)
@@ -78,7 +72,7 @@ def set_value(session: Session, params: PreferenceSetIn) -> PreferenceSetOut:
             Preference.namespace == params.namespace, Preference.key == params.key
         )
     )
-    at = _turn_time(session)
+    at = clock(session)  # its turn is taken
     if current is not None:
         current.valid_to = at
         session.flush()
@@ -144,7 +138,7 @@ def delete(session: Session, params: PreferenceKeyIn) -> PreferenceDeleteOut:
     ).first()
     if current is None:
         raise NotFound(f"Preference not found: {params.key} in namespace {params.namespace}")
-    current.valid_to = _turn_time(session)
+    current.valid_to = clock(session)  # its turn is taken
     session.flush()
     events.record(
         session,
