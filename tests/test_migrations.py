@@ -105,3 +105,95 @@ def test_memories_stored_with_windows_line_breaks_get_newlines(scratch_engine: E
 
 def _sha(content: str) -> str:
     return hashlib.sha256(content.encode()).hexdigest()
+
+
+def test_rows_stored_before_get_their_identifier_parts(scratch_engine: Engine) -> None:
+    """The upgrade that reads paths and hosts by their parts rewrites every stored row's
+    tsvector and counts the term statistics again from it (a closed row counts nowhere)."""
+    _run(scratch_engine, "upgrade", "e8b3f1c6a290")
+    rows = {
+        "mem_path": ("Fix in billing/invoice.py", False),
+        "mem_host": ("Grafana at grafana.prod.acme.io", False),
+        "mem_closed": ("Old note on billing/invoice.py", True),
+    }
+    with scratch_engine.begin() as conn:
+        conn.execute(text("INSERT INTO namespace (name) VALUES ('ns')"))
+        for memory_id, (content, closed) in rows.items():
+            conn.execute(
+                text(
+                    "INSERT INTO chunk (namespace, id, doc_type, memory_type, content, "
+                    "content_hash, token_count, valid_to) VALUES ('ns', :id, 'memory', 'fact', "
+                    ":content, :hash, 3, CASE WHEN :closed THEN now() END)"
+                ),
+                {"id": memory_id, "content": content, "hash": _sha(content), "closed": closed},
+            )
+    _run(scratch_engine, "upgrade", "head")
+    with scratch_engine.connect() as conn:
+        found = conn.execute(
+            text("SELECT id FROM chunk WHERE tsv @@ to_tsquery('simple', 'invoice.py') ORDER BY id")
+        ).scalars()
+        assert list(found) == ["mem_closed", "mem_path"]
+        df = dict(
+            conn.execute(text("SELECT lexeme, df FROM term_stat WHERE namespace = 'ns'")).all()
+        )
+        recount = dict(
+            conn.execute(
+                text(
+                    "SELECT u.lexeme, count(*) FROM chunk c, unnest(c.tsv) u "
+                    "WHERE c.valid_to IS NULL GROUP BY 1"
+                )
+            ).all()
+        )
+    assert df == recount
+    assert df["invoice.py"] == 1 and df["grafana"] == 1 and df["prod"] == 1
+
+
+def test_an_owner_that_is_not_a_superuser_recounts_every_row(scratch_engine: Engine) -> None:
+    """Row-level security is forced on the data tables, so a migration run by their owner
+    without memsys's connection settings saw no rows: the statistics recount of the upgrade
+    to identifier parts counted nothing, and a later close drove counts below zero."""
+    role = "memsys_migration_owner"
+    url = scratch_engine.url
+    admin = create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(
+            text(
+                f"DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{role}') "
+                f"THEN CREATE ROLE {role} LOGIN NOSUPERUSER; END IF; END $$"
+            )
+        )
+        conn.execute(text(f'ALTER DATABASE "{SCRATCH}" OWNER TO {role}'))
+        # The tenant role is cluster-wide and exists since the suite's own database migrated;
+        # only a superuser (or its admin) may grant it, as a DBA would.
+        conn.execute(text(f"GRANT memsys_tenant TO {role}"))
+    admin.dispose()
+    with scratch_engine.begin() as conn:  # an extension needs the superuser; the rest does not
+        conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+        conn.execute(text(f"GRANT CREATE ON SCHEMA public TO {role}"))
+    owner = create_engine(url.set(username=role))
+    try:
+        _run(owner, "upgrade", "e8b3f1c6a290")
+        with owner.begin() as conn:
+            conn.execute(text("SELECT set_config('memsys.write', '*', true)"))
+            conn.execute(text("INSERT INTO namespace (name) VALUES ('ns')"))
+            conn.execute(
+                text(
+                    "INSERT INTO chunk (namespace, id, doc_type, memory_type, content, "
+                    "content_hash, token_count) VALUES ('ns', 'mem_path', 'memory', 'fact', "
+                    "'Fix in billing/invoice.py', 'h', 3)"
+                )
+            )
+        _run(owner, "upgrade", "head")
+    finally:
+        owner.dispose()
+    with scratch_engine.connect() as conn:  # the superuser reads past the policies
+        df = dict(conn.execute(text("SELECT lexeme, df FROM term_stat")).all())
+    assert df.get("invoice.py") == 1 and df.get("fix") == 1
+
+
+def test_the_printed_upgrade_sees_every_namespace_before_it_changes_rows() -> None:
+    """`memsys migrate --dry-run` prints SQL a DBA may run by hand as the tables' owner; it
+    must set what memsys's own connections set, or its recounts see no rows."""
+    sql = migrator.upgrade_sql("head", "e8b3f1c6a290")
+    settings = sql.index("set_config('memsys.read', '*', false), set_config('memsys.write'")
+    assert settings < sql.index("DELETE FROM term_stat")

@@ -133,9 +133,9 @@ class Chunk(Base):
     token_count: Mapped[int] = mapped_column(Integer)
     # NULL while the embedding is queued (index_directory async_mode); full text works at once.
     embedding: Mapped[Any] = mapped_column(Vector(DIMENSIONS), nullable=True)
-    tsv: Mapped[Any] = mapped_column(
-        TSVECTOR, Computed("to_tsvector('english'::regconfig, content)", persisted=True)
-    )
+    # The English tsvector plus the parts of paths, hosts and other joined identifiers
+    # (migration f3a8d5c2e917); BM25's statistics are kept from it by triggers.
+    tsv: Mapped[Any] = mapped_column(TSVECTOR, Computed("memsys_tsv(content)", persisted=True))
     # Tokens in that tsvector (BM25's document length); a generated column may not read
     # another one, hence the tsvector computed again inside the expression.
     doc_len: Mapped[int] = mapped_column(

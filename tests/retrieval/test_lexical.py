@@ -198,3 +198,32 @@ def test_a_number_finds_its_signed_reading_and_the_reverse(embedder) -> None:
         assert terms.readings == {"-1234": "1234"} and terms.whole == max(terms.idf)
         # a reading the scope does not hold is no term at all
         assert lexical.analyse(s, "777", NS).lexemes == ["777"]
+
+
+def test_a_path_or_host_is_found_by_its_parts(embedder) -> None:
+    """PostgreSQL reads `billing/invoice.py` and `grafana.prod.acme.io` as one token each: a
+    query naming the file, the host's name or an action after `ecr:` found nothing lexically.
+    A stored text's parts are lexemes too; the text's own lexemes keep their counts."""
+    invoice = store("KeyError: 'tenant_id' in billing/invoice.py line 212", namespace=NS).id
+    grafana = store("Dashboards live at grafana.prod.acme.io", namespace=NS).id
+    ecr = store("Deploy role lacks ecr:GetAuthorizationToken in CI", namespace=NS).id
+    store("Invoices are rendered as PDF on the billing host", namespace=NS)
+    with session_scope() as s:
+        for query, wanted in (
+            ("invoice.py", invoice),
+            ("grafana prod", grafana),
+            ("GetAuthorizationToken", ecr),
+        ):
+            terms = lexical.analyse(s, query, NS)
+            hits = lexical.search(s, terms, {"namespace": NS}, None, 10)
+            assert hits and hits[0][0][1] == wanted, (query, terms, hits)
+        vector, plain, counted = s.execute(
+            text(
+                "SELECT memsys_tsv(:t), to_tsvector('english', :t), "
+                "memsys_tsv('acme.io/docs docs and more docs')"
+            ),
+            {"t": "cats chase more cats"},
+        ).one()
+    assert vector == plain  # a text without joined identifiers reads as before
+    assert "'doc':4,7 " in counted  # a part already in the text adds no occurrence
+    assert stats("invoice.py")[0] == 1 and stats("grafana")[0] == 1
