@@ -29,7 +29,16 @@ from memsys.schemas import MemoryStoreBatchIn, MemoryStoreIn
 from memsys.services import memories
 from memsys.vault.evals.base import probe_namespace, scratch
 
-METRIC = {"locomo": "R@10", "hotpotqa": "R@5", "hotpotqa_2wiki": "R@5", "scifact": "nDCG@10"}
+METRIC = {
+    "locomo": "R@10",
+    "hotpotqa": "R@5",
+    "hotpotqa_2wiki": "R@5",
+    "scifact": "nDCG@10",
+    "agent": "R@1",
+}
+# Sets whose corpora are different kinds of store: the floor is checked on each corpus too
+# (a mean over them could hide one where fusion loses).
+PER_PART = {"agent"}
 ROWS = (
     "baseline_dense", "baseline_bm25", "baseline_bm25_pg",
     "dense", "lexical", "graph", "neighbours", "rrf",
@@ -197,7 +206,8 @@ def run_set(
     floor check."""
     embed = embed or get_embedder().embed
     parts = []
-    for corpus in sets.load(name, data, quick, which):
+    corpora = sets.load(name, data, quick, which)
+    for corpus in corpora:
         vectors = np.asarray(embed(corpus.texts), dtype=np.float32)
         with scratch() as session:
             ns = probe_namespace(f"bench-{corpus.name}")
@@ -209,7 +219,18 @@ def run_set(
             parts.append(evaluate(session, ns, corpus, ids, vectors))
     result = scoring.merge(parts)
     result["floor"] = scoring.floor_check(result, METRIC[name])
+    if name in PER_PART:
+        result["parts"] = {
+            corpus.name: {**part, "floor": scoring.floor_check(part, METRIC[name])}
+            for corpus, part in zip(corpora, parts, strict=True)
+        }
     return result
+
+
+def floor_holds(result: dict[str, Any]) -> bool:
+    """The floor holds on the set and on each of its corpora that is checked alone."""
+    parts = result.get("parts", {}).values()
+    return bool(result["floor"]["holds"]) and all(p["floor"]["holds"] for p in parts)
 
 
 def render(name: str, result: dict[str, Any]) -> list[str]:
@@ -230,4 +251,14 @@ def render(name: str, result: dict[str, Any]) -> list[str]:
         f"  below on {b['metric']}: fused {b['fused']:.3f} vs best channel {b['best_channel']:.3f}"
         for b in floor["below"]
     ]
+    for part_name, part in result.get("parts", {}).items():
+        check = part["floor"]
+        below = ", ".join(
+            f"{b['metric']} {b['fused']:.3f} < {b['best_channel']:.3f}" for b in check["below"]
+        )
+        verdict = "holds" if check["holds"] else f"BROKEN: {below}"
+        lines.append(
+            f"  {part_name} ({part['questions']} questions): fused {check['fused']:.3f} vs best "
+            f"channel {check['best_channel']:.3f} — {verdict}"
+        )
     return lines

@@ -2,7 +2,8 @@
 their reference times, and questions whose gold answers are positions in the corpus.
 Scoring follows the data's README: LoCoMo evidence recall (each conversation its own
 namespace), HotpotQA supporting-passage recall (± the 2Wiki passages as distractors),
-SciFact nDCG@10 over the train claims."""
+SciFact nDCG@10 over the train claims. `agent` is memsys's own: small labelled sets of what an
+assistant stores (agent_memory.json), each its own namespace, scored by recall@1."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ import random
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from memsys.errors import InvalidInput
 
-SETS = ("locomo", "hotpotqa", "hotpotqa_2wiki", "scifact")
+SETS = ("locomo", "hotpotqa", "hotpotqa_2wiki", "scifact", "agent")
 LOCOMO_DATE = "%I:%M %p on %d %B, %Y"
 TURN_SECONDS = 30
 _EVIDENCE = re.compile(r"D\d+:\d+")
@@ -146,6 +148,29 @@ def scifact(data: Path, quick: bool, which: str = "all") -> Corpus:
     return _reorder(corpus)
 
 
+def agent(which: str = "all") -> list[Corpus]:
+    """memsys's own labelled agent-memory sets (shipped, no data directory needed): one corpus
+    per set, written in the listed order; a set with `days_ago` happened that many days
+    before the file's `now`, when its questions are asked."""
+    raw = json.loads(resources.files(__package__).joinpath("agent_memory.json").read_text())
+    now = datetime.fromisoformat(raw["now"])
+    out = []
+    for name, part in raw["sets"].items():
+        days = part.get("days_ago")
+        out.append(
+            Corpus(
+                name=f"agent:{name}",
+                texts=part["memories"],
+                questions=half([(q, set(gold)) for q, gold in part["questions"]], which),
+                ks=(1, 5, 10),
+                pool=60,
+                times=[now - timedelta(days=d) for d in days] if days else None,
+                now=now,
+            )
+        )
+    return out
+
+
 def load(name: str, data: Path, quick: bool, which: str = "all") -> list[Corpus]:
     """The corpora of one set by name."""
     if name == "locomo":
@@ -154,4 +179,6 @@ def load(name: str, data: Path, quick: bool, which: str = "all") -> list[Corpus]
         return [hotpotqa(data, quick, name == "hotpotqa_2wiki", which)]
     if name == "scifact":
         return [scifact(data, quick, which)]
+    if name == "agent":
+        return agent(which)
     raise InvalidInput(f"unknown evaluation set {name!r}; known: {', '.join(SETS)}")

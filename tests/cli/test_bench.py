@@ -65,6 +65,27 @@ def test_a_run_scores_every_ranking_and_leaves_nothing_behind(data: Path) -> Non
     assert human.exit_code == 0 and "floor (R@5): fused 1.000" in human.stdout
 
 
+@pytest.mark.usefixtures("embedder")
+def test_the_shipped_agent_sets_run_without_data_and_each_store_has_its_floor() -> None:
+    """`--sets agent` needs no data folder; each of its stores (identifiers, paraphrases,
+    near-duplicates, …) gets its own floor check, and the exit code follows every one."""
+    from memsys.benchmark import harness, sets
+
+    shipped = {c.name: len(c.questions) for c in sets.agent("tune")}
+    args = ("bench", "retrieval", "--sets", "agent", "--half", "tune", "--data-dir", "/nonexistent")
+    result = run(*args, "--json")
+    table = json.loads(result.stdout)["sets"]["agent"]
+    assert {name: part["questions"] for name, part in table["parts"].items()} == shipped
+    assert len(shipped) == 7 and table["questions"] == sum(shipped.values())
+    for part in table["parts"].values():
+        assert part["floor"]["metric"] == "R@1"
+        assert part["floor"]["holds"] == (part["floor"]["below"] == [])
+    assert result.exit_code == (0 if harness.floor_holds(table) else 1)
+    assert _memories() == 0
+    lines = harness.render("agent", table)
+    assert [line.split(" (")[0].strip() for line in lines[-7:]] == list(shipped)
+
+
 @pytest.mark.parametrize(
     ("args", "reason"),
     [
