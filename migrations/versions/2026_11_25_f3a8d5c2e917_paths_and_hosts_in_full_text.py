@@ -2,7 +2,7 @@
 
 What: `memsys_tsv(text)`, an immutable function: PostgreSQL's English tsvector of the text
 plus the lexemes of the parts of every dotted, slashed or colon-joined
-identifier in it — a path's segments and a dotted name's labels, so `billing/invoice.py`
+identifier in it (below) — a path's segments and a dotted name's labels, so `billing/invoice.py`
 adds `bill`, `invoice.py`, `invoic`, `py` and `grafana.prod.acme.io` adds `grafana`,
 `prod`, `acm`, `io`. `chunk.tsv` becomes `memsys_tsv(content)` (the column is dropped and
 added again with its GIN index: every row is rewritten) and `term_stat` is counted again from
@@ -37,8 +37,11 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 # A part is what lies between `/`, `@`, `:` (a path's segments, kept whole: `invoice.py`)
-# and, in a segment with a dot, between its dots (a dotted name's labels), each once. Identifiers without a letter
-# (numbers, times, versions) are left alone, and so are one-letter parts (`U.S.`, `e.g.`).
+# and, in a segment with a dot, between its dots (a dotted name's labels), each once. Only
+# identifiers with a letter and a dot, `@` or `:`, or two slashes or more, are split: numbers,
+# times and versions are left alone, and so are pairs such as `MyD88/CD40` or `kb/min`
+# (splitting those too cost SciFact .003 nDCG@10, benchmarks/README.md); one-letter parts
+# (`U.S.`, `e.g.`) are dropped.
 FUNCTION = r"""
 CREATE FUNCTION memsys_tsv(content text) RETURNS tsvector
 LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT AS $$
@@ -51,7 +54,7 @@ FROM (SELECT to_tsvector('english'::regconfig, content) AS base) b,
                      (SELECT string_agg(replace(d[1], '.', ' '), ' ')
                       FROM regexp_matches(m[1], '([^/@:]*[.][^/@:]*)', 'g') AS d), ''), ' ')
           FROM regexp_matches(content, '([[:alnum:]_-]+(?:[./@:][[:alnum:]_-]+)+)', 'g') AS m
-          WHERE m[1] ~ '[[:alpha:]]')), ''::tsvector) AS extra) e
+          WHERE m[1] ~ '[[:alpha:]]' AND m[1] ~ '[.@:]|/.*/')), ''::tsvector) AS extra) e
 $$
 """
 
