@@ -9,9 +9,10 @@ written to benchmarks/results/retrieval.json with the machine and its load.
 
 Sets (../shared/data/README.md says how each is scored): LoCoMo evidence recall (one
 namespace per conversation), the HotpotQA sample (passage recall), the same with the 6,119
-2Wiki passages as distractors, and SciFact train (nDCG@10). `--half tune` runs the
-odd-numbered questions of every set, `--half report` the even ones (weights are chosen on
-the first and reported on the second).
+2Wiki passages as distractors, SciFact train (nDCG@10), and memsys's own agent-memory sets
+(memsys/benchmark/agent_memory.json, recall@1, each store's floor checked alone).
+`--half tune` runs the odd-numbered questions of every set, `--half report` the even ones
+(weights are chosen on the first and reported on the second).
 
     .venv/bin/python benchmarks/bench_retrieval.py [--quick] [--sets locomo,hotpotqa,...]
 """

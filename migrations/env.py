@@ -9,14 +9,18 @@ from memsys.models import Base
 config = context.config
 target_metadata = Base.metadata
 
+
 # Row-level security is forced on the data tables (migration 5d2f8e61c0a7): a migration that
 # reads or rewrites rows must see every namespace, whoever runs it — memsys's own engine sets
 # this per connection, but a table owner that is not a superuser, or the printed SQL run by
-# hand, would otherwise see no rows and recount statistics from nothing. For the session:
-# the migrations run one transaction each.
-SEE_EVERY_NAMESPACE = (
-    "SELECT set_config('memsys.read', '*', false), set_config('memsys.write', '*', false)"
-)
+# hand, would otherwise see no rows and recount statistics from nothing. Online, for the
+# upgrade's transaction only (the connection may be the caller's, and goes back to a pool);
+# in the printed SQL, for the session that runs it (each migration is its own transaction).
+def see_every_namespace(local: bool) -> str:
+    scope = "true" if local else "false"
+    return (
+        f"SELECT set_config('memsys.read', '*', {scope}), set_config('memsys.write', '*', {scope})"
+    )
 
 
 def run_migrations_online() -> None:
@@ -41,7 +45,7 @@ def _run(connection) -> None:  # type: ignore[no-untyped-def]
         connection.execute(text("SET LOCAL lock_timeout = '10s'"))
         # An index build over every row may take long: not held to MEMSYS_STATEMENT_TIMEOUT_S.
         connection.execute(text("SET LOCAL statement_timeout = 0"))
-        connection.execute(text(SEE_EVERY_NAMESPACE))
+        connection.execute(text(see_every_namespace(local=True)))
         context.run_migrations()
 
 
@@ -55,7 +59,7 @@ def run_migrations_offline() -> None:
     )
     with context.begin_transaction():
         context.execute("SET lock_timeout = '10s'")
-        context.execute(SEE_EVERY_NAMESPACE)
+        context.execute(see_every_namespace(local=False))
         context.run_migrations()
 
 

@@ -174,7 +174,12 @@ def test_an_owner_that_is_not_a_superuser_recounts_every_row(scratch_engine: Eng
     try:
         _run(owner, "upgrade", "e8b3f1c6a290")
         with owner.begin() as conn:
-            conn.execute(text("SELECT set_config('memsys.write', '*', true)"))
+            conn.execute(
+                text(
+                    "SELECT set_config('memsys.read', '*', true), "
+                    "set_config('memsys.write', '*', true)"
+                )
+            )
             conn.execute(text("INSERT INTO namespace (name) VALUES ('ns')"))
             conn.execute(
                 text(
@@ -184,10 +189,19 @@ def test_an_owner_that_is_not_a_superuser_recounts_every_row(scratch_engine: Eng
                 )
             )
         _run(owner, "upgrade", "head")
+        with owner.connect() as conn:  # the upgrade's settings ended with its transaction
+            assert conn.scalar(text("SELECT current_setting('memsys.read', true)")) in ("", None)
     finally:
         owner.dispose()
-    with scratch_engine.connect() as conn:  # the superuser reads past the policies
+    with scratch_engine.begin() as conn:  # the superuser reads past the policies
         df = dict(conn.execute(text("SELECT lexeme, df FROM term_stat")).all())
+        conn.execute(text(f"REASSIGN OWNED BY {role} TO CURRENT_USER"))
+        conn.execute(text(f"DROP OWNED BY {role}"))  # what is left: its grants
+    admin = create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:  # the role goes with the test, as the database does
+        conn.execute(text(f'ALTER DATABASE "{SCRATCH}" OWNER TO CURRENT_USER'))
+        conn.execute(text(f"DROP ROLE {role}"))
+    admin.dispose()
     assert df.get("invoice.py") == 1 and df.get("fix") == 1
 
 

@@ -1,6 +1,7 @@
 """BM25 statistics kept by triggers on `chunk` (migration 7c1e5a9b2d40): never written by code.
 
-`term_stat` counts, per namespace, the live chunks whose English tsvector holds a lexeme;
+`term_stat` counts, per namespace, the live chunks whose tsvector (`chunk.tsv`: the English one
+plus the parts of joined identifiers, migration f3a8d5c2e917) holds a lexeme;
 `corpus_stat` counts live chunks and their total length (tokens). Together with
 `chunk.doc_len` they give the lexical channel Okapi BM25 (memsys/retrieval/lexical.py).
 Counts follow every insert, close (valid_to), content change and delete in the same

@@ -10,14 +10,16 @@ the new column. The parts come after the text's own positions (BM25 reads a lexe
 frequency from its positions, and the lexical channel marks the query's lexemes through
 them), and a part that is already one of the text's lexemes is left out, so the text's own
 lexemes keep their frequencies; `doc_len` is unchanged (the parts do not lengthen a chunk).
-Why: the parser reads `billing/invoice.py`, `grafana.prod.acme.io` or
-`ecr:GetAuthorizationToken` as one token, so a query naming the file (`invoice.py`), the
-host's name (`grafana prod`) or the action found nothing lexically: identifiers typed the
+Why: the parser reads `billing/invoice.py`, `grafana.prod.acme.io` or `db.acme.io:5432` as
+one token, so a query naming the file (`invoice.py`), the host's name (`grafana prod`) or
+the host without its port found nothing lexically: identifiers typed the
 way people type them are what an agent's memory is asked about most. Queries are analysed
 as before (a query that names a part matches it; splitting queries too cost SciFact
 nDCG@10 .001 more and found nothing the stored parts did not, benchmarks/README.md).
 A replay of a trace recorded before this upgrade scores with its recorded statistics against
 the rewritten vectors, so it may differ from what the query returned then.
+Cost: rewriting `chunk` rebuilds every index on it, the vector index too, under an exclusive
+lock (measured in benchmarks/README.md); `memsys serve` waits for it at its first start.
 Downgrade: the plain English tsvector again, and term_stat counted from it.
 
 Revision ID: f3a8d5c2e917

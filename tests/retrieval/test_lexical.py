@@ -202,17 +202,17 @@ def test_a_number_finds_its_signed_reading_and_the_reverse(embedder) -> None:
 
 def test_a_path_or_host_is_found_by_its_parts(embedder) -> None:
     """PostgreSQL reads `billing/invoice.py` and `grafana.prod.acme.io` as one token each: a
-    query naming the file, the host's name or an action after `ecr:` found nothing lexically.
+    query naming the file, the host's name or the host without its port found nothing lexically.
     A stored text's parts are lexemes too; the text's own lexemes keep their counts."""
     invoice = store("KeyError: 'tenant_id' in billing/invoice.py line 212", namespace=NS).id
     grafana = store("Dashboards live at grafana.prod.acme.io", namespace=NS).id
-    ecr = store("Deploy role lacks ecr:GetAuthorizationToken in CI", namespace=NS).id
+    db = store("Postgres listens on db.acme.io:5432 in staging", namespace=NS).id
     store("Invoices are rendered as PDF on the billing host", namespace=NS)
     with session_scope() as s:
         for query, wanted in (
             ("invoice.py", invoice),
             ("grafana prod", grafana),
-            ("GetAuthorizationToken", ecr),
+            ("db.acme.io", db),
         ):
             terms = lexical.analyse(s, query, NS)
             hits = lexical.search(s, terms, {"namespace": NS}, None, 10)
