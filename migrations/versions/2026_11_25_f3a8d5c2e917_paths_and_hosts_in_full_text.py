@@ -19,7 +19,8 @@ nDCG@10 .001 more and found nothing the stored parts did not, benchmarks/README.
 A replay of a trace recorded before this upgrade scores with its recorded statistics against
 the rewritten vectors, so it may differ from what the query returned then.
 Cost: rewriting `chunk` rebuilds every index on it, the vector index too, under an exclusive
-lock (measured in benchmarks/README.md); `memsys serve` waits for it at its first start.
+lock: 30 s at 100,000 memories on a 2-core machine (benchmarks/README.md); `memsys serve`
+waits for it at its first start.
 Downgrade: the plain English tsvector again, and term_stat counted from it.
 
 Revision ID: f3a8d5c2e917
