@@ -13,11 +13,11 @@ from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, case, func, literal, or_, select, update
+from sqlalchemy import ColumnElement, case, literal, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from memsys.db import take_turns
+from memsys.db import clock, take_turns
 from memsys.errors import InvalidInput, NotFound
 from memsys.models import Chunk, Edge, Entity, Episode, Fact
 from memsys.schemas.edges import (
@@ -163,11 +163,12 @@ def edge_forget(session: Session, params: MemoryEdgeForgetIn) -> MemoryEdgeForge
         where.append(Edge.relation == params.relation)
     touched = session.scalars(select(Edge.namespace).where(*where).distinct())
     namespaces.share(session, sorted(touched))  # after any import of those namespaces
+    at = clock(session)
     closed = list(
         session.execute(
             update(Edge)
             .where(*where)
-            .values(valid_to=func.clock_timestamp(), expired_at=func.clock_timestamp())
+            .values(valid_to=at, expired_at=at)
             .returning(Edge.id, Edge.namespace)
         )
     )

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from memsys import ids
 from memsys.config import get_settings
-from memsys.db import rowcount, take_turns
+from memsys.db import clock, rowcount, take_turns
 from memsys.embeddings import get_embedder
 from memsys.errors import NotFound
 from memsys.models import Chunk, Edge, Entity
@@ -132,14 +132,18 @@ def add_to(
     return observation_links.link(session, ns, [(entity.id, entity.name, contents)], vectors)[0]
 
 
-def _close_observations(session: Session, ns: str, edges: list[Any]) -> None:
-    """Close observation edges; a memory made for an entity goes when nothing links it."""
+def _close_observations(
+    session: Session, ns: str, edges: list[Any], at: datetime | None = None
+) -> None:
+    """Close observation edges at `at` (default: the server's clock now); a memory made for
+    an entity goes when nothing links it."""
     if not edges:
         return
+    at = at or clock(session)
     session.execute(
         update(Edge)
         .where(Edge.namespace == ns, Edge.id.in_([r.id for r in edges]))
-        .values(valid_to=func.clock_timestamp(), expired_at=func.clock_timestamp())
+        .values(valid_to=at, expired_at=at)
     )
     for chunk_id in {r.source_id for r in edges}:
         still_linked = session.scalar(
@@ -152,7 +156,7 @@ def _close_observations(session: Session, ns: str, edges: list[Any]) -> None:
         )
         chunk = session.get(Chunk, (ns, chunk_id))
         if not still_linked and chunk is not None and "entity" in (chunk.meta or {}):
-            chunk.valid_to = func.clock_timestamp()
+            chunk.valid_to = at
     session.flush()
 
 
@@ -329,7 +333,8 @@ def delete_entities(session: Session, params: DeleteEntitiesIn) -> DoneOut:
     namespaces.share(session, [ns])  # after any import of the namespace
     entities = live_entities(session, ns, params.entityNames, lock="update")
     ids_ = [e.id for e in entities]
-    _close_observations(session, ns, observation_edges(session, ns, ids_))
+    at = clock(session)  # one time for the entities and all they close (as_of reads agree)
+    _close_observations(session, ns, observation_edges(session, ns, ids_), at)
     session.execute(
         update(Edge)
         .where(
@@ -337,10 +342,10 @@ def delete_entities(session: Session, params: DeleteEntitiesIn) -> DoneOut:
             Edge.valid_to.is_(None),
             or_(Edge.source_id.in_(ids_), Edge.target_id.in_(ids_)),
         )
-        .values(valid_to=func.clock_timestamp(), expired_at=func.clock_timestamp())
+        .values(valid_to=at, expired_at=at)
     )
     for entity in entities:
-        entity.valid_to = func.clock_timestamp()
+        entity.valid_to = at
     session.flush()
     _record(session, ns, "delete_entities", len(entities))
     return DoneOut(success=True, message="Entities deleted successfully")
@@ -373,6 +378,7 @@ def delete_relations(session: Session, params: DeleteRelationsIn) -> DoneOut:
     names = [n for r in params.relations for n in (r.from_, r.to)]
     entities = {e.name: e for e in live_entities(session, ns, names)}
     closed = 0
+    at = clock(session)
     for r in params.relations:
         source, target = entities.get(r.from_), entities.get(r.to)
         if source is None or target is None:
@@ -387,7 +393,7 @@ def delete_relations(session: Session, params: DeleteRelationsIn) -> DoneOut:
                 Edge.relation == r.relationType,
                 Edge.valid_to.is_(None),
             )
-            .values(valid_to=func.clock_timestamp(), expired_at=func.clock_timestamp()),
+            .values(valid_to=at, expired_at=at),
         )
     _record(session, ns, "delete_relations", closed)
     return DoneOut(success=True, message="Relations deleted successfully")
