@@ -159,7 +159,10 @@ def spread(items: list[str], n: int) -> list[str]:
 
 
 def digest(texts: list[str]) -> str:
-    return hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
+    """The cache key of `texts`' vectors; the way vectors are made is part of it."""
+    from memsys.whole_text import VECTOR_SCHEME
+
+    return hashlib.sha256("\n".join([VECTOR_SCHEME, *texts]).encode()).hexdigest()[:16]
 
 
 def cache_key(path: Path) -> tuple[int, str]:

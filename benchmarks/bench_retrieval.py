@@ -38,8 +38,10 @@ START = datetime(2024, 1, 1, tzinfo=UTC)
 
 def embed_cached(texts: list[str]) -> np.ndarray:
     from memsys.embeddings import get_embedder
+    from memsys.whole_text import VECTOR_SCHEME
 
-    digest = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:16]
+    # The scheme is part of the key: vectors made another way are not these texts' vectors.
+    digest = hashlib.sha256("\x00".join([VECTOR_SCHEME, *texts]).encode()).hexdigest()[:16]
     path = common.RESULTS / f"vectors-{len(texts)}-{digest}.npy"
     if path.exists():
         return np.asarray(np.load(path), dtype=np.float32)

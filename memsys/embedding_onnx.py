@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from memsys.whole_text import embed_whole
+
 log = logging.getLogger(__name__)
 
 MODEL_NAME = "all-MiniLM-L6-v2"
@@ -152,6 +154,9 @@ class OnnxEmbedder:
         return np.asarray(pooled / np.clip(norms, 1e-12, None), dtype=np.float32)
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        return embed_whole(self._embed_windows, texts)
+
+    def _embed_windows(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         self.load()

@@ -26,6 +26,7 @@ import numpy as np
 from memsys.config import get_settings
 from memsys.errors import BadSetting
 from memsys.models.chunk import DIMENSIONS
+from memsys.whole_text import embed_whole
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +89,9 @@ class LocalEmbedder:
         return self._model
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        return embed_whole(self._embed_windows, texts)
+
+    def _embed_windows(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         model = self._load()

@@ -168,3 +168,19 @@ def test_a_memorys_content_is_embedded_beside_its_store_when_the_worker_is_free(
     monkeypatch.setattr(embedder, "embed_one", watched)
     assert np.array_equal(embeddings.embed_beside("after the crash")(), real("after the crash"))
     assert where["after the crash"].startswith(embeddings.WORKER_NAME)
+
+
+def test_a_text_within_the_window_keeps_the_models_own_vector(exported: Path) -> None:
+    """Only texts over the model's window are embedded from their pieces: every other text,
+    a query above all, gets exactly what the model gives it, alone or beside a long text."""
+    from memsys.tokens import truncate_to_tokens
+    from memsys.whole_text import WINDOW_TOKENS, beyond_window
+
+    model = embedding_onnx.OnnxEmbedder(exported)
+    long_text = TEXTS[-1]
+    within = [*TEXTS[:-1], truncate_to_tokens(long_text, WINDOW_TOKENS)]
+    assert beyond_window([*within, long_text]) == [len(within)]
+    mixed = model.embed([*within, long_text])
+    own = model._embed_windows(within)  # the model's forward pass, nothing around it
+    assert np.abs(mixed[: len(within)] - own).max() < 1e-5
+    assert float(mixed[-1] @ own[-1]) < 0.999  # the long one is not its first window's vector

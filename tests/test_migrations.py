@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
@@ -75,22 +77,7 @@ def test_memories_stored_with_windows_line_breaks_get_newlines(scratch_engine: E
         "mem_lf": "Twin\ntext",  # the twin's text, already stored with \n
         "mem_gone": "Closed\r\nversion",
     }
-    with scratch_engine.begin() as conn:
-        conn.execute(text("INSERT INTO namespace (name) VALUES ('ns')"))
-        for memory_id, content in rows.items():
-            conn.execute(
-                text(
-                    "INSERT INTO chunk (namespace, id, doc_type, memory_type, content, "
-                    "content_hash, token_count, valid_to) VALUES ('ns', :id, 'memory', 'fact', "
-                    ":content, :hash, 3, CASE WHEN :closed THEN now() END)"
-                ),
-                {
-                    "id": memory_id,
-                    "content": content,
-                    "hash": _sha(content),
-                    "closed": memory_id == "mem_gone",
-                },
-            )
+    _insert_memories(scratch_engine, {k: (v, k == "mem_gone") for k, v in rows.items()})
     _run(scratch_engine, "upgrade", "head")
     with scratch_engine.connect() as conn:
         rows_now = conn.execute(text("SELECT id, content, content_hash FROM chunk")).all()
@@ -107,6 +94,36 @@ def _sha(content: str) -> str:
     return hashlib.sha256(content.encode()).hexdigest()
 
 
+def _insert_memories(
+    engine: Engine, rows: dict[str, tuple[str, bool]], vectors: dict[str, np.ndarray] | None = None
+) -> None:
+    """Memories (id → content, closed?) of namespace 'ns' written straight into `chunk`, as
+    an earlier revision's code left them; with their vectors when given."""
+    from memsys.retrieval.dense import literal
+    from memsys.tokens import count_tokens
+
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO namespace (name) VALUES ('ns')"))
+        for memory_id, (content, closed) in rows.items():
+            vector = (vectors or {}).get(memory_id)
+            conn.execute(
+                text(
+                    "INSERT INTO chunk (namespace, id, doc_type, memory_type, content, "
+                    "content_hash, token_count, embedding, valid_to) VALUES ('ns', :id, "
+                    "'memory', 'fact', :content, :hash, :tokens, CAST(:vector AS vector), "
+                    "CASE WHEN :closed THEN now() END)"
+                ),
+                {
+                    "id": memory_id,
+                    "content": content,
+                    "hash": _sha(content),
+                    "tokens": count_tokens(content),
+                    "vector": None if vector is None else literal(vector),
+                    "closed": closed,
+                },
+            )
+
+
 def test_rows_stored_before_get_their_identifier_parts(scratch_engine: Engine) -> None:
     """The upgrade that reads paths and hosts by their parts rewrites every stored row's
     tsvector and counts the term statistics again from it (a closed row counts nowhere)."""
@@ -116,17 +133,7 @@ def test_rows_stored_before_get_their_identifier_parts(scratch_engine: Engine) -
         "mem_host": ("Grafana at grafana.prod.acme.io", False),
         "mem_closed": ("Old note on billing/invoice.py", True),
     }
-    with scratch_engine.begin() as conn:
-        conn.execute(text("INSERT INTO namespace (name) VALUES ('ns')"))
-        for memory_id, (content, closed) in rows.items():
-            conn.execute(
-                text(
-                    "INSERT INTO chunk (namespace, id, doc_type, memory_type, content, "
-                    "content_hash, token_count, valid_to) VALUES ('ns', :id, 'memory', 'fact', "
-                    ":content, :hash, 3, CASE WHEN :closed THEN now() END)"
-                ),
-                {"id": memory_id, "content": content, "hash": _sha(content), "closed": closed},
-            )
+    _insert_memories(scratch_engine, rows)
     _run(scratch_engine, "upgrade", "head")
     with scratch_engine.connect() as conn:
         found = conn.execute(
@@ -211,3 +218,41 @@ def test_the_printed_upgrade_sees_every_namespace_before_it_changes_rows() -> No
     sql = migrator.upgrade_sql("head", "e8b3f1c6a290")
     settings = sql.index("set_config('memsys.read', '*', false), set_config('memsys.write'")
     assert settings < sql.index("DELETE FROM term_stat")
+
+
+def test_long_rows_stored_before_are_queued_and_embedded_again_whole(
+    scratch_engine: Engine, embedder
+) -> None:
+    """Vectors of live chunks over the model's window were made from their first 254 tokens:
+    the upgrade clears them, which queues them, and the embedding queue's next batch gives
+    them the vector memory_store gives the same text now. Short and closed rows keep theirs."""
+    from sqlalchemy.orm import Session
+
+    from memsys.embeddings import get_embedder
+    from memsys.services import embedding_queue
+    from memsys.tokens import truncate_to_tokens
+
+    long_text = " ".join(f"Paragraph {n} of a long design note on the queue." for n in range(40))
+    rows = {
+        "mem_long": (long_text, False),
+        "mem_short": ("A short note", False),
+        "mem_long_closed": (long_text + " Closed.", True),
+    }
+    old = {  # what the code before made: the first window's vector
+        memory_id: get_embedder().embed([truncate_to_tokens(content, 254)])[0]
+        for memory_id, (content, _) in rows.items()
+    }
+    _run(scratch_engine, "upgrade", "f3a8d5c2e917")
+    _insert_memories(scratch_engine, rows, old)
+    _run(scratch_engine, "upgrade", "head")
+    with Session(scratch_engine) as session:
+        assert embedding_queue.pending_count(session) == 1
+        assert embedding_queue.embed_pending(session) == 1
+        session.commit()
+        stored = dict(session.execute(text("SELECT id, embedding::text FROM chunk")).tuples().all())
+    vectors = {k: np.asarray(json.loads(v), dtype=np.float32) for k, v in stored.items()}
+    assert np.allclose(vectors["mem_short"], old["mem_short"], atol=1e-6)
+    assert np.allclose(vectors["mem_long_closed"], old["mem_long_closed"], atol=1e-6)
+    now = get_embedder().embed([long_text])[0]
+    assert np.allclose(vectors["mem_long"], now, atol=1e-6)
+    assert not np.allclose(vectors["mem_long"], old["mem_long"], atol=1e-3)

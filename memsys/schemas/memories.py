@@ -149,8 +149,7 @@ class MemoryStoreOut(Output):
     importance: float
     warnings: list[str] = Field(
         default_factory=list,
-        description="Secret-like strings found in the content (stored), or content longer "
-        "than the embedding model reads",
+        description="Secret-like strings found in the content (it is stored all the same)",
     )
 
 

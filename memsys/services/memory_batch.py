@@ -26,7 +26,6 @@ from sqlalchemy.orm import Session
 
 from memsys import ids, secretscan
 from memsys.db import json_text, take_turns_all
-from memsys.embedding_onnx import MAX_SEQ_LENGTH
 from memsys.models import Chunk
 from memsys.schemas import MemoryStoreIn, MemoryStoreOut
 from memsys.services import mentions, namespaces
@@ -125,22 +124,6 @@ _WRITE = text(
 )
 
 
-# What the embedding model reads of a text: its window less [CLS] and [SEP].
-EMBEDDED_TOKENS = MAX_SEQ_LENGTH - 2
-
-
-def _beyond_window(tokens: int) -> list[str]:
-    """A warning for a memory longer than the model's window: its vector says what its
-    first ~EMBEDDED_TOKENS tokens say (the lexical channel reads all of it)."""
-    if tokens <= EMBEDDED_TOKENS:
-        return []
-    return [
-        f"content is {tokens:,} tokens: its embedding reads the first {EMBEDDED_TOKENS} (full "
-        "text search reads it all); store a long note as several memories, or index it as a "
-        "document (index_file cuts it into pieces)"
-    ]
-
-
 def _store_namespace(
     session: Session,
     namespace: str,
@@ -161,7 +144,6 @@ def _store_namespace(
     written: dict[str, Any] = {}
     if first:
         tokens = count_tokens_batch([item.content for _, item in first.values()])
-        counted = dict(zip(first, tokens, strict=True))
         new_ids = {d: ids.new_id(ids.MEMORY) for d in first}
         # Entities are upserted now; their edges wait for the rows (a memory that a writer
         # outside these locks stored meanwhile leaves its names behind as entities, no edges).
@@ -187,7 +169,7 @@ def _store_namespace(
             continue
         if digest in written:
             stored = _out(written[digest], namespace, duplicate=False)
-            stored.warnings = secretscan.warnings(item.content) + _beyond_window(counted[digest])
+            stored.warnings = secretscan.warnings(item.content)
         else:
             stored = _out(found[digest], namespace, duplicate=True)
         seen[digest] = out[position] = stored

@@ -474,18 +474,70 @@ def test_blank_optional_text_is_refused_by_name_not_stored(
     assert table_counts() == before
 
 
-def test_a_memory_longer_than_the_models_window_is_stored_with_a_warning(embedder) -> None:
-    """The vector reads only the model's window; the caller is told, not left to find out
-    that the end of a long note is invisible to the dense channel."""
-    short = store("The on-call rota changes every Monday")
-    assert short.warnings == []
-    long_note = " ".join(
-        f"Step {n}: restart the worker pool and check the queue." for n in range(60)
-    )
-    stored = store(long_note)
-    assert count_tokens(long_note) > memory_batch.EMBEDDED_TOKENS
-    assert any("its embedding reads the first 254" in w for w in stored.warnings)
-    assert store(long_note).duplicate  # stored once, as any memory
+LONG_NOTE_OPENING = (
+    "Design note: how the billing service exports invoices to the accounting system."
+)
+LONG_NOTE_BODY = " ".join(
+    f"Export step {n}: the nightly job reads the invoices of the day, converts each one to "
+    "the ledger format and uploads the file over SFTP."
+    for n in range(8)
+)
+LONG_NOTE_SECTION = (
+    "Known problem: the staging cluster runs out of disk space every Friday. Its nodes keep "
+    "every log file because log rotation is switched off there. When the disks fill up, pods "
+    "are evicted and the staging deploys fail. The fix is to turn logrotate back on for the "
+    "staging nodes and delete old logs. Until then, whoever is on call empties the staging "
+    "nodes' log directories by hand on Friday morning, before the disks are full."
+)
+
+
+def test_a_long_memory_is_found_by_meaning_for_a_section_past_the_models_window(
+    embedder,
+) -> None:
+    """The model reads 254 tokens of a text. A long note's vector used to say what its
+    opening says, so a question about a later section found it only by its words: here the
+    dense ranking (the channel's own SQL order) puts it first, where the opening's vector
+    puts it below most short memories of the store."""
+    from sqlalchemy import text
+
+    from memsys.embeddings import embed_query, get_embedder
+    from memsys.retrieval.dense import literal
+    from memsys.tokens import truncate_to_tokens
+    from memsys.whole_text import WINDOW_TOKENS
+
+    note = f"{LONG_NOTE_OPENING}\n\n{LONG_NOTE_BODY}\n\n{LONG_NOTE_SECTION}"
+    assert count_tokens(f"{LONG_NOTE_OPENING}\n\n{LONG_NOTE_BODY}") > WINDOW_TOKENS
+    others = [
+        "Invoices are numbered per year, starting again at 1 every January.",
+        "The accounting team closes the books on the third working day of the month.",
+        "Customers pay by SEPA direct debit or by card.",
+        "Refunds over 500 euros need a second approval.",
+        "The team standup is at 9:30 every weekday.",
+        "Use Python 3.11 for every new service.",
+    ]
+    stored = store(note, namespace="long-notes")
+    assert stored.warnings == []  # nothing of it is out of the vector's reach
+    for content in others:
+        store(content, namespace="long-notes")
+    question = embed_query("why does the staging cluster keep running out of disk space")
+    with session_scope() as session:
+        order = (
+            session.execute(
+                text(
+                    "SELECT id FROM chunk WHERE namespace = 'long-notes' "
+                    "AND valid_to IS NULL ORDER BY embedding <=> CAST(:q AS vector)"
+                ),
+                {"q": literal(question)},
+            )
+            .scalars()
+            .all()
+        )
+    assert order[0] == stored.id
+    # The vector of what the model alone reads of the note would rank it under four of six.
+    opening_only = get_embedder().embed([truncate_to_tokens(note, WINDOW_TOKENS)])[0]
+    above = get_embedder().embed(others) @ question > float(opening_only @ question)
+    assert int(above.sum()) >= 4
+    assert store(note, namespace="long-notes").duplicate  # stored once, as any memory
 
 
 def test_a_close_is_never_stamped_before_the_memory_began(embedder) -> None:
