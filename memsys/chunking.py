@@ -1,6 +1,6 @@
 """Turn a file's bytes into chunks: markdown by headers (with `header_path`), Python by
 top-level definitions, PDF by page, plain text by paragraphs. Every chunk fits the token
-limit of the embedding model's window (MEMSYS_CHUNK_MAX_TOKENS, 256 by default).
+limit MEMSYS_CHUNK_MAX_TOKENS: 254 by default, what the embedding model reads in one pass.
 """
 
 from __future__ import annotations

@@ -33,9 +33,10 @@ class Settings(BaseSettings):
     max_content_chars: int = Field(default=32_000, ge=1, le=10_000_000)
     max_file_bytes: int = Field(default=20 * 1024 * 1024, ge=1, le=2**40)
     max_query_chars: int = Field(default=4_000, ge=1, le=1_000_000)
-    # A document chunk's size: at most the embedding model's window (256 tokens), beyond
-    # which the model would read a chunk's start only.
-    chunk_max_tokens: int = Field(default=256, ge=16, le=256)
+    # A document chunk's size: by default the text the embedding model reads in one pass (254
+    # tokens: its 256-token window less [CLS] and [SEP]). Up to 256 is accepted as before; a
+    # chunk over 254 is embedded from pieces (memsys.whole_text), as any longer text is.
+    chunk_max_tokens: int = Field(default=254, ge=16, le=256)
 
     # Retrieval knobs: candidates each channel brings (at least the call's top_k), and the
     # HNSW search's breadth (pgvector's range).

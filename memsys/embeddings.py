@@ -152,7 +152,8 @@ class _Worker:
     for a duplicate and links the names it mentions. It takes work only when idle, and only
     once the model has embedded in this process (it may still have to load): otherwise the
     caller embeds, before its transaction, so concurrent calls never queue behind one worker
-    while they hold connections. A vector takes milliseconds; a batch never comes here."""
+    while they hold connections. A vector takes milliseconds (a memory of thousands of tokens,
+    embedded from all its pieces, up to about a second); a batch never comes here."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

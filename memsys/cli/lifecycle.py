@@ -133,8 +133,9 @@ def maintain(
     ] = None,
     as_json: Json = False,
 ) -> None:
-    """Decay scores, stage changes (demote 7 d, archive 30 d, key only 90 d), consolidation
-    of near-duplicates; small transactions, safe beside live traffic and to run twice."""
+    """Vectors the embedding queue waits for, decay scores, stage changes (demote 7 d, archive
+    30 d, key only 90 d), consolidation of near-duplicates; small transactions, safe beside
+    live traffic and to run twice."""
     from memsys.services import maintain as maintenance
 
     if not 0 < budget <= MAX_BUDGET_S:  # NaN too: a cron job with a bad value did nothing
@@ -160,7 +161,8 @@ def _maintained(r: dict[str, Any]) -> None:
     stages = ", ".join(f"{k} {v}" for k, v in r["stages"].items())
     state = "complete" if r["complete"] else "stopped at the time budget (run again)"
     echo(
-        f"Maintenance {state} in {r['seconds']:.1f} s: {r['rescored']} rescored, {moved}, "
+        f"Maintenance {state} in {r['seconds']:.1f} s: {r['embedded']} embedded, "
+        f"{r['rescored']} rescored, {moved}, "
         f"{r['merged']} merged, {r['counters_folded']} counters folded, "
         f"{r['traces_pruned']} traces pruned"
     )

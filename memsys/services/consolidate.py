@@ -45,14 +45,17 @@ def watermark(session: Session) -> tuple[datetime, str] | None:
 def candidates(
     session: Session, since: tuple[datetime, str] | None, namespace: str | None, size: int
 ) -> list[Chunk]:
-    stmt = select(Chunk).where(
-        Chunk.doc_type == "memory", Chunk.valid_to.is_(None), Chunk.embedding.is_not(None)
-    )
+    """The next memories after `since`, oldest first, up to the first one still waiting on the
+    embedding queue for its vector: the watermark moves past whatever is returned, so a
+    memory without a vector yet is left for a later run, never skipped."""
+    stmt = select(Chunk).where(Chunk.doc_type == "memory", Chunk.valid_to.is_(None))
     if since is not None:
         stmt = stmt.where(tuple_(Chunk.created_at, Chunk.id) > since)
     if namespace:
         stmt = stmt.where(Chunk.namespace == namespace)
-    return list(session.scalars(stmt.order_by(Chunk.created_at, Chunk.id).limit(size)))
+    rows = list(session.scalars(stmt.order_by(Chunk.created_at, Chunk.id).limit(size)))
+    waiting = next((n for n, c in enumerate(rows) if c.embedding is None), len(rows))
+    return rows[:waiting]
 
 
 # The nearest live memories of the same namespace and type, by the HNSW index (an

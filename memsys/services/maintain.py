@@ -1,12 +1,15 @@
-"""`memsys maintain`: access counters, decay scores, stage changes, consolidation.
+"""`memsys maintain`: vectors the embedding queue waits for, access counters, decay scores,
+stage changes, consolidation.
 
 Decay scores are written when a memory's S003 band changes (decay.moved_bands), not on every
 run. Each step works in small transactions (a batch of memories each), so it can run beside
 live traffic: rows a reader or writer holds are skipped (`SKIP LOCKED`) and picked up by the next
-run. Every step is idempotent — a second run right after the first changes nothing — and the
-whole run stops starting new batches once its time budget is spent (the report says whether
-it finished). `now` is injectable: tests and the lifecycle benchmark move the clock instead of
-waiting. Run it daily from cron, e.g.
+run. The queue comes first: chunks an upgrade queued to be embedded again, or indexed with
+`--no-wait`, get their vectors here when no `memsys serve` / `memsys mcp` worker did it, and
+consolidation compares memories by those vectors. Every step is idempotent — a second run
+right after the first changes nothing — and the whole run stops starting new batches once
+its time budget is spent (the report says whether it finished). `now` is injectable: tests
+and the lifecycle benchmark move the clock instead of waiting. Run it daily from cron, e.g.
 
     15 3 * * *  /path/to/.venv/bin/memsys maintain --budget 300 >> ~/.memsys-maintain.log 2>&1
 """
@@ -20,7 +23,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memsys.db import session_scope
-from memsys.services import access, consolidate, debug, decay, events, lifecycle, namespaces
+from memsys.services import (
+    access,
+    consolidate,
+    debug,
+    decay,
+    embedding_queue,
+    events,
+    lifecycle,
+    namespaces,
+)
 
 BATCH = 500
 CANDIDATE_BATCH = 200
@@ -29,6 +41,7 @@ CANDIDATE_BATCH = 200
 @dataclass
 class Report:
     now: str
+    embedded: int = 0
     counters_folded: int = 0
     rescored: int = 0
     moved: dict[str, int] = field(default_factory=dict)
@@ -57,6 +70,12 @@ def run(
     def time_left() -> bool:
         return time.monotonic() - started < budget_s
 
+    while time_left():  # chunks waiting for their vectors, a batch per transaction
+        with session_scope() as session:
+            embedded = embedding_queue.embed_pending(session, namespace=namespace)
+        report.embedded += embedded
+        if not embedded:
+            break
     while time_left():  # the day's accesses into the counters, a batch per transaction
         with session_scope() as session:
             taken, counters = access.fold_batch(session)

@@ -8,12 +8,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from memsys import contradiction
+from memsys.embeddings import get_embedder
 from memsys.errors import NotFound
 from memsys.models import Chunk
+from memsys.retrieval import dense
 from memsys.schemas.edges import MemoryRelateIn
 from memsys.schemas.maintenance import (
     BackfillEdgesIn,
@@ -32,12 +35,12 @@ SUPERSEDE_SIMILARITY = 0.75
 
 _NEAREST = text(
     """
-    WITH origin AS (SELECT embedding FROM chunk WHERE namespace = :ns AND id = :id)
-    SELECT c.id, c.content, c.created_at, 1 - (c.embedding <=> o.embedding) AS similarity
-    FROM chunk c, origin o
+    SELECT c.id, c.content, c.created_at,
+           1 - (c.embedding <=> CAST(:embedding AS vector)) AS similarity
+    FROM chunk c
     WHERE c.namespace = :ns AND c.doc_type = 'memory' AND c.valid_to IS NULL AND c.id <> :id
       AND c.embedding IS NOT NULL
-    ORDER BY c.embedding <=> o.embedding
+    ORDER BY c.embedding <=> CAST(:embedding AS vector)
     LIMIT :k
     """
 )
@@ -57,10 +60,14 @@ _ORPHANS = text(
 )
 
 
-def _nearest(session: Session, memory: Any, threshold: float) -> list[Any]:
-    rows = session.execute(
-        _NEAREST, {"ns": memory.namespace, "id": memory.id, "k": CANDIDATES}
-    ).all()
+def _nearest(session: Session, memory: Chunk, threshold: float) -> list[Any]:
+    """The memory's nearest live neighbours by meaning, most similar first. A memory still
+    waiting on the embedding queue for its vector (an upgrade queued it to be embedded
+    whole) is embedded here, as the queue will embed it."""
+    stored = memory.embedding
+    vector = get_embedder().embed_one(memory.content) if stored is None else np.asarray(stored)
+    params = {"ns": memory.namespace, "id": memory.id, "k": CANDIDATES}
+    rows = session.execute(_NEAREST, {**params, "embedding": dense.literal(vector)}).all()
     return [r for r in rows if r.similarity >= threshold]
 
 

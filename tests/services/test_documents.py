@@ -329,3 +329,27 @@ def test_sync_indexing_reports_embedding_progress_block_by_block(tmp_path, embed
     assert len(embedded) >= 3  # the bar moves while the model works, not only at the end
     assert [d for d, _ in embedded] == sorted(d for d, _ in embedded)
     assert embedded[-1][0] == embedded[-1][1] >= 80
+
+
+def test_a_queue_batch_stops_at_its_token_budget(embedder, monkeypatch) -> None:
+    """A batch's rows stay locked while it embeds, and a writer of one of them waits: long
+    memories queued by an upgrade are taken a few at a time (by tokens), not 64 at once."""
+    from sqlalchemy import text
+
+    from memsys.services import embedding_queue
+
+    notes = [
+        " ".join(f"Note {k}, paragraph {n}: the queue embeds long memories." for n in range(30))
+        for k in range(3)
+    ]
+    ids = [store(note).id for note in notes]
+    with session_scope() as s:
+        tokens = s.scalars(select(Chunk.token_count).where(Chunk.id.in_(ids))).all()
+        s.execute(text("UPDATE chunk SET embedding = NULL WHERE id = ANY(:ids)"), {"ids": ids})
+    assert all(400 < t < 450 for t in tokens)
+    monkeypatch.setattr(embedding_queue, "EMBED_TOKENS", 900)
+    with session_scope() as s:
+        assert embedding_queue.embed_pending(s) == 2  # a third would pass 900 tokens
+    with session_scope() as s:
+        assert embedding_queue.embed_pending(s) == 1
+        assert embedding_queue.pending_count(s) == 0

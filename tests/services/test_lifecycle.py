@@ -310,6 +310,42 @@ def test_near_duplicates_are_consolidated_once(embedder: Any) -> None:
     assert maintain.run(now=days(0)).merged == 0
 
 
+def _queue_for_embedding(*memory_ids: str) -> None:
+    """What the upgrade to whole-text vectors does to a long memory: its vector cleared, it
+    waits on the embedding queue."""
+    with session_scope() as s:
+        s.execute(
+            text("UPDATE chunk SET embedding = NULL WHERE id = ANY(:ids)"),
+            {"ids": list(memory_ids)},
+        )
+
+
+def test_maintain_embeds_queued_memories_then_consolidates_them(embedder: Any) -> None:
+    """Where no server's worker runs (the CLI alone, after an upgrade queued long memories),
+    `memsys maintain` gives queued memories their vectors first; consolidation, which compares
+    by vectors, then merges the near-duplicates among them rather than passing them by."""
+    first = store("The deploy script lives in tools/deploy.sh", memory_type="fact").id
+    second = store("The deploy script lives in tools/deploy.sh.", memory_type="fact").id
+    _queue_for_embedding(first, second)
+    report = maintain.run(now=days(0))
+    assert report.embedded == 2 and report.merged == 1
+    with session_scope() as s:
+        assert s.scalar(text("SELECT count(*) FROM chunk WHERE embedding IS NULL")) == 0
+
+
+def test_consolidation_stops_before_a_memory_still_waiting_for_its_vector(embedder: Any) -> None:
+    """The watermark moves past every candidate a run looks at, so one without a vector must
+    end the run's candidates: it is merged later, once embedded, never skipped for good."""
+    from memsys.services import consolidate
+
+    first = store("The deploy script lives in tools/deploy.sh", memory_type="fact").id
+    waiting = store("The deploy script lives in tools/deploy.sh.", memory_type="fact").id
+    store("Grafana dashboards are provisioned from JSON files", memory_type="fact")
+    _queue_for_embedding(waiting)
+    with session_scope() as s:
+        assert [c.id for c in consolidate.candidates(s, None, None, 10)] == [first]
+
+
 def test_consolidation_leaves_a_memory_a_client_is_forgetting(embedder: Any) -> None:
     """A run merged into a memory a client was forgetting at that moment and then failed
     ("Memory not found", the whole batch rolled back): the candidate is held too, and one
