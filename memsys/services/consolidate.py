@@ -29,11 +29,27 @@ NEIGHBOURS = 5
 WATERMARK = "consolidate"
 
 
-def watermark(session: Session) -> tuple[datetime, str] | None:
-    """(creation time, id) up to which memories have been looked at by an earlier run."""
+def watermark(session: Session, namespace: str | None = None) -> tuple[datetime, str] | None:
+    """(creation time, id) up to which memories have been looked at by an earlier run: a run
+    over every namespace, or one over `namespace` alone, whichever went further. A run over
+    one namespace moves only its own mark, so it never carries another namespace's memories
+    past the mark of the runs over all of them."""
+    marks = [m for m in (_mark(session, s) for s in _scopes(namespace)) if m is not None]
+    return max(marks) if marks else None
+
+
+def _scopes(namespace: str | None) -> list[str]:
+    return ["*"] if namespace is None else ["*", namespace]
+
+
+def _mark(session: Session, scope: str) -> tuple[datetime, str] | None:
     payload = session.scalar(
         select(Event.payload)
-        .where(Event.event_type == "maintenance", Event.operation == WATERMARK)
+        .where(
+            Event.event_type == "maintenance",
+            Event.operation == WATERMARK,
+            Event.namespace == scope,
+        )
         .order_by(Event.occurred_at.desc(), Event.id.desc())
         .limit(1)
     )
@@ -44,18 +60,19 @@ def watermark(session: Session) -> tuple[datetime, str] | None:
 
 def candidates(
     session: Session, since: tuple[datetime, str] | None, namespace: str | None, size: int
-) -> list[Chunk]:
+) -> tuple[list[Chunk], bool]:
     """The next memories after `since`, oldest first, up to the first one still waiting on the
-    embedding queue for its vector: the watermark moves past whatever is returned, so a
-    memory without a vector yet is left for a later run, never skipped."""
+    embedding queue for its vector, and whether the list stopped at one: the watermark moves
+    past whatever is returned, so a memory without a vector yet is left for a later run, never
+    skipped, and the run is not complete."""
     stmt = select(Chunk).where(Chunk.doc_type == "memory", Chunk.valid_to.is_(None))
     if since is not None:
         stmt = stmt.where(tuple_(Chunk.created_at, Chunk.id) > since)
     if namespace:
         stmt = stmt.where(Chunk.namespace == namespace)
     rows = list(session.scalars(stmt.order_by(Chunk.created_at, Chunk.id).limit(size)))
-    waiting = next((n for n, c in enumerate(rows) if c.embedding is None), len(rows))
-    return rows[:waiting]
+    waiting = next((n for n, c in enumerate(rows) if c.embedding is None), None)
+    return (rows, False) if waiting is None else (rows[:waiting], True)
 
 
 # The nearest live memories of the same namespace and type, by the HNSW index (an
@@ -152,11 +169,12 @@ def merge_one(session: Session, chunk: Chunk, now: datetime, ids: list[str]) -> 
     return [c.id for c in merged]
 
 
-def advance(session: Session, last: Chunk, merges: int) -> None:
-    """Move the watermark past `last` (the newest candidate looked at)."""
+def advance(session: Session, last: Chunk, merges: int, namespace: str | None = None) -> None:
+    """Move the watermark of a run over every namespace (or over `namespace` alone) past
+    `last`, the newest candidate looked at."""
     events.record(
         session,
-        namespace="*",
+        namespace=namespace or "*",
         event_type="maintenance",
         operation=WATERMARK,
         payload={"upto": last.created_at.isoformat(), "upto_id": last.id, "merges": merges},

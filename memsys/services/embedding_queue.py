@@ -28,7 +28,8 @@ _PENDING_SQL = """
 _READY = text(
     """
     UPDATE document d SET status = 'ready'
-    WHERE d.status = 'pending' AND d.valid_to IS NULL AND NOT EXISTS (
+    WHERE d.status = 'pending' AND d.valid_to IS NULL
+      AND (CAST(:namespace AS text) IS NULL OR d.namespace = :namespace) AND NOT EXISTS (
         SELECT 1 FROM chunk c
         WHERE c.namespace = d.namespace AND c.document_id = d.id
           AND c.embedding IS NULL AND c.valid_to IS NULL)
@@ -66,7 +67,7 @@ def embed_pending(
             for i, r in enumerate(rows)
         ],
     )
-    session.execute(_READY)
+    session.execute(_READY, {"namespace": namespace})
     return len(rows)
 
 

@@ -16,6 +16,7 @@ and the lifecycle benchmark move the clock instead of waiting. Run it daily from
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -33,6 +34,8 @@ from memsys.services import (
     lifecycle,
     namespaces,
 )
+
+log = logging.getLogger(__name__)
 
 BATCH = 500
 CANDIDATE_BATCH = 200
@@ -70,12 +73,17 @@ def run(
     def time_left() -> bool:
         return time.monotonic() - started < budget_s
 
-    while time_left():  # chunks waiting for their vectors, a batch per transaction
-        with session_scope() as session:
-            embedded = embedding_queue.embed_pending(session, namespace=namespace)
-        report.embedded += embedded
-        if not embedded:
-            break
+    queue_done = False
+    try:
+        while time_left():  # chunks waiting for their vectors, a batch per transaction
+            with session_scope() as session:
+                embedded = embedding_queue.embed_pending(session, namespace=namespace)
+            report.embedded += embedded
+            if not embedded:
+                queue_done = True
+                break
+    except Exception:  # the model failed: the other steps need no model, and still run
+        log.warning("maintenance: the embedding queue was not drained", exc_info=True)
     while time_left():  # the day's accesses into the counters, a batch per transaction
         with session_scope() as session:
             taken, counters = access.fold_batch(session)
@@ -108,10 +116,10 @@ def run(
     closed: set[str] = set()
     while stages_done and time_left():
         with session_scope() as session:
-            since = consolidate.watermark(session)
-            chunks = consolidate.candidates(session, since, namespace, CANDIDATE_BATCH)
+            since = consolidate.watermark(session, namespace)
+            chunks, waiting = consolidate.candidates(session, since, namespace, CANDIDATE_BATCH)
             if not chunks:
-                merges_done = True
+                merges_done = not waiting  # else the next one waits for its vector
                 break
             merged_now = 0
             near = consolidate.near_duplicates(session, chunks)
@@ -127,13 +135,13 @@ def run(
                     merged_now += len(gone)
                 done.append(chunk)
             if done:  # the watermark stops before a skipped candidate: the next run takes it
-                consolidate.advance(session, done[-1], merged_now)
+                consolidate.advance(session, done[-1], merged_now, namespace)
             report.merged += merged_now
             report.batches += 1
             if len(done) < len(chunks):
                 break
 
-    report.complete = stages_done and merges_done
+    report.complete = queue_done and stages_done and merges_done
     report.seconds = round(time.monotonic() - started, 3)
     with session_scope() as session:
         report.stages = lifecycle.stage_counts(session, namespace)

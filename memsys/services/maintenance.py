@@ -158,7 +158,9 @@ def check_supersedes(session: Session, params: CheckSupersedesIn) -> CheckSupers
 
 def backfill_edges(session: Session, params: BackfillEdgesIn) -> BackfillEdgesOut:
     """Memories with no live edge at all get their entity mentions linked; one that names no
-    entity is related to its nearest memory (relates_to) when that is similar enough."""
+    entity is related to its nearest memory (relates_to) when that is similar enough. One
+    still waiting on the embedding queue for its vector is left for a later run (it stays
+    among `remaining_orphans`): embedding it here would hold the namespace meanwhile."""
     namespaces.require(session, params.namespace)  # a typo is no namespace without orphans
     args = {"ns": params.namespace, "limit": params.limit}
     orphans = session.execute(_ORPHANS, args).all()
@@ -178,6 +180,8 @@ def backfill_edges(session: Session, params: BackfillEdgesIn) -> BackfillEdgesOu
         if made:
             continue
         memory = memories.live_memory(session, row.id)
+        if memory.embedding is None:
+            continue
         near = _nearest(session, memory, params.similarity_threshold)
         if near:
             related += _relate(session, row.id, near[0].id, "relates_to")

@@ -343,7 +343,51 @@ def test_consolidation_stops_before_a_memory_still_waiting_for_its_vector(embedd
     store("Grafana dashboards are provisioned from JSON files", memory_type="fact")
     _queue_for_embedding(waiting)
     with session_scope() as s:
-        assert [c.id for c in consolidate.candidates(s, None, None, 10)] == [first]
+        chunks, waiting_seen = consolidate.candidates(s, None, None, 10)
+        assert [c.id for c in chunks] == [first] and waiting_seen
+
+
+def test_a_run_that_cannot_embed_a_queued_memory_says_it_is_not_complete(embedder: Any) -> None:
+    """A queued memory another process is embedding (its row locked) holds consolidation
+    back: the report says the run did not finish, and the next run merges it."""
+    store("The deploy script lives in tools/deploy.sh", memory_type="fact")
+    twin = store("The deploy script lives in tools/deploy.sh.", memory_type="fact").id
+    _queue_for_embedding(twin)
+    with Session(get_engine()) as worker:  # another worker holds the row while it embeds
+        worker.execute(text("SELECT 1 FROM chunk WHERE id = :id FOR UPDATE"), {"id": twin})
+        held = maintain.run(now=days(0))
+        worker.rollback()
+    assert (held.embedded, held.merged, held.complete) == (0, 0, False)
+    after = maintain.run(now=days(0))
+    assert (after.embedded, after.merged, after.complete) == (1, 1, True)
+
+
+def test_a_run_over_one_namespace_leaves_the_others_for_a_full_run(embedder: Any) -> None:
+    """The consolidation watermark of a `--namespace` run is its own: it used to move the
+    one mark every run reads past the other namespaces' memories, unmerged for good."""
+    store("The deploy script lives in tools/deploy.sh", memory_type="fact", namespace="ns-x")
+    store("The deploy script lives in tools/deploy.sh.", memory_type="fact", namespace="ns-x")
+    store("Grafana dashboards are provisioned from JSON", memory_type="fact", namespace="ns-y")
+    assert maintain.run(now=days(0), namespace="ns-y").merged == 0
+    assert maintain.run(now=days(0)).merged == 1
+
+
+def test_maintenance_runs_its_other_steps_when_the_model_fails(embedder: Any, monkeypatch) -> None:
+    """Only the queue needs the model: a model that will not load leaves the queue for the
+    next run (the report says the run is not complete) and ages memories all the same."""
+    from memsys.services import embedding_queue
+
+    waiting = store("The deploy script lives in tools/deploy.sh", memory_type="fact").id
+    store("Grafana dashboards are provisioned from JSON", memory_type="fact")
+    _queue_for_embedding(waiting)
+
+    def broken() -> Any:
+        raise RuntimeError("the model could not be loaded")
+
+    monkeypatch.setattr(embedding_queue, "get_embedder", broken)
+    report = maintain.run(now=days(8))
+    assert report.embedded == 0 and not report.complete
+    assert report.rescored == 2 and report.moved.get("demoted") == 2
 
 
 def test_consolidation_leaves_a_memory_a_client_is_forgetting(embedder: Any) -> None:
