@@ -6,6 +6,8 @@ Safe to drain from several processes at once: a batch locks its rows with SKIP L
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlalchemy import text, update
 from sqlalchemy.orm import Session
 
@@ -18,6 +20,14 @@ EMBED_BATCH = 64
 # (up to ~9,500 tokens, about a second of model time) goes alone.
 EMBED_TOKENS = 64 * 256
 
+# The sizes of the next rows first (no lock), so that the batch locks only the rows it will
+# embed: rows locked and then left out would hold their writers for nothing.
+_SIZES_SQL = """
+    SELECT token_count FROM chunk
+    WHERE embedding IS NULL AND valid_to IS NULL {only}
+    ORDER BY created_at, id
+    LIMIT :limit
+"""
 _PENDING_SQL = """
     SELECT namespace, id, content, token_count FROM chunk
     WHERE embedding IS NULL AND valid_to IS NULL {only}
@@ -50,15 +60,15 @@ def embed_pending(
         "" if namespace is None else " AND namespace = :namespace"
     )
     params: dict[str, object] = {"limit": limit, "only": only, "namespace": namespace}
-    rows = session.execute(text(_PENDING_SQL.format(only=where)), params).all()
+    sizes = session.scalars(text(_SIZES_SQL.format(only=where)), params).all()
+    fits = _within_budget(sizes)
+    if not fits:
+        return 0
+    rows = session.execute(text(_PENDING_SQL.format(only=where)), {**params, "limit": fits}).all()
+    # Rows another worker holds were skipped and later ones taken instead: cut again.
+    rows = rows[: _within_budget([r.token_count for r in rows])]
     if not rows:
         return 0
-    tokens = 0
-    for taken, row in enumerate(rows):
-        tokens += row.token_count or 0
-        if taken and tokens > EMBED_TOKENS:
-            rows = rows[:taken]  # the rest stay queued (their locks go with this transaction)
-            break
     vectors = get_embedder().embed([r.content for r in rows])
     session.execute(
         update(Chunk),
@@ -69,6 +79,17 @@ def embed_pending(
     )
     session.execute(_READY, {"namespace": namespace})
     return len(rows)
+
+
+def _within_budget(sizes: Sequence[int | None]) -> int:
+    """How many of these rows, in order, one batch takes: all up to EMBED_TOKENS, and at
+    least the first (a memory over the budget goes alone)."""
+    tokens = 0
+    for taken, size in enumerate(sizes):
+        tokens += size or 0
+        if taken and tokens > EMBED_TOKENS:
+            return taken
+    return len(sizes)
 
 
 def pending_count(session: Session) -> int:

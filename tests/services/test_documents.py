@@ -335,7 +335,9 @@ def test_a_queue_batch_stops_at_its_token_budget(embedder, monkeypatch) -> None:
     """A batch's rows stay locked while it embeds, and a writer of one of them waits: long
     memories queued by an upgrade are taken a few at a time (by tokens), not 64 at once."""
     from sqlalchemy import text
+    from sqlalchemy.exc import OperationalError
 
+    from memsys.db import get_engine
     from memsys.services import embedding_queue
 
     notes = [
@@ -348,8 +350,27 @@ def test_a_queue_batch_stops_at_its_token_budget(embedder, monkeypatch) -> None:
         s.execute(text("UPDATE chunk SET embedding = NULL WHERE id = ANY(:ids)"), {"ids": ids})
     assert all(400 < t < 450 for t in tokens)
     monkeypatch.setattr(embedding_queue, "EMBED_TOKENS", 900)
+    model = embedding_queue.get_embedder()
+    free_while_embedding = []
+
+    class Probe:  # the real model, and a writer's try at the row the batch leaves out
+        def embed(self, texts: list[str]):  # type: ignore[no-untyped-def]
+            with get_engine().connect() as writer:
+                try:
+                    writer.execute(
+                        text("SELECT 1 FROM chunk WHERE id = :id FOR UPDATE NOWAIT"),
+                        {"id": ids[2]},
+                    )
+                    free_while_embedding.append(True)
+                except OperationalError:
+                    free_while_embedding.append(False)
+                writer.rollback()
+            return model.embed(texts)
+
+    monkeypatch.setattr(embedding_queue, "get_embedder", Probe)
     with session_scope() as s:
         assert embedding_queue.embed_pending(s) == 2  # a third would pass 900 tokens
+    assert free_while_embedding == [True]  # the row left out was not locked meanwhile
     with session_scope() as s:
         assert embedding_queue.embed_pending(s) == 1
         assert embedding_queue.pending_count(s) == 0
