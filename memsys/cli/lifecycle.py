@@ -159,7 +159,9 @@ def maintain(
 def _maintained(r: dict[str, Any]) -> None:
     moved = ", ".join(f"{k} {v}" for k, v in sorted(r["moved"].items())) or "nothing moved"
     stages = ", ".join(f"{k} {v}" for k, v in r["stages"].items())
-    state = "complete" if r["complete"] else "stopped at the time budget (run again)"
+    # Not complete: the time budget ran out, or a memory still waits for its vector (another
+    # process is embedding it, or the model failed: the log says which).
+    state = "complete" if r["complete"] else "not finished (run again)"
     echo(
         f"Maintenance {state} in {r['seconds']:.1f} s: {r['embedded']} embedded, "
         f"{r['rescored']} rescored, {moved}, "
