@@ -49,7 +49,7 @@ def embed_whole(embed: Callable[[list[str]], np.ndarray], texts: list[str]) -> n
     pieces of the long ones, so a batch stays one batch."""
     pieces: list[str] = []
     spans: list[tuple[int, int, int]] = []  # (text position, first piece, end)
-    for i in beyond_window(texts) if texts else []:
+    for i in beyond_window(texts):
         own = split_to_budget(texts[i], PIECE_TOKENS)
         if own:  # always, for a text of that many tokens; else it is embedded as it is
             spans.append((i, len(pieces), len(pieces) + len(own)))

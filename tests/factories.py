@@ -17,6 +17,20 @@ def store(content: str, **fields: Any) -> MemoryStoreOut:
     return runner.execute(memories.store, MemoryStoreIn, {"content": content, **fields})
 
 
+def queue_for_embedding(*memory_ids: str) -> None:
+    """What the upgrade to whole-text vectors does to a long memory: its vector is cleared,
+    which puts it on the embedding queue until a worker embeds it again."""
+    from sqlalchemy import text
+
+    from memsys.db import session_scope
+
+    with session_scope() as s:
+        s.execute(
+            text("UPDATE chunk SET embedding = NULL WHERE id = ANY(:ids)"),
+            {"ids": list(memory_ids)},
+        )
+
+
 def set_preference(key: str, value: Any, **fields: Any):  # type: ignore[no-untyped-def]
     return runner.execute(
         preferences.set_value, PreferenceSetIn, {"key": key, "value": value, **fields}

@@ -156,8 +156,8 @@ _ANALYSED = text(
 def analysed_bm25(session: Session, ns: str) -> tuple[scoring.OkapiBM25, list[str]]:
     """Exhaustive Okapi BM25 over the namespace's live chunks as they are stored for full text
     (`chunk.tsv`: the English analysis plus identifier parts; the lexical channel's tokens,
-    lengths and corpus: every live
-    chunk, as corpus_stat counts them), and the chunk ids in its order."""
+    lengths and corpus: every live chunk, as corpus_stat counts them), and the chunk ids in
+    its order."""
     docs: dict[str, Counter[str]] = {}
     lengths: dict[str, int] = {}
     for row in session.execute(_ANALYSED, {"namespace": ns}):

@@ -34,12 +34,9 @@ def watermark(session: Session, namespace: str | None = None) -> tuple[datetime,
     over every namespace, or one over `namespace` alone, whichever went further. A run over
     one namespace moves only its own mark, so it never carries another namespace's memories
     past the mark of the runs over all of them."""
-    marks = [m for m in (_mark(session, s) for s in _scopes(namespace)) if m is not None]
+    scopes = ["*"] if namespace is None else ["*", namespace]
+    marks = [m for m in (_mark(session, s) for s in scopes) if m is not None]
     return max(marks) if marks else None
-
-
-def _scopes(namespace: str | None) -> list[str]:
-    return ["*"] if namespace is None else ["*", namespace]
 
 
 def _mark(session: Session, scope: str) -> tuple[datetime, str] | None:

@@ -22,7 +22,7 @@ from memsys.schemas import (
 from memsys.services import documents, index_stats, indexing
 from memsys.services import search as search_service
 from tests.conftest import table_counts
-from tests.factories import index, store, write_docs, write_pdf
+from tests.factories import index, queue_for_embedding, store, write_docs, write_pdf
 
 
 def live_chunks(source: Path) -> list[Chunk]:
@@ -347,7 +347,7 @@ def test_a_queue_batch_stops_at_its_token_budget(embedder, monkeypatch) -> None:
     ids = [store(note).id for note in notes]
     with session_scope() as s:
         tokens = s.scalars(select(Chunk.token_count).where(Chunk.id.in_(ids))).all()
-        s.execute(text("UPDATE chunk SET embedding = NULL WHERE id = ANY(:ids)"), {"ids": ids})
+    queue_for_embedding(*ids)
     assert all(400 < t < 450 for t in tokens)
     monkeypatch.setattr(embedding_queue, "EMBED_TOKENS", 900)
     model = embedding_queue.get_embedder()

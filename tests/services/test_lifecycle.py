@@ -31,7 +31,7 @@ from memsys.services import (
     query,
 )
 from memsys.services import decay as decay_rules
-from tests.factories import store
+from tests.factories import queue_for_embedding, store
 
 LONG = (
     "The nightly backup job copies the Postgres base backup to the storage bucket. "
@@ -310,23 +310,13 @@ def test_near_duplicates_are_consolidated_once(embedder: Any) -> None:
     assert maintain.run(now=days(0)).merged == 0
 
 
-def _queue_for_embedding(*memory_ids: str) -> None:
-    """What the upgrade to whole-text vectors does to a long memory: its vector cleared, it
-    waits on the embedding queue."""
-    with session_scope() as s:
-        s.execute(
-            text("UPDATE chunk SET embedding = NULL WHERE id = ANY(:ids)"),
-            {"ids": list(memory_ids)},
-        )
-
-
 def test_maintain_embeds_queued_memories_then_consolidates_them(embedder: Any) -> None:
     """Where no server's worker runs (the CLI alone, after an upgrade queued long memories),
     `memsys maintain` gives queued memories their vectors first; consolidation, which compares
     by vectors, then merges the near-duplicates among them rather than passing them by."""
     first = store("The deploy script lives in tools/deploy.sh", memory_type="fact").id
     second = store("The deploy script lives in tools/deploy.sh.", memory_type="fact").id
-    _queue_for_embedding(first, second)
+    queue_for_embedding(first, second)
     report = maintain.run(now=days(0))
     assert report.embedded == 2 and report.merged == 1
     with session_scope() as s:
@@ -341,7 +331,7 @@ def test_consolidation_stops_before_a_memory_still_waiting_for_its_vector(embedd
     first = store("The deploy script lives in tools/deploy.sh", memory_type="fact").id
     waiting = store("The deploy script lives in tools/deploy.sh.", memory_type="fact").id
     store("Grafana dashboards are provisioned from JSON files", memory_type="fact")
-    _queue_for_embedding(waiting)
+    queue_for_embedding(waiting)
     with session_scope() as s:
         chunks, waiting_seen = consolidate.candidates(s, None, None, 10)
         assert [c.id for c in chunks] == [first] and waiting_seen
@@ -352,7 +342,7 @@ def test_a_run_that_cannot_embed_a_queued_memory_says_it_is_not_complete(embedde
     back: the report says the run did not finish, and the next run merges it."""
     store("The deploy script lives in tools/deploy.sh", memory_type="fact")
     twin = store("The deploy script lives in tools/deploy.sh.", memory_type="fact").id
-    _queue_for_embedding(twin)
+    queue_for_embedding(twin)
     with Session(get_engine()) as worker:  # another worker holds the row while it embeds
         worker.execute(text("SELECT 1 FROM chunk WHERE id = :id FOR UPDATE"), {"id": twin})
         held = maintain.run(now=days(0))
@@ -379,7 +369,7 @@ def test_maintenance_runs_its_other_steps_when_the_model_fails(embedder: Any, mo
 
     waiting = store("The deploy script lives in tools/deploy.sh", memory_type="fact").id
     store("Grafana dashboards are provisioned from JSON", memory_type="fact")
-    _queue_for_embedding(waiting)
+    queue_for_embedding(waiting)
 
     def broken() -> Any:
         raise RuntimeError("the model could not be loaded")

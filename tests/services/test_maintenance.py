@@ -11,7 +11,7 @@ from memsys.db import session_scope
 from memsys.models import Edge
 from memsys.schemas.edges import MemoryRelateIn
 from memsys.services import embedding_queue
-from tests.factories import store
+from tests.factories import queue_for_embedding, store
 from tests.services.test_edges import fails, op
 
 
@@ -97,33 +97,21 @@ def test_bad_maintenance_calls_are_refused(embedder: Any) -> None:
     )
 
 
-def _queue_for_embedding(*memory_ids: str) -> None:
-    """What the upgrade to whole-text vectors does to a long memory: its vector is cleared,
-    which puts it on the embedding queue until a worker embeds it again."""
-    from sqlalchemy import text
-
-    with session_scope() as s:
-        s.execute(
-            text("UPDATE chunk SET embedding = NULL WHERE id = ANY(:ids)"),
-            {"ids": list(memory_ids)},
-        )
-
-
 def test_memories_waiting_for_their_vector_are_still_compared_by_meaning(embedder: Any) -> None:
     """A memory on the embedding queue has no stored vector yet: the similarity tools embed
     it on the spot, as the queue will, instead of failing on its missing similarity."""
     old = store("The request timeout is 30 seconds").id
     new = store("The request timeout is 60 seconds").id
-    _queue_for_embedding(old)
+    queue_for_embedding(old)
     found = op("memory_detect_contradictions", memory_id=old, create_edges=False)
     assert [c["memory_id"] for c in found["contradictions"]] == [new]
-    _queue_for_embedding(new)  # both waiting now: the older one is no candidate until embedded
+    queue_for_embedding(new)  # both waiting now: the older one is no candidate until embedded
     assert op("memory_check_supersedes", memory_id=new, create_edge=False)["superseded_id"] is None
     with session_scope() as s:
         assert embedding_queue.embed_pending(s, only=[old]) == 1
     assert op("memory_check_supersedes", memory_id=new, create_edge=False)["superseded_id"] == old
     waiting = store("Zebra crossings are painted white").id  # names nothing: an orphan
-    _queue_for_embedding(waiting)
+    queue_for_embedding(waiting)
     out = op("memory_backfill_edges")  # the queued orphan is left for a later run
     assert out["remaining_orphans"] >= 1
     with session_scope() as s:
