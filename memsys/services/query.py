@@ -7,8 +7,11 @@
    ("list all clients"), with their observations and relations (the knowledge service); the
    vector, graph and event_log stores are the retrieval pipeline's channels (dense + BM25,
    PPR, temporal ranges), run once; bayesian estimates P(X|Y) with its counts
-   (memsys.retrieval.bayes). A kv or relational question that finds nothing there is
-   answered by the pipeline instead, and the routing notes say so.
+   (memsys.retrieval.bayes). The structured stores answer alone only with an exact match (a
+   preference whose key the query names in full, an entity it names); a partial key or an
+   entity type ("which services use Redis?") is an answer among others, so the pipeline
+   runs too, and a kv or relational question that finds nothing there is answered by the
+   pipeline instead. The routing notes say which.
 3. Verify (execution mode): memsys.retrieval.verify.
 4. Assemble: memsys.retrieval.assemble, within the token budget.
 The trace records the plan, mode, routing, verification and output; the memories handed out
@@ -20,7 +23,9 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections import defaultdict
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -33,6 +38,7 @@ from memsys.runner import before_transaction, retrieval_only
 from memsys.schemas import PreferenceListIn
 from memsys.schemas.query import QueryChunk, QueryIn, QueryOut, RoutingOut, VerificationOut
 from memsys.services import knowledge, namespaces, preferences, search, tracing
+from memsys.services.observation_links import observation_edges
 from memsys.vocabulary import is_golden
 
 CHUNK_STORES = ("vector", "graph", "event_log")
@@ -50,7 +56,9 @@ def _words(text: str) -> set[str]:
 def _preference_items(
     session: Session, query: str, namespace: str | None, as_of: datetime | None
 ) -> list[Item]:
-    """Stored preferences whose key words the query names (most of them), best first."""
+    """Stored preferences whose key words the query names (half of them or more), best
+    first; only one whose key it names in full is ground truth (`test_runner` does not
+    answer "what is my test plan")."""
     asked = _words(query)
     items: list[Item] = []
     for ns in dict.fromkeys([n for n in (namespace, PREFERENCE_NAMESPACE) if n]):
@@ -73,7 +81,7 @@ def _preference_items(
                         content=f"{pref.key}: {value}",
                         score=round(share, 4),
                         happened_at=pref.valid_from,
-                        ground_truth=True,
+                        ground_truth=share == 1.0,
                     )
                 )
     return sorted(items, key=lambda i: -i.score)
@@ -81,43 +89,70 @@ def _preference_items(
 
 def _entity_items(
     session: Session, query: str, namespace: str | None, as_of: datetime | None
-) -> list[Item]:
+) -> tuple[list[Item], set[str]]:
     """Knowledge-graph entities the query names, or whose type it names ("which clients"),
-    with what was observed and related as of `as_of` (now when None)."""
+    with what was observed and related as of `as_of` (now when None); and the ids of the
+    observation memories those items quote."""
     ns = namespace or get_settings().graph_namespace
     text = plan.normalise(query)
     asked = _words(query)
-    chosen = [
-        e
-        for e in knowledge.live_entities(session, ns, at=as_of)
-        if re.search(rf"(?<!\w){re.escape(e.name.lower())}(?!\w)", text)
-        or e.entity_type.lower() in asked
-    ][:MAX_ENTITIES]
+    chosen: list[tuple[Any, bool]] = []
+    for e in knowledge.live_entities(session, ns, at=as_of):
+        named = re.search(rf"(?<!\w){re.escape(e.name.lower())}(?!\w)", text) is not None
+        if named or e.entity_type.lower() in asked:
+            chosen.append((e, named))
+    chosen = chosen[:MAX_ENTITIES]
     if not chosen:
-        return []
-    described = knowledge.entities_out(session, ns, chosen, at=as_of)
-    relations = knowledge.relations_of(session, ns, chosen, both=False, at=as_of)
+        return [], set()
+    entities = [e for e, _ in chosen]
+    observed: dict[str, list[str]] = defaultdict(list)
+    quoted: set[str] = set()
+    for row in observation_edges(session, ns, [e.id for e in entities], as_of):
+        observed[row.target_id].append(row.content)
+        quoted.add(row.source_id)
+    relations = knowledge.relations_of(session, ns, entities, both=False, at=as_of)
     items = []
-    for entity, out in zip(chosen, described, strict=True):
+    for entity, named in chosen:
         links = [
             f"{r.from_} {r.relationType} {r.to}"
             for r in relations
             if entity.name in (r.from_, r.to)
         ]
-        named = entity.name.lower() in text
         items.append(
             Item(
                 id=entity.id,
                 source="entity",
                 namespace=ns,
                 content="; ".join(
-                    [f"{entity.name} ({entity.entity_type})", *out.observations, *links]
+                    [f"{entity.name} ({entity.entity_type})", *observed[entity.id], *links]
                 ),
                 score=1.0 if named else 0.75,
                 happened_at=entity.created_at,
             )
         )
-    return sorted(items, key=lambda i: -i.score)
+    return sorted(items, key=lambda i: -i.score), quoted
+
+
+def _exact(item: Item) -> bool:
+    """A structured answer that may stand alone: a preference whose key the query names in
+    full, an entity it names (not one of a type it names), an estimate it asked for."""
+    if item.source == "preference":
+        return item.ground_truth
+    if item.source == "entity":
+        return item.score == 1.0
+    return item.source == "bayesian"
+
+
+def _merged(structured: list[Item], chunks: list[Item]) -> list[Item]:
+    """Exact structured answers first; the others each placed before the first chunk that
+    scores lower (both are relevances in [0, 1]); the chunks keep the pipeline's order."""
+    out = [i for i in structured if _exact(i)]
+    rest = sorted((i for i in structured if not _exact(i)), key=lambda i: -i.score)
+    for chunk in chunks:
+        while rest and rest[0].score > chunk.score:
+            out.append(rest.pop(0))
+        out.append(chunk)
+    return out + rest
 
 
 def _estimate_item(found: bayes.Estimate, namespace: str | None) -> Item:
@@ -180,8 +215,10 @@ def _query(session: Session, params: QueryIn, draft: tracing.Draft) -> QueryOut:
     if "kv" in routing.stores:
         items += _preference_items(session, params.query, params.namespace, params.as_of)
         queried.append("kv")
+    quoted: set[str] = set()  # observation memories the entity items quote already
     if "relational" in routing.stores:
-        items += _entity_items(session, params.query, params.namespace, params.as_of)
+        entities, quoted = _entity_items(session, params.query, params.namespace, params.as_of)
+        items += entities
         queried.append("relational")
     timings["structured_ms"] = _ms(mark)
     chunk_stores = [s for s in routing.stores if s in CHUNK_STORES]
@@ -196,10 +233,15 @@ def _query(session: Session, params: QueryIn, draft: tracing.Draft) -> QueryOut:
             items.append(_estimate_item(probability, params.namespace))
             queried.append("bayesian")
     found = None
-    if chunk_stores or not items:
+    if chunk_stores or not any(_exact(i) for i in items):
         if not chunk_stores:
             chunk_stores = ["vector"]
-            if queried:
+            if items:
+                notes.append(
+                    f"{' and '.join(queried)}: no exact match (a preference key named in "
+                    "part, an entity type); retrieval ran too"
+                )
+            elif queried:
                 notes.append(f"{' and '.join(queried)}: nothing found; fell back to vector")
         limit = params.top_k + assemble.EXTENDED[routing.mode] + 10
         how = tracing.replay_settings()  # a replay retrieves as its trace recorded
@@ -223,7 +265,8 @@ def _query(session: Session, params: QueryIn, draft: tracing.Draft) -> QueryOut:
             found,
             {"filters": filters, "limit": limit, "pool": max(get_settings().candidate_pool, limit)},
         )
-        items += [_chunk_item(h) for h in found.hits]
+        chunks = [_chunk_item(h) for h in found.hits if h.id not in quoted]
+        items = _merged(items, chunks)
         queried += chunk_stores
         timings.update(found.timings)
     checked = None

@@ -67,6 +67,37 @@ def test_kv_question_with_no_matching_preference_falls_back_to_retrieval(notes) 
     assert "Tuesday" in out.core_chunks[0].snippet
 
 
+def test_a_preference_key_named_in_part_does_not_answer_alone(embedder) -> None:  # type: ignore[no-untyped-def]
+    set_preference("test_runner", "pytest")
+    plan_id = store(
+        "My test plan for the release: run the smoke suite, then the full regression on "
+        "staging, then a manual check of checkout",
+        memory_type="decision",
+    ).id
+    out = ask("what is my test plan for the release?", mode="execution")
+    assert out.stores_queried == ["kv", "vector"]
+    assert any("no exact match" in n for n in out.routing.notes)
+    assert out.core_chunks[0].id == plan_id
+    pref = next(c for c in out.core_chunks if c.source == "preference")
+    assert not pref.ground_truth
+    assert out.verification is not None and out.verification.method != "ground_truth"
+    # the key named in full still answers alone, as ground truth
+    whole = ask("which test runner do I use?", mode="execution")
+    assert whole.stores_queried == ["kv"] and whole.core_chunks[0].ground_truth
+
+
+def test_an_entity_type_in_the_question_does_not_hide_the_memories(embedder) -> None:  # type: ignore[no-untyped-def]
+    from memsys.schemas.graph import CreateEntitiesIn
+    from memsys.services import knowledge
+
+    entities = [{"name": "billing-service", "entityType": "service", "observations": []}]
+    runner.execute(knowledge.create_entities, CreateEntitiesIn, {"entities": entities})
+    cache = store("The search service keeps its hot queries in Redis").id
+    out = ask("which services use Redis?")
+    assert "vector" in out.stores_queried
+    assert cache in [c.id for c in out.core_chunks]
+
+
 def test_relational_question_lists_entities_by_type(embedder) -> None:  # type: ignore[no-untyped-def]
     from memsys.schemas.graph import CreateEntitiesIn
     from memsys.services import knowledge
@@ -78,10 +109,11 @@ def test_relational_question_lists_entities_by_type(embedder) -> None:  # type: 
     ]
     runner.execute(knowledge.create_entities, CreateEntitiesIn, {"entities": entities})
     out = ask("List all clients")
-    assert out.stores_queried == ["relational"]
-    names = {c.snippet.split(" (")[0] for c in out.core_chunks}
-    assert names == {"Acme Corp", "Globex"}
-    assert all(c.source == "entity" for c in out.core_chunks)
+    assert out.stores_queried == ["relational", "vector"]  # a type is no exact match
+    listed = [c for c in out.core_chunks if c.source == "entity"]
+    assert {c.snippet.split(" (")[0] for c in listed} == {"Acme Corp", "Globex"}
+    # the observations they quote are not handed out a second time as memories
+    assert not {"Pays net 30", "Renewal in June"} & {c.snippet for c in out.core_chunks}
     named = ask("who is Globex?")
     assert named.core_chunks[0].snippet.startswith("Globex (client); Renewal in June")
     # As of a time, the entities, observations and relations of that time.
