@@ -72,6 +72,15 @@ def record_of(row: QueryTrace) -> dict[str, Any]:
     }
 
 
+def asked_as_of(row: QueryTrace) -> datetime | None:
+    """The `as_of` the traced call asked for itself (a view of the past), if any."""
+    given = (row.fusion.get("input") or {}).get("as_of")
+    try:
+        return datetime.fromisoformat(given) if isinstance(given, str) else None
+    except ValueError:
+        return None
+
+
 def _versions(session: Session, memory_id: str) -> list[Chunk]:
     return list(session.scalars(select(Chunk).where(Chunk.id == memory_id)))
 
@@ -99,11 +108,18 @@ def scope(session: Session, row: QueryTrace, memory_id: str) -> dict[str, Any]:
     if kind and chunk.doc_type != kind:
         reason = f"it is a {chunk.doc_type}; the query searched {kind}s only"
         return {"memory": memory, "bug": WRONG_STORE, "reason": reason}
-    if chunk.valid_from > row.created_at:
-        reason = "it was stored after the query ran"
+    # The rows the call saw: those valid at its own as_of, else when it ran.
+    asked = asked_as_of(row)
+    seen, when = (
+        (asked, "the time the query asked for (as_of)")
+        if asked
+        else (row.created_at, "the query ran")
+    )
+    if chunk.valid_from > seen:
+        reason = f"it was stored after {when}"
         return {"memory": memory, "bug": None, "reason": reason, "later": True}
-    if chunk.valid_to is not None and chunk.valid_to <= row.created_at:
-        reason = "it was closed (forgotten or superseded) before the query ran"
+    if chunk.valid_to is not None and chunk.valid_to <= seen:
+        reason = f"it was closed (forgotten or superseded) before {when}"
         return {"memory": memory, "bug": WRONG_LIFECYCLE, "reason": reason}
     for name, value in sorted(request.items()):
         if value is not None and _excluded_by(chunk, name, value):

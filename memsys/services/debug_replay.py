@@ -3,7 +3,8 @@
 The replay runs the traced tool itself, with the input the trace kept, inside a savepoint
 that is rolled back: what the tool does after retrieving (min_relevance, token budgets, the
 context's sections) is replayed by the same code, and nothing the tool writes (its trace,
-access counts) survives. Retrieval sees the rows valid at the trace's time (`as_of`) and uses
+access counts) survives. Retrieval sees the rows valid at the trace's time (`as_of`; the
+call's own `as_of` when it asked for one, with `now=true` too) and uses
 the fusion version, method and pool the trace recorded; a version whose weights this memsys
 no longer knows is refused, never guessed. `now=true` asks what the call returns today, with
 today's weights. The query is embedded again and its digest compared with the trace's.
@@ -30,7 +31,7 @@ from memsys.retrieval import trace as shape
 from memsys.schemas.debug import TraceBody
 from memsys.schemas.debug_replay import ReplayIn, ReplayOut
 from memsys.services import debug, tracing
-from memsys.services.debug_attribution import record_of
+from memsys.services.debug_attribution import asked_as_of, record_of
 
 # Weights the pipeline may scale per query (graph × graph_unnamed when no entity is named,
 # neighbours × the gate of write order).
@@ -79,8 +80,10 @@ def replay(session: Session, params: ReplayIn) -> ReplayOut:
     request = row.fusion.get("request") or {}
     recorded = row.channels.get("terms")
     terms = None if params.now or not recorded else lexical.QueryTerms.recorded(recorded)
+    # A call that asked for a view of the past asks for it again, now=true or not.
+    asked = asked_as_of(row)
     how = tracing.Replay(
-        as_of=None if params.now else row.created_at,
+        as_of=asked or (None if params.now else row.created_at),
         weights=weights,
         method="zfuse" if params.now else str(row.fusion.get("method", "zfuse")),
         pool=None if params.now else request.get("pool"),

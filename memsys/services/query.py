@@ -207,17 +207,20 @@ def _query(session: Session, params: QueryIn, draft: tracing.Draft) -> QueryOut:
     started = time.perf_counter()
     namespaces.require(session, params.namespace)
     routing = plan.route(params.query, params.mode)
+    # A replay reads every store as its trace's time (or the call's own as_of) says.
+    how = tracing.replay_settings()
+    as_of = how.as_of if how is not None else params.as_of
     timings: dict[str, float] = {"plan_ms": _ms(started)}
     mark = time.perf_counter()
     items: list[Item] = []
     queried: list[str] = []
     notes: list[str] = []
     if "kv" in routing.stores:
-        items += _preference_items(session, params.query, params.namespace, params.as_of)
+        items += _preference_items(session, params.query, params.namespace, as_of)
         queried.append("kv")
     quoted: set[str] = set()  # observation memories the entity items quote already
     if "relational" in routing.stores:
-        entities, quoted = _entity_items(session, params.query, params.namespace, params.as_of)
+        entities, quoted = _entity_items(session, params.query, params.namespace, as_of)
         items += entities
         queried.append("relational")
     timings["structured_ms"] = _ms(mark)
@@ -229,7 +232,7 @@ def _query(session: Session, params: QueryIn, draft: tracing.Draft) -> QueryOut:
         if named is None:
             notes.append("bayesian: the query does not name X and Y; answered by retrieval")
         else:
-            probability = bayes.estimate(session, *named, filters, params.as_of)
+            probability = bayes.estimate(session, *named, filters, as_of)
             items.append(_estimate_item(probability, params.namespace))
             queried.append("bayesian")
     found = None
@@ -244,7 +247,6 @@ def _query(session: Session, params: QueryIn, draft: tracing.Draft) -> QueryOut:
             elif queried:
                 notes.append(f"{' and '.join(queried)}: nothing found; fell back to vector")
         limit = params.top_k + assemble.EXTENDED[routing.mode] + 10
-        how = tracing.replay_settings()  # a replay retrieves as its trace recorded
         if how is None:
             found = pipeline.retrieve(
                 session, params.query, filters=filters, limit=limit, as_of=params.as_of
@@ -284,7 +286,7 @@ def _query(session: Session, params: QueryIn, draft: tracing.Draft) -> QueryOut:
     if found is not None:
         ranges = found.channels["temporal"]["ranges"]
     else:
-        ranges = [s.as_dict() for s in temporal.find(params.query, params.as_of)]
+        ranges = [s.as_dict() for s in temporal.find(params.query, as_of)]
     routing_out = RoutingOut(
         stores=routing.stores,
         reasoning=routing.reasoning,

@@ -91,6 +91,23 @@ def test_wrong_store_wrong_filter_and_lifecycle(ids: dict[str, str]) -> None:
     assert judged.error_subtype == "wrong_lifecycle_filter" and "closed" in (judged.reason or "")
 
 
+def test_a_query_as_of_the_past_is_judged_by_the_rows_valid_then(ids: dict[str, str]) -> None:
+    """A memory forgotten after the time a query asked for (as_of) was in its view: `why`
+    must not blame the lifecycle filter for it."""
+    from datetime import UTC, datetime
+
+    from memsys.schemas.query import QueryIn
+    from memsys.services import query as query_service
+
+    then = datetime.now(UTC).isoformat()
+    runner.execute(memories.forget, MemoryForgetIn, {"memory_id": ids["plant"]})
+    asked = {"query": "when does the office plant need water", "as_of": then}
+    trace_id = runner.execute(query_service.query, QueryIn, asked).query_id
+    found = why(trace_id, ids["plant"])
+    assert found.stage != "scope" and "closed" not in found.reason
+    assert judge(trace_id, expected_ids=[ids["plant"]]).error_subtype != "wrong_lifecycle_filter"
+
+
 def test_model_bug_system_error_and_right(ids: dict[str, str]) -> None:
     trace_id = recall("when do backups run", n_results=2)
     judged = judge(trace_id, expected_ids=[ids["nightly"]])

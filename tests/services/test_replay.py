@@ -156,3 +156,32 @@ def test_unknown_and_pre_debugger_traces(stored: list[str]) -> None:
         s.execute(update(QueryTrace).where(QueryTrace.id == trace_id).values(fusion={}))
     with pytest.raises(InvalidInput, match="does not hold the call it traced"):
         replay(trace_id)
+
+
+def test_a_query_replays_the_past_it_asked_for_and_its_preferences_then(embedder: Any) -> None:
+    """memory_query with its own as_of replays as of that time (not the trace's), and its
+    preferences are read as of the replayed time too."""
+    from datetime import UTC, datetime
+
+    from memsys.schemas.query import QueryIn
+    from memsys.services import query as query_service
+    from tests.factories import set_preference
+
+    def ask(**fields: Any) -> str:
+        return runner.execute(query_service.query, QueryIn, fields).query_id
+
+    store("The API gateway timeout is 30 seconds", namespace="project:t")
+    then = datetime.now(UTC).isoformat()
+    store("The API gateway timeout was raised to 60 seconds for uploads", namespace="project:t")
+    past = ask(query="what is the API gateway timeout", namespace="project:t", as_of=then)
+    again = replay(past)
+    assert again.identical, again.diff
+    assert again.as_of is not None and again.as_of.isoformat() == then
+    assert replay(past, now=True).identical  # the past it asked for has not changed
+
+    set_preference("editor", "helix")
+    before = ask(query="what's my editor?")
+    set_preference("editor", "vim")
+    replayed = replay(before)
+    assert replayed.identical, replayed.diff
+    assert "helix" in replayed.replay.output["text"]
