@@ -192,7 +192,8 @@ def relevance(similarity: float | None, bm25: float, bm25_max: float) -> float:
     """An absolute relevance in [0, 1] for people and cut-offs (min_relevance).
 
     Noisy-OR of the cosine similarity (clipped at 0) and the share of the query's BM25 weight
-    the chunk matches: an unrelated chunk scores low whatever else was found, unlike a score
+    the chunk matches (`bm25_max`: what the chunk would score matching every query term once,
+    at its own length): an unrelated chunk scores low whatever else was found, unlike a score
     normalised to the best hit.
     """
     sim = max(0.0, similarity or 0.0)

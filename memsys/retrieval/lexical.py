@@ -135,6 +135,14 @@ class QueryTerms:
             best[base] = max(best.get(base, 0.0), weight)
         return sum(best.values())
 
+    def whole_at(self, doc_len: float | None) -> float:
+        """`whole` for a chunk of `doc_len` lexemes: BM25 scores a long chunk's match lower
+        (b), so its share of the query is measured against what a chunk of its own length
+        matching every term once would score."""
+        if not doc_len or self.avgdl <= 0:
+            return self.whole
+        return self.whole * (K1 + 1) / (1 + K1 * (1 - B + B * doc_len / self.avgdl))
+
     @property
     def searchable(self) -> bool:
         return self.doc_count > 0 and any(d > 0 for d in self.df)

@@ -91,7 +91,7 @@ _DETAILS = text(
     """
     SELECT c.namespace, c.id, c.doc_type, c.content, c.token_count, c.memory_type,
            c.importance, c.confidence, c.tags, c.metadata, c.source_file, c.chunk_index,
-           c.header_path, c.created_at, c.stage,
+           c.header_path, c.created_at, c.stage, c.doc_len,
            coalesce(c.occurred_at, c.created_at) AS happened
     FROM chunk c
     JOIN unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])) AS k(namespace, id)
@@ -200,7 +200,6 @@ def retrieve(
     if terms is None:  # a replay passes the term statistics its trace recorded
         terms = lexical.analyse(session, query, given.get("namespace"))
     lexical_hits = lexical.search(session, terms, given, as_of, pool)
-    bm25_max = terms.whole  # a chunk matching every query term: coverage 1
     clock.lap("lexical_ms")
     names = graph.Named()
     if weights.graph > 0:
@@ -302,7 +301,7 @@ def retrieve(
             break
     details = _details(session, [keys[i] for i in chosen], as_of)
     hits = [
-        _hit(details[keys[i]], keys[i], sims[i], lex[i], fused[i], bm25_max, vec_rank, fts_rank)
+        _hit(details[keys[i]], keys[i], sims[i], lex[i], fused[i], terms, vec_rank, fts_rank)
         for i in chosen
         if keys[i] in details  # a purge committed since the features were read
     ]
@@ -487,11 +486,12 @@ def _hit(
     similarity: float | None,
     bm25: float,
     fused: float,
-    bm25_max: float,
+    terms: lexical.QueryTerms,
     vec_rank: dict[Key, int],
     fts_rank: dict[Key, int],
 ) -> Hit:
-    relevance = fusion.relevance(similarity, bm25, bm25_max)
+    # coverage 1: the chunk matches every query term, measured at its own length
+    relevance = fusion.relevance(similarity, bm25, terms.whole_at(row["doc_len"]))
     return Hit(
         namespace=row["namespace"],
         id=row["id"],

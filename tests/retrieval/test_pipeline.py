@@ -62,6 +62,25 @@ def test_relevance_is_low_for_unrelated_hits(embedder) -> None:
     assert found.hits[0].score > 0.5
 
 
+def test_a_long_memory_holding_every_query_word_is_a_full_lexical_match(embedder) -> None:
+    """Coverage is measured at the chunk's own length: BM25 scores a long chunk's match lower,
+    which read as a fraction of the query and let min_relevance drop it."""
+    steps = " ".join(
+        f"Step {n}: the on-call engineer checks the dashboards, the queue depth and the error "
+        "budget, then writes down what changed since the last check."
+        for n in range(1, 13)
+    )
+    long = store(f"Checkout outage postmortem. {steps} Action items are owned by Priya.").id
+    short = store("Zanzibar is where the offsite happens").id
+    for other in ("Deploys go out on Tuesdays", "The VPN certificate expires in March"):
+        store(other)
+    with session_scope() as s:
+        by_name = pipeline.retrieve(s, "Priya", limit=1)
+        island = pipeline.retrieve(s, "Zanzibar", limit=1)
+    assert by_name.hits[0].id == long and island.hits[0].id == short
+    assert by_name.hits[0].score > 0.99 and island.hits[0].score > 0.99
+
+
 def test_as_of_sees_the_rows_valid_then(embedder) -> None:
     kept = store("Postgres runs with shared_buffers of one gigabyte", namespace="project:a")
     gone = store("Postgres used to run with 128 megabytes of shared buffers", namespace="project:a")
