@@ -49,14 +49,10 @@ _EARLIER = {"budget": 20_000, "cap": 4_000}
 # (benchmarks/README.md). `base` is the lexeme a reading stands for (itself for its own).
 _TERMS_SQL = """
     SELECT corpus.n, corpus.total, q.lexeme, q.base, q.df
-    FROM (SELECT coalesce(sum(doc_count), 0) AS n, coalesce(sum(total_len), 0) AS total
-          FROM corpus_stat
-          WHERE {scope}) corpus
+    FROM ({corpus}) corpus
     LEFT JOIN LATERAL (
         SELECT q.lexeme, q.base, q.df FROM (
-            SELECT DISTINCT ON (r.lexeme) r.lexeme, r.base,
-                   coalesce((SELECT sum(t.df) FROM term_stat t
-                             WHERE t.lexeme = r.lexeme AND {t_scope}), 0) AS df
+            SELECT DISTINCT ON (r.lexeme) r.lexeme, r.base, ({df}) AS df
             FROM (
                 SELECT lexeme, lexeme AS base FROM unnest(to_tsvector('english', :query))
                 UNION ALL
@@ -71,11 +67,37 @@ _TERMS_SQL = """
     ) q ON true
     ORDER BY q.lexeme
 """
+# Live: the statistics the write triggers keep (of live rows only).
+_LIVE_CORPUS = """SELECT coalesce(sum(doc_count), 0) AS n, coalesce(sum(total_len), 0) AS total
+    FROM corpus_stat WHERE {scope}"""
+_LIVE_DF = """coalesce((SELECT sum(t.df) FROM term_stat t
+    WHERE t.lexeme = r.lexeme AND {t_scope}), 0)"""
+# As of a past time: counted over the rows valid then (a memory forgotten since still has its
+# words there; the triggers' statistics know only today's rows). Dearer — one count per query
+# term — and only for views of the past. The lexeme is quoted as _tsquery quotes it.
+_PAST_CORPUS = f"""SELECT count(*) AS n, coalesce(sum(c.doc_len), 0) AS total FROM chunk c
+    WHERE {{c_scope}} AND {sql_filters.AS_OF}"""
+_PAST_DF = f"""SELECT count(*) FROM chunk c
+    WHERE c.tsv @@ CAST('''' || replace(replace(r.lexeme, '\\', '\\\\'), '''', '''''') || ''''
+                        AS tsquery)
+      AND {{c_scope}} AND {sql_filters.AS_OF}"""
+_SCOPES = {
+    True: {
+        "scope": "namespace = :namespace",
+        "t_scope": "t.namespace = :namespace",
+        "c_scope": "c.namespace = :namespace",
+    },
+    False: {"scope": "true", "t_scope": "true", "c_scope": "true"},
+}
 _TERMS = {
-    True: text(
-        _TERMS_SQL.format(scope="namespace = :namespace", t_scope="t.namespace = :namespace")
-    ),
-    False: text(_TERMS_SQL.format(scope="true", t_scope="true")),
+    (named, past): text(
+        _TERMS_SQL.format(
+            corpus=(_PAST_CORPUS if past else _LIVE_CORPUS).format(**_SCOPES[named]),
+            df=(_PAST_DF if past else _LIVE_DF).format(**_SCOPES[named]),
+        )
+    )
+    for named in (True, False)
+    for past in (True, False)
 }
 
 # BM25 of one candidate `cand` (columns tsv, doc_len) as a scalar expression, 0 when it holds
@@ -180,9 +202,12 @@ def idf(df: int, n: int) -> float:
     return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
 
-def analyse(session: Session, query: str, namespace: str | None) -> QueryTerms:
-    params = {"query": query, "namespace": namespace}
-    rows = session.execute(_TERMS[namespace is not None], params).all()
+def analyse(
+    session: Session, query: str, namespace: str | None, as_of: datetime | None = None
+) -> QueryTerms:
+    """The query's terms with their statistics in the scope: today's, or as of `as_of`."""
+    params = {"query": query, "namespace": namespace, "as_of": as_of}
+    rows = session.execute(_TERMS[namespace is not None, as_of is not None], params).all()
     n, total = int(rows[0].n), int(rows[0].total)
     lexemes = [r.lexeme for r in rows if r.lexeme is not None]
     dfs = [int(r.df) for r in rows if r.lexeme is not None]

@@ -198,7 +198,7 @@ def retrieve(
     # What needs only the text runs first: the query's embedding may still be on its way
     # (embeddings.prefetch_query), and these statements run meanwhile.
     if terms is None:  # a replay passes the term statistics its trace recorded
-        terms = lexical.analyse(session, query, given.get("namespace"))
+        terms = lexical.analyse(session, query, given.get("namespace"), as_of)
     lexical_hits = lexical.search(session, terms, given, as_of, pool)
     clock.lap("lexical_ms")
     names = graph.Named()

@@ -96,6 +96,31 @@ def test_statistics_follow_insert_forget_and_purge(embedder) -> None:
     assert stats("rollback") == (0, 0, 0)
 
 
+def test_as_of_a_past_time_the_statistics_are_those_of_the_rows_valid_then(embedder) -> None:
+    """A memory forgotten since is found by its words in a view of the past, scored with
+    that time's statistics (today's know only the live rows)."""
+    ticket = store("OPS-90210: rotate the TLS certificate on the edge proxy", namespace=NS).id
+    store("Rotate the staging database password every quarter", namespace=NS)
+    store("The edge proxy runs three replicas", namespace=NS)
+    with session_scope() as s:
+        before = lexical.analyse(s, "OPS-90210 rotate", NS)
+    then = datetime.now(UTC)
+    runner.execute(memories.forget, MemoryForgetIn, {"memory_id": ticket, "namespace": NS})
+    store("Rotate the API keys when someone leaves", namespace=NS)
+    with session_scope() as s:
+        today = lexical.analyse(s, "OPS-90210 rotate", NS)
+        past = lexical.analyse(s, "OPS-90210 rotate", NS, then)
+        hits = lexical.search(s, past, {"namespace": NS}, then, 10)
+    assert dict(zip(today.lexemes, today.df, strict=True))["-90210"] == 0
+    # the past view's statistics are exactly what the triggers kept at that time
+    assert (past.lexemes, past.df, past.doc_count) == (before.lexemes, before.df, before.doc_count)
+    assert past.avgdl == pytest.approx(before.avgdl)
+    assert hits[0][0][1] == ticket
+    with session_scope() as s:
+        found = pipeline.retrieve(s, "OPS-90210", filters={"namespace": NS}, limit=3, as_of=then)
+    assert found.channels["lexical"]["hits"][0]["id"] == ticket == found.hits[0].id
+
+
 def test_a_failed_write_leaves_the_statistics_unchanged(embedder) -> None:
     store("kubernetes ingress controller", namespace=NS)
     before = stats("ingress")
