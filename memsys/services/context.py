@@ -8,7 +8,7 @@ from sqlalchemy.orm import Session
 from memsys.models import Chunk
 from memsys.runner import before_transaction, retrieval_only
 from memsys.schemas import MemoryContextIn, MemoryContextOut
-from memsys.services import memories, namespaces, search, tracing
+from memsys.services import lifecycle, memories, namespaces, search, tracing
 from memsys.tokens import count_tokens
 from memsys.vocabulary import GOLDEN_RULE, is_golden
 
@@ -37,15 +37,15 @@ CONTEXT_CANDIDATES = 50
 
 def _context_candidates(session: Session, params: MemoryContextIn) -> list[Chunk | search.Hit]:
     if params.query:
-        return list(
-            memories.recall_hits(
-                session,
-                params.query,
-                {"namespace": params.namespace},
-                CONTEXT_CANDIDATES,
-                count_access=False,
-            ).hits
-        )
+        hits = memories.recall_hits(
+            session,
+            params.query,
+            {"namespace": params.namespace},
+            CONTEXT_CANDIDATES,
+            count_access=False,  # counted below for the memories the budget keeps
+        ).hits
+        lifecycle.rekindle_hits(session, hits)  # archived hits come back in full, as in recall
+        return list(hits)
     namespaces.require(session, params.namespace)
     stmt = memories.live_memories()
     if params.namespace:

@@ -37,7 +37,7 @@ from memsys.retrieval.assemble import Item
 from memsys.runner import before_transaction, retrieval_only
 from memsys.schemas import PreferenceListIn
 from memsys.schemas.query import QueryChunk, QueryIn, QueryOut, RoutingOut, VerificationOut
-from memsys.services import knowledge, namespaces, preferences, search, tracing
+from memsys.services import knowledge, lifecycle, namespaces, preferences, search, tracing
 from memsys.services.observation_links import observation_edges
 from memsys.vocabulary import is_golden
 
@@ -267,6 +267,10 @@ def _query(session: Session, params: QueryIn, draft: tracing.Draft) -> QueryOut:
             found,
             {"filters": filters, "limit": limit, "pool": max(get_settings().candidate_pool, limit)},
         )
+        if as_of is None:  # archived hits it may hand out come back in full, as recall's do
+            lifecycle.rekindle_hits(
+                session, found.hits[: params.top_k + assemble.EXTENDED[routing.mode]]
+            )
         chunks = [_chunk_item(h) for h in found.hits if h.id not in quoted]
         items = _merged(items, chunks)
         queried += chunk_stores

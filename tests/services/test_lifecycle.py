@@ -105,6 +105,25 @@ def test_stages_follow_the_clock_and_a_match_rekindles_in_full(embedder: Any) ->
     assert (back.stage, back.content, back.lossy) == ("active", LONG, False)
 
 
+def test_query_and_context_hand_out_an_archived_memory_in_full(embedder: Any) -> None:
+    from memsys.schemas.memories import MemoryContextIn
+    from memsys.services import context
+
+    asked = "when does the nightly Postgres backup run and how long are backups kept"
+    for tool in ("query", "context"):
+        memory = store(LONG, memory_type="configuration", namespace=f"age:{tool}").id
+        maintain.run(now=days(31))
+        assert row(memory).stage == "archived" and row(memory).content != LONG
+        if tool == "query":
+            out = runner.execute(query.query, QueryIn, {"query": asked, "namespace": "age:query"})
+            assert out.core_chunks[0].id == memory and LONG in out.output
+        else:
+            fields = {"query": asked, "namespace": "age:context", "token_budget": 400}
+            shown = runner.execute(context.context, MemoryContextIn, fields).context
+            assert " ".join(LONG.split()) in shown
+        assert (row(memory).stage, row(memory).content) == ("active", LONG)
+
+
 def test_exempt_memories_never_age(embedder: Any) -> None:
     golden = store("Never force-push to main", memory_type="golden_rule").id
     personal = store("The user likes dark themes", memory_type="preference").id
