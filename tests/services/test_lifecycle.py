@@ -183,9 +183,10 @@ def test_an_archived_memory_reads_in_full_as_of_before_its_archiving(embedder: A
     assert (now[0].id, now[0].content) == (memory, row(memory).content)
     answer = runner.execute(query.query, QueryIn, {"query": question, "as_of": before})
     assert "Restores are tested every quarter" in answer.output
+    assert row(memory).stage == "archived"  # reading the past changed nothing
     today = runner.execute(query.query, QueryIn, {"query": question})
-    assert "Restores are tested every quarter" not in today.output
-    assert row(memory).content != LONG  # reading the past changed nothing
+    assert "Restores are tested every quarter" in today.output  # rekindled by today's read
+    assert (row(memory).stage, row(memory).content) == ("active", LONG)
 
 
 def test_reads_log_accesses_and_a_fold_counts_them_into_the_row(embedder: Any) -> None:
