@@ -6,7 +6,9 @@ benchmark's last session date):
 - days: "today", "yesterday", "the day before yesterday", "3 days ago", "last Tuesday",
   "on Friday" (the most recent one), "May 7", "7 May 2023", "2023-05-07";
 - weeks, months, years: "last week", "this month", "two weeks ago", "last May", "in May"
-  (the most recent May that has begun), "May 2023", "in 2023", "last year", "last weekend";
+  (the most recent May that has begun), "May 2023", "in 2023", "last year" (the calendar
+  year before this), "the past year" / "in the last month" (that long back from now),
+  "last weekend";
 - "early/mid/late" narrow a month or year to its thirds;
 - relative to another expression: "the week/day/month after …", "the week/day/month
   before …", "since …" (to now), "between … and …".
@@ -63,7 +65,7 @@ _PART = r"(?:(?P<part>early|mid|late)[- ](?:in )?)?"
 # One pattern per kind of expression, tried in this order; a later one may not overlap an
 # earlier match. Month names alone need context ("may" is also a verb).
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("iso", re.compile(r"\b(?P<y>\d{4})-(?P<m>\d\d)-(?P<d>\d\d)\b")),
+    ("iso", re.compile(r"\b(?P<y>\d{4})-(?P<m>\d\d)-(?P<d>\d\d)(?:\b|(?=t\d))")),
     ("day_month_year", re.compile(rf"\b{_DAY} (?:of )?{_MONTH},? {_YEAR}\b")),
     ("month_day_year", re.compile(rf"\b{_MONTH} {_DAY},? {_YEAR}\b")),
     ("month_year", re.compile(rf"\b{_PART}{_MONTH},? (?:of )?{_YEAR}\b")),
@@ -74,9 +76,15 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("yesterday", re.compile(r"\b(?:yesterday|last night)\b")),
     ("ago", re.compile(rf"\b{_NUM} (?P<unit>day|week|month|year)s? ago\b")),
     ("past_n", re.compile(rf"\b(?:in )?the (?:past|last) {_NUM} (?P<unit>day|week|month|year)s\b")),
+    # "the past year", "in the last month", "past week": the unit back from now, not the
+    # calendar one before this ("last year" is 2025 in 2026; "the past year" is 12 months)
+    # ("the last week of May", "the last day of the sprint": a part of something else)
+    ("past_one", re.compile(r"\b(?:(?:in|over|during) )?(?:the )?past (?P<unit>day|week|month|year)"
+                            r"\b(?! of\b)|\b(?:(?:in|over|during) )?the last "
+                            r"(?P<unit2>day|week|month|year)\b(?! of\b)")),
     ("weekend", re.compile(r"\b(?P<rel>last|this|past) weekend\b")),
     ("earlier", re.compile(r"\bearlier this (?P<unit>week|month|year)\b")),
-    ("rel_unit", re.compile(r"\b(?P<rel>last|this|past|previous) (?P<unit>week|month|year)\b")),
+    ("rel_unit", re.compile(r"\b(?P<rel>last|this|previous) (?P<unit>week|month|year)\b")),
     ("rel_weekday", re.compile(rf"\b(?:(?P<rel>last|this|past|on) ){_WEEKDAY}\b")),
     ("rel_month", re.compile(rf"\b{_PART}(?P<rel>last|this|in|during|since|of|before|after) "
                              rf"{_MONTH}\b")),
@@ -150,12 +158,22 @@ def _recent_month(month: int, now: datetime, strictly_before: bool) -> datetime:
     return _month_start(year, month)
 
 
+def _may_is_a_month(m: re.Match[str]) -> bool:
+    """ "7 may" is a date after "on" or "the", or closing the clause; before a word it is a
+    number and the verb ("test 3 may fail")."""
+    said = m.group(0)
+    rest = m.string[m.end() :]
+    return said.startswith(("on ", "the ")) or not re.match(r"\s*[a-z0-9]", rest)
+
+
 def _resolve(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime, datetime] | None:
     g = m.groupdict()
     today = _day(now)
     if kind == "iso":
         start = datetime(int(g["y"]), int(g["m"]), int(g["d"]), tzinfo=UTC)
         return start, start + timedelta(days=1)
+    if kind == "day_month" and g["month"] == "may" and not _may_is_a_month(m):
+        return None  # "version 7 may break the build": the verb
     if kind in ("day_month_year", "month_day_year", "month_day", "day_month"):
         year = int(g["year"]) if g.get("year") else now.year
         start = datetime(year, MONTHS[g["month"]], int(g["day"]), tzinfo=UTC)
@@ -176,6 +194,8 @@ def _resolve(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
         return _unit_range(back, g["unit"])
     if kind == "past_n":
         return now - relativedelta(**{UNITS[g["unit"]]: _number(g["num"])}), now
+    if kind == "past_one":
+        return now - relativedelta(**{UNITS[g["unit"] or g["unit2"]]: 1}), now
     if kind == "weekend":
         monday = today - timedelta(days=today.weekday())
         saturday = monday + timedelta(days=5)

@@ -48,6 +48,17 @@ def day(y: int, m: int, d: int) -> datetime:
             day(2024, 3, 6),
         ),
         ("since January", "since january", day(2024, 1, 1), NOW),
+        # "the past year" is twelve months back from now; "last year" the calendar one
+        (
+            "adopted in the past year",
+            "in the past year",
+            datetime(2023, 3, 13, 15, 30, tzinfo=UTC),
+            NOW,
+        ),
+        ("in the last month", "in the last month", datetime(2024, 2, 13, 15, 30, tzinfo=UTC), NOW),
+        ("last year", "last year", day(2023, 1, 1), day(2024, 1, 1)),
+        ("the outage at 2023-05-14T10:00", "2023-05-14", day(2023, 5, 14), day(2023, 5, 15)),
+        ("we shipped on 7 May", "on 7 may", day(2023, 5, 7), day(2023, 5, 8)),
     ],
 )
 def test_expressions_resolve_against_the_reference_now(query, text, start, end) -> None:  # type: ignore[no-untyped-def]
@@ -56,7 +67,16 @@ def test_expressions_resolve_against_the_reference_now(query, text, start, end) 
 
 
 @pytest.mark.parametrize(
-    "query", ["I may need help", "march the tests forward", "what is 2023 in binary", "the move"]
+    "query",
+    [
+        "I may need help",
+        "march the tests forward",
+        "what is 2023 in binary",
+        "the move",
+        "version 7 may break the build",
+        "the test 3 may fail",
+        "the last day of the sprint",
+    ],
 )
 def test_words_that_are_not_dates_are_left_alone(query: str) -> None:
     assert temporal.find(query, NOW) == []
