@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from memsys import ids
 from memsys.db import clock, take_turns_all
-from memsys.embeddings import embed_beside, get_embedder
+from memsys.embeddings import embed_beside, embed_query, get_embedder
 from memsys.errors import InvalidInput, NotFound
 from memsys.models import Chunk
 from memsys.runner import before_transaction, retrieval_only
@@ -223,11 +223,7 @@ def forget(session: Session, params: MemoryForgetIn) -> MemoryForgetOut:
             "memory_forget", query, namespace=params.namespace, filters=scope, params=params
         ) as t:
             found = recall_hits(session, query, scope, params.n_results, count_access=False)
-            chosen = [
-                h
-                for h in found.hits
-                if h.similarity is not None and h.similarity >= params.min_similarity
-            ]
+            chosen = [h for h in found.hits if _similarity(h, query) >= params.min_similarity]
             rows = (session.get(Chunk, (h.namespace, h.id)) for h in chosen)
             targets = [c for c in rows if c is not None]
             tracing.write(session, t, retrieved=[{"id": h.id, "score": h.score} for h in chosen])
@@ -244,6 +240,18 @@ def forget(session: Session, params: MemoryForgetIn) -> MemoryForgetOut:
         protected_ids=[c.id for c in protected],
         purged=params.purge and bool(doomed),
     )
+
+
+def _similarity(hit: search.Hit, query: str) -> float:
+    """The hit's cosine similarity to the query; a memory still waiting on the embedding
+    queue for its vector is embedded here, as the queue will embed it (a document's chunk
+    without one counts 0: forget takes memories)."""
+    if hit.similarity is not None:
+        return hit.similarity
+    if hit.doc_type != "memory":
+        return 0.0
+    vector = get_embedder().embed_one(hit.content)
+    return max(0.0, float(np.dot(vector, embed_query(query))))
 
 
 def _filtered(stmt, params: MemoryCountIn):  # type: ignore[no-untyped-def]

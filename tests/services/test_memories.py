@@ -281,6 +281,18 @@ def test_forget_by_query_only_takes_close_matches(embedder) -> None:
     assert [m.id for m in recall("coffee machine").memories] == [kept.id]
 
 
+def test_forget_by_query_takes_a_memory_waiting_for_its_vector(embedder) -> None:
+    """A memory on the embedding queue (no vector yet) that recall finds by its words is
+    forgotten by the same query, judged by its text's similarity."""
+    from tests.factories import queue_for_embedding
+
+    kept = store("The office coffee machine is on floor three")
+    gone = store("Redis connection timeouts were fixed with TCP keepalive")
+    queue_for_embedding(gone.id, kept.id)
+    out = forget(query="redis connection timeouts keepalive fix")
+    assert out.deleted_ids == [gone.id]
+
+
 def test_forget_input_value_detects_ids_and_queries(embedder) -> None:
     a = store("Build artifacts are cached in S3")
     b = store("Feature flags are read from LaunchDarkly")
