@@ -11,6 +11,8 @@ is left is skipped (a smaller one further down may still fit), and `left_out` co
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -51,17 +53,71 @@ class Assembled:
     left_out: int = 0
 
 
-def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
+# Words too common in questions to say where in a text the answer is.
+_QUESTION_WORDS = frozenset({
+    "what", "when", "where", "which", "whom", "whose", "does", "have", "that", "this", "with",
+    "from", "about", "there", "their", "would", "should", "could", "were", "been", "into",
+    "they", "them", "your", "yours", "mine",
+})  # fmt: skip
+_ENDINGS = ("ing", "ed", "es", "s")  # "owns" finds "owned", "items" finds "item"
+_WORD = re.compile(r"[^\W_]+")
+_SENTENCE = re.compile(r"(?:^|(?<=[.!?;:])\s)(?=\S)")
+
+
+def focus_words(query: str) -> frozenset[str]:
+    """The query's words that can place an answer in a text: 4 letters or more (or holding a
+    digit), without question words."""
+    words = {w for w in _WORD.findall(query.lower()) if len(w) >= 4 or any(c.isdigit() for c in w)}
+    return frozenset(_stem(w) for w in words - _QUESTION_WORDS)
+
+
+def _stem(word: str) -> str:
+    for ending in _ENDINGS:
+        if word.endswith(ending) and len(word) - len(ending) >= 3:
+            return word[: -len(ending)]
+    return word
+
+
+def _focus(flat: str, limit: int, near: Collection[str]) -> int:
+    """Where the window of `limit` characters holding most of `near` starts: a sentence
+    start (0 when the opening holds as many as any, or nothing matches)."""
+    if not near:
+        return 0
+    lowered = flat.lower()
+    found = [
+        (m.start(), w) for w in near for m in re.finditer(rf"(?<![^\W_]){re.escape(w)}", lowered)
+    ]
+    if not found:
+        return 0
+    starts = [m.start() for m in _SENTENCE.finditer(flat)]
+    opening = len({w for at, w in found if at < limit - 1})
+    best, best_at = opening, 0
+    for start, end in zip(starts, [*starts[1:], len(flat)], strict=True):
+        if start == 0 or not any(start <= at < end for at, _ in found):
+            continue  # a window opens at a sentence that holds one of the words
+        held = len({w for at, w in found if start <= at < start + limit - 2})
+        if held > best:
+            best, best_at = held, start
+    return best_at
+
+
+def snippet(text: str, limit: int = SNIPPET_CHARS, near: Collection[str] = ()) -> str:
     """`text` on one line, cut at a word boundary to at most `limit` characters ("…" marks a
-    cut)."""
+    cut). Given the query's `near` words (focus_words), a long text's snippet starts at the
+    sentence whose window holds most of them when the opening holds fewer: the answer in a
+    note's last paragraph is what the caller needs to see."""
     flat = " ".join(text.split())
     if len(flat) <= limit:
         return flat
-    cut = flat[: limit - 1]
+    start = _focus(flat, limit, near)
+    lead = "…" if start else ""
+    room = limit - 1 - len(lead)
+    cut = flat[start : start + room]
     space = cut.rfind(" ")
-    if space > limit // 2:
+    if start + room < len(flat) and space > room // 2:
         cut = cut[:space]
-    return cut.rstrip() + "…"
+    end = "" if start + len(cut) >= len(flat) else "…"
+    return lead + cut.rstrip() + end
 
 
 def _snippet_tokens(item: Item, short: str) -> int:
@@ -74,14 +130,16 @@ def _snippet_tokens(item: Item, short: str) -> int:
     return count_tokens(short)
 
 
-def curated(items: list[Item], mode: str, core: int, max_tokens: int) -> Assembled:
-    """Core and extended context from `items` (best first) within `max_tokens`."""
+def curated(items: list[Item], mode: str, core: int, max_tokens: int, query: str = "") -> Assembled:
+    """Core and extended context from `items` (best first) within `max_tokens`; snippets
+    show the part of each text the `query` points at."""
     out = Assembled()
     texts: list[str] = []
+    near = focus_words(query)
     for item in items:
         if len(out.core) == core and len(out.extended) == EXTENDED[mode]:
             break
-        short = snippet(item.content)
+        short = snippet(item.content, near=near)
         if len(out.core) < core:
             cost = _snippet_tokens(item, short)
             whole = item.tokens if item.tokens is not None else count_tokens(item.content)

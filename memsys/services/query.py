@@ -281,7 +281,7 @@ def _query(session: Session, params: QueryIn, draft: tracing.Draft) -> QueryOut:
         items, checked = verify.run(session, items)
         timings["verify_ms"] = _ms(mark)
     mark = time.perf_counter()
-    result = assemble.curated(items, routing.mode, params.top_k, params.max_tokens)
+    result = assemble.curated(items, routing.mode, params.top_k, params.max_tokens, params.query)
     timings["assemble_ms"] = _ms(mark)
     core = [_chunk(p) for p in result.core]
     extended = [_chunk(p) for p in result.extended]

@@ -29,6 +29,30 @@ def test_snippets_are_cut_at_a_word_and_marked() -> None:
     assert assemble.snippet("  two\nlines  ") == "two lines"
 
 
+POSTMORTEM = (
+    "Checkout outage postmortem. "
+    + " ".join(
+        f"Step {n}: the on-call engineer checks the dashboards and the queue depth."
+        for n in range(1, 8)
+    )
+    + " Action items are owned by Priya, due Friday. Thanks all."
+)
+
+
+def test_a_long_texts_snippet_shows_the_part_the_query_asks_about() -> None:
+    near = assemble.focus_words("who owns the action items")
+    shown = assemble.snippet(POSTMORTEM, near=near)
+    assert shown == "… Action items are owned by Priya, due Friday. Thanks all."
+    # the opening holds as much of the query: it stays; no query: the opening
+    opening = assemble.snippet(POSTMORTEM)
+    assert opening.startswith("Checkout outage postmortem.") and len(opening) <= 200
+    assert assemble.snippet(POSTMORTEM, near=assemble.focus_words("checkout queue")) == opening
+    # the query's output, cut to its snippet by a small budget, is the answer's part
+    item = Item(id="mem_p", source="memory", namespace="global", content=POSTMORTEM, score=1)
+    out = assemble.curated([item], "execution", 5, 40, "who owns the action items")
+    assert "Priya" in out.output and out.tokens_used <= 40
+
+
 def test_core_and_extended_by_mode_with_room_to_spare() -> None:
     for mode, extended in assemble.EXTENDED.items():
         out = assemble.curated(items(60), mode, 5, 200_000)
