@@ -331,6 +331,22 @@ def test_sync_indexing_reports_embedding_progress_block_by_block(tmp_path, embed
     assert embedded[-1][0] == embedded[-1][1] >= 80
 
 
+def test_sync_indexing_embeds_every_chunk_past_the_queue_token_budget(
+    tmp_path, embedder, monkeypatch
+) -> None:
+    """A block of chunks passes the queue's token budget (on real folders, ~70 chunks of a
+    full window): --sync left the rest without vectors and still said none were pending."""
+    from memsys.services import embedding_queue
+
+    write_docs(tmp_path)
+    monkeypatch.setattr(embedding_queue, "EMBED_TOKENS", 40)  # a block takes several calls
+    out = index_dir(tmp_path, async_mode=False)
+    assert out.total_chunks > 4 and out.pending_embeddings == 0
+    with session_scope() as s:
+        assert s.scalar(select(Chunk).where(Chunk.embedding.is_(None))) is None
+        assert set(s.scalars(select(Document.status))) == {"ready"}
+
+
 def test_a_queue_batch_stops_at_its_token_budget(embedder, monkeypatch) -> None:
     """A batch's rows stay locked while it embeds, and a writer of one of them waits: long
     memories queued by an upgrade are taken a few at a time (by tokens), not 64 at once."""
