@@ -29,7 +29,7 @@ _SIZES_SQL = """
     LIMIT :limit
 """
 _PENDING_SQL = """
-    SELECT namespace, id, content, token_count FROM chunk
+    SELECT namespace, id, content, token_count, updated_at FROM chunk
     WHERE embedding IS NULL AND valid_to IS NULL {only}
     ORDER BY created_at, id
     LIMIT :limit
@@ -70,10 +70,15 @@ def embed_pending(
     if not rows:
         return 0
     vectors = get_embedder().embed([r.content for r in rows])
-    session.execute(
+    session.execute(  # a vector is no edit: updated_at stays (the ORM would set it to now)
         update(Chunk),
         [
-            {"namespace": r.namespace, "id": r.id, "embedding": vectors[i]}
+            {
+                "namespace": r.namespace,
+                "id": r.id,
+                "embedding": vectors[i],
+                "updated_at": r.updated_at,
+            }
             for i, r in enumerate(rows)
         ],
     )

@@ -390,3 +390,22 @@ def test_a_queue_batch_stops_at_its_token_budget(embedder, monkeypatch) -> None:
     with session_scope() as s:
         assert embedding_queue.embed_pending(s) == 1
         assert embedding_queue.pending_count(s) == 0
+
+
+def test_embedding_a_queued_memory_is_not_an_edit(embedder) -> None:
+    """The queue gives a memory the vector an upgrade cleared: its updated_at (what
+    memory_list shows and orders by) stays when it was last edited, not when it was embedded."""
+    from memsys.schemas import MemoryListIn
+    from memsys.services import embedding_queue, memories
+
+    def listed() -> list[tuple[str, object]]:
+        out = runner.execute(memories.list_memories, MemoryListIn, {"order_by": "updated_at"})
+        return [(m.id, m.updated_at) for m in out.memories]
+
+    old = store("The deploy script lives in tools/deploy.sh").id
+    store("Grafana dashboards are provisioned from JSON files")
+    before = listed()
+    queue_for_embedding(old)
+    with session_scope() as s:
+        assert embedding_queue.embed_pending(s) == 1
+    assert listed() == before and before[-1][0] == old
