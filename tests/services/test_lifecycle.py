@@ -380,6 +380,33 @@ def test_maintenance_runs_its_other_steps_when_the_model_fails(embedder: Any, mo
     assert report.rescored == 2 and report.moved.get("demoted") == 2
 
 
+def test_a_memory_waiting_for_its_vector_is_archived_once_it_has_one(
+    embedder: Any, monkeypatch
+) -> None:
+    """Archiving cuts the text to a summary: a queued memory archived while the model failed
+    was then embedded from the summary by the queue, and kept that vector for good."""
+    from memsys.services import embedding_queue
+
+    memory = store(LONG, memory_type="fact").id
+    vector = row(memory).embedding
+    queue_for_embedding(memory)
+
+    def broken() -> Any:
+        raise RuntimeError("the model could not be loaded")
+
+    monkeypatch.setattr(embedding_queue, "get_embedder", broken)
+    held = maintain.run(now=days(31))
+    assert not held.complete and held.moved == {"demoted": 1}
+    assert (row(memory).stage, row(memory).content) == ("demoted", LONG)
+    monkeypatch.undo()
+    after = maintain.run(now=days(31))  # the vector first, of the whole text; then the summary
+    assert after.embedded == 1 and after.moved == {"archived": 1} and after.complete
+    archived = row(memory)
+    assert archived.stage == "archived" and archived.content != LONG
+    cosine = sum(a * b for a, b in zip(archived.embedding, vector, strict=True))
+    assert cosine > 0.999  # the whole text's vector, not the summary's
+
+
 def test_consolidation_leaves_a_memory_a_client_is_forgetting(embedder: Any) -> None:
     """A run merged into a memory a client was forgetting at that moment and then failed
     ("Memory not found", the whole batch rolled back): the candidate is held too, and one
