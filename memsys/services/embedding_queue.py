@@ -45,7 +45,13 @@ _READY = text(
           AND c.embedding IS NULL AND c.valid_to IS NULL)
     """
 )
-_PENDING_COUNT = text("SELECT count(*) FROM chunk WHERE embedding IS NULL AND valid_to IS NULL")
+_PENDING_COUNT = text(
+    """
+    SELECT count(*) FROM chunk
+    WHERE embedding IS NULL AND valid_to IS NULL
+      AND (CAST(:namespace AS text) IS NULL OR namespace = :namespace)
+    """
+)
 
 
 def embed_pending(
@@ -97,5 +103,6 @@ def _within_budget(sizes: Sequence[int | None]) -> int:
     return len(sizes)
 
 
-def pending_count(session: Session) -> int:
-    return int(session.scalar(_PENDING_COUNT) or 0)
+def pending_count(session: Session, namespace: str | None = None) -> int:
+    """Chunks waiting for their vectors (of one namespace, or all)."""
+    return int(session.scalar(_PENDING_COUNT, {"namespace": namespace}) or 0)
