@@ -9,7 +9,8 @@ run. The queue comes first: chunks an upgrade queued to be embedded again, or in
 consolidation compares memories by those vectors (it leaves a namespace where a memory still
 has none to a later run). Every step is idempotent — a second run
 right after the first changes nothing — and the whole run stops starting new batches once
-its time budget is spent (the report says whether it finished). `now` is injectable: tests
+its time budget is spent (the report says whether it finished, and why the queue failed
+when the model did). `now` is injectable: tests
 and the lifecycle benchmark move the clock instead of waiting. Run it daily from cron, e.g.
 
     15 3 * * *  /path/to/.venv/bin/memsys maintain --budget 300 >> ~/.memsys-maintain.log 2>&1
@@ -25,6 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memsys.db import session_scope
+from memsys.errors import BadSetting, shortened
 from memsys.services import (
     access,
     consolidate,
@@ -55,6 +57,8 @@ class Report:
     seconds: float = 0.0
     complete: bool = False
     stages: dict[str, int] = field(default_factory=dict)
+    # Why the queue was not drained when it failed (the model, usually): the CLI exits 1.
+    queue_error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -86,8 +90,11 @@ def run(
             if not embedded:
                 queue_done = not left
                 break
-    except Exception:  # the model failed: the other steps need no model, and still run
-        log.warning("maintenance: the embedding queue was not drained", exc_info=True)
+    except BadSetting:  # MEMSYS_EMBEDDING_PROVIDER: the caller's to fix, before any step ran
+        raise
+    except Exception as exc:  # the model failed: the other steps need no model, and still run
+        log.debug("maintenance: the embedding queue was not drained", exc_info=True)
+        report.queue_error = shortened(f"{type(exc).__name__}: {exc}")
     while time_left():  # the day's accesses into the counters, a batch per transaction
         with session_scope() as session:
             taken, counters = access.fold_batch(session)
