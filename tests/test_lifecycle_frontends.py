@@ -18,7 +18,7 @@ from memsys.schemas.lifecycle import HealthIn, MemoryGetIn
 from memsys.services import health, maintain, memory_get
 from tests.cli.helpers import fails, run, run_json
 from tests.conftest import table_counts
-from tests.factories import store
+from tests.factories import queue_for_embedding, store
 
 BASE = "http://127.0.0.1:8700"
 
@@ -213,6 +213,44 @@ def test_maintain_from_the_cli_reports_and_a_second_run_does_nothing(embedder: A
     assert (second["merged"], second["moved"]) == (0, {})
     text = run("maintain").stdout
     assert text.startswith("Maintenance complete in ") and "0 merged" in text
+
+
+def test_maintain_fails_on_a_broken_model_with_one_line(embedder: Any, monkeypatch) -> None:
+    """With memories queued, a broken model made `memsys maintain` print a traceback, say
+    "not finished (run again)" and exit 0: cron saw success every night."""
+    from memsys.config import get_settings
+    from memsys.embeddings import make_embedder
+    from memsys.services import embedding_queue
+
+    waiting = store("Deploy notes: the release train leaves on Wednesdays").id
+    queue_for_embedding(waiting)
+    # A bad setting: the usual error, exit 2, before any step (the test run's model is
+    # cached: the setting is read again, as a fresh process would).
+    monkeypatch.setattr(
+        embedding_queue, "get_embedder", lambda: make_embedder(get_settings().embedding_provider)
+    )
+    monkeypatch.setenv("MEMSYS_EMBEDDING_PROVIDER", "bogus")
+    get_settings.cache_clear()
+    try:
+        refused = fails("maintain")
+    finally:
+        monkeypatch.delenv("MEMSYS_EMBEDDING_PROVIDER")
+        get_settings.cache_clear()
+    assert refused.startswith("error: MEMSYS_EMBEDDING_PROVIDER: unknown embedding provider")
+
+    def broken() -> Any:  # a model that fails when it runs
+        raise RuntimeError("the model could not be loaded")
+
+    monkeypatch.setattr(embedding_queue, "get_embedder", broken)
+    failed = run("maintain")
+    assert failed.exit_code == 1 and "Traceback" not in failed.output
+    assert failed.stdout.startswith("Maintenance not finished (run again)")  # the rest ran
+    assert failed.stderr.strip().splitlines() == [
+        "error: the embedding queue was not drained (RuntimeError: the model could not be "
+        "loaded); the other steps ran"
+    ]
+    monkeypatch.undo()
+    assert run_json("maintain")["embedded"] == 1
 
 
 def test_pin_and_unpin_on_every_front_end(client: TestClient) -> None:

@@ -154,13 +154,18 @@ def maintain(
         emit(report, True, None)
     else:
         _maintained(report)
+    if report["queue_error"]:  # the other steps ran; the queue waits for a working model
+        from memsys.cli.main import fail
+
+        reason = report["queue_error"]
+        raise fail(f"the embedding queue was not drained ({reason}); the other steps ran", 1)
 
 
 def _maintained(r: dict[str, Any]) -> None:
     moved = ", ".join(f"{k} {v}" for k, v in sorted(r["moved"].items())) or "nothing moved"
     stages = ", ".join(f"{k} {v}" for k, v in r["stages"].items())
     # Not complete: the time budget ran out, or a memory still waits for its vector (another
-    # process is embedding it, or the model failed: the log says which).
+    # process is embedding it, or the model failed: an error line says so, exit 1).
     state = "complete" if r["complete"] else "not finished (run again)"
     echo(
         f"Maintenance {state} in {r['seconds']:.1f} s: {r['embedded']} embedded, "

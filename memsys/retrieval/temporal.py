@@ -299,10 +299,22 @@ def inside(spans: list[Span], happened: dict[Key, datetime]) -> dict[Key, float]
     return {k: 1.0 for k, when in happened.items() if any(s.contains(when) for s in spans)}
 
 
+# Those with a vector nearest first, then those still on the embedding queue (without one
+# yet: full text finds them, and so does their time). Two branches, so that the first may
+# still take the HNSW index, which holds no row without a vector.
 _IN_RANGE = """
-SELECT c.namespace, c.id FROM chunk c
-WHERE {where} AND c.embedding IS NOT NULL AND ({ranges})
-ORDER BY c.embedding <=> CAST(:embedding AS vector)
+SELECT namespace, id FROM (
+    (SELECT c.namespace, c.id, c.embedding <=> CAST(:embedding AS vector) AS distance
+     FROM chunk c
+     WHERE {where} AND c.embedding IS NOT NULL AND ({ranges})
+     ORDER BY c.embedding <=> CAST(:embedding AS vector)
+     LIMIT :k)
+    UNION ALL
+    (SELECT c.namespace, c.id, NULL FROM chunk c
+     WHERE {where} AND c.embedding IS NULL AND ({ranges})
+     LIMIT :k)
+) AS hit
+ORDER BY distance NULLS LAST
 LIMIT :k
 """
 
@@ -316,8 +328,8 @@ def search(
     k: int,
 ) -> list[tuple[Key, float]]:
     """Up to `k` chunks that happened inside one of `spans`, nearest to the query's
-    `embedding` (dense.literal) first; each scores 1 (inside a range is all this channel
-    knows)."""
+    `embedding` (dense.literal) first, those still waiting for their vector last; each scores
+    1 (inside a range is all this channel knows)."""
     if not spans:
         return []
     ranges = " OR ".join(

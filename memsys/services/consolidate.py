@@ -58,17 +58,22 @@ def _mark(session: Session, scope: str) -> tuple[datetime, str] | None:
 def candidates(
     session: Session, since: tuple[datetime, str] | None, namespace: str | None, size: int
 ) -> tuple[list[Chunk], bool]:
-    """The next memories after `since`, oldest first, up to the first one still waiting on the
-    embedding queue for its vector, and whether the list stopped at one: the watermark moves
-    past whatever is returned, so a memory without a vector yet is left for a later run, never
-    skipped, and the run is not complete."""
-    stmt = select(Chunk).where(Chunk.doc_type == "memory", Chunk.valid_to.is_(None))
+    """The next memories after `since`, oldest first, up to the first one of a namespace where
+    a memory still waits on the embedding queue for its vector (it, or a neighbour the nearest
+    search cannot see yet), and whether the list stopped at one: the watermark moves past
+    whatever is returned, so such a memory is left for a later run, never skipped, and the run
+    is not complete."""
+    live = (Chunk.doc_type == "memory", Chunk.valid_to.is_(None))
+    stmt = select(Chunk).where(*live)
+    queued = select(Chunk.namespace).distinct().where(*live, Chunk.embedding.is_(None))
     if since is not None:
         stmt = stmt.where(tuple_(Chunk.created_at, Chunk.id) > since)
     if namespace:
         stmt = stmt.where(Chunk.namespace == namespace)
+        queued = queued.where(Chunk.namespace == namespace)
     rows = list(session.scalars(stmt.order_by(Chunk.created_at, Chunk.id).limit(size)))
-    waiting = next((n for n, c in enumerate(rows) if c.embedding is None), None)
+    waiting_in = set(session.scalars(queued)) if rows else set()
+    waiting = next((n for n, c in enumerate(rows) if c.namespace in waiting_in), None)
     return (rows, False) if waiting is None else (rows[:waiting], True)
 
 

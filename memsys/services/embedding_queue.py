@@ -29,7 +29,7 @@ _SIZES_SQL = """
     LIMIT :limit
 """
 _PENDING_SQL = """
-    SELECT namespace, id, content, token_count FROM chunk
+    SELECT namespace, id, content, token_count, updated_at FROM chunk
     WHERE embedding IS NULL AND valid_to IS NULL {only}
     ORDER BY created_at, id
     LIMIT :limit
@@ -45,7 +45,13 @@ _READY = text(
           AND c.embedding IS NULL AND c.valid_to IS NULL)
     """
 )
-_PENDING_COUNT = text("SELECT count(*) FROM chunk WHERE embedding IS NULL AND valid_to IS NULL")
+_PENDING_COUNT = text(
+    """
+    SELECT count(*) FROM chunk
+    WHERE embedding IS NULL AND valid_to IS NULL
+      AND (CAST(:namespace AS text) IS NULL OR namespace = :namespace)
+    """
+)
 
 
 def embed_pending(
@@ -70,10 +76,15 @@ def embed_pending(
     if not rows:
         return 0
     vectors = get_embedder().embed([r.content for r in rows])
-    session.execute(
+    session.execute(  # a vector is no edit: updated_at stays (the ORM would set it to now)
         update(Chunk),
         [
-            {"namespace": r.namespace, "id": r.id, "embedding": vectors[i]}
+            {
+                "namespace": r.namespace,
+                "id": r.id,
+                "embedding": vectors[i],
+                "updated_at": r.updated_at,
+            }
             for i, r in enumerate(rows)
         ],
     )
@@ -92,5 +103,6 @@ def _within_budget(sizes: Sequence[int | None]) -> int:
     return len(sizes)
 
 
-def pending_count(session: Session) -> int:
-    return int(session.scalar(_PENDING_COUNT) or 0)
+def pending_count(session: Session, namespace: str | None = None) -> int:
+    """Chunks waiting for their vectors (of one namespace, or all)."""
+    return int(session.scalar(_PENDING_COUNT, {"namespace": namespace}) or 0)

@@ -287,20 +287,22 @@ def index_directory(
         if progress:
             progress("read", n, len(files))
 
+    done = 0
     if not params.async_mode:
-        done = 0
         # About ten progress steps on a large folder, never blocks under 32 chunks.
         size = max(MIN_EMBED_BLOCK, min(SYNC_EMBED_BLOCK, len(new_chunk_ids) // 10))
         for start in range(0, len(new_chunk_ids), size):
             block = new_chunk_ids[start : start + size]
-            done += embed_pending(session, limit=len(block), only=block)
-            if progress:
-                progress("embed", done, len(new_chunk_ids))
+            # A call stops at the queue's token budget (EMBED_TOKENS): again for the rest.
+            while embedded := embed_pending(session, limit=len(block), only=block):
+                done += embedded
+                if progress:
+                    progress("embed", done, len(new_chunk_ids))
     return IndexDirectoryOut(
         files_indexed=indexed,
         total_chunks=chunks,
         failed_files=failed,
         skipped_duplicates=skipped,
-        pending_embeddings=0 if not params.async_mode else len(new_chunk_ids),
+        pending_embeddings=len(new_chunk_ids) - done,
         namespace=params.namespace,
     )

@@ -7,7 +7,8 @@
 demoted: ranked at half strength (memsys.retrieval.rank), content untouched.
 archived: content replaced by an extractive summary (memsys.services.summary); the full text
   stays in the memory's history (memory_change, operation "archive"), where rekindling and
-  replay find it. Ranked at a tenth, its embedding kept, so a query that means it still finds it.
+  replay find it. Ranked at a tenth, its embedding kept, so a query that means it still finds it
+  (a memory still waiting on the embedding queue is archived once it has its vector).
 rehydratable: content cut to a key (the summary's first words); ranked at 1 %.
 A query whose hits include an archived or rehydratable memory rekindles it in that read:
 full text restored from history when it is there, else the summary (marked `lossy`).
@@ -37,7 +38,7 @@ STAGES = ("active", "demoted", "archived", "rehydratable")
 Restored = Literal["full", "summary", "none"]
 STAGE_AFTER_DAYS = (("rehydratable", 90.0), ("archived", 30.0), ("demoted", 7.0))
 AGED = ("archived", "rehydratable")
-ROW = (*decay.SIGNALS, Chunk.content, Chunk.lossy)
+ROW = (*decay.SIGNALS, Chunk.content, Chunk.lossy, Chunk.embedding.is_(None).label("queued"))
 
 
 def due_stage(memory: Any, now: datetime) -> str:
@@ -229,6 +230,11 @@ def transition(session: Session, memories: list[Any], now: datetime) -> Counter[
     writes = Writes()
     for memory in memories:
         target = due_stage(memory, now)
+        if memory.queued and target in AGED:
+            # Aging cuts the text, and the embedding queue would then embed the cut for good:
+            # a memory still waiting for its vector ages once it has one (maintain drains the
+            # queue first; else a later run).
+            target = max(memory.stage, "demoted", key=STAGES.index)
         if target == memory.stage:
             continue
         if STAGES.index(target) > STAGES.index(memory.stage):

@@ -6,9 +6,11 @@ run. Each step works in small transactions (a batch of memories each), so it can
 live traffic: rows a reader or writer holds are skipped (`SKIP LOCKED`) and picked up by the next
 run. The queue comes first: chunks an upgrade queued to be embedded again, or indexed with
 `--no-wait`, get their vectors here when no `memsys serve` / `memsys mcp` worker did it, and
-consolidation compares memories by those vectors. Every step is idempotent — a second run
+consolidation compares memories by those vectors (it leaves a namespace where a memory still
+has none to a later run). Every step is idempotent — a second run
 right after the first changes nothing — and the whole run stops starting new batches once
-its time budget is spent (the report says whether it finished). `now` is injectable: tests
+its time budget is spent (the report says whether it finished, and why the queue failed
+when the model did). `now` is injectable: tests
 and the lifecycle benchmark move the clock instead of waiting. Run it daily from cron, e.g.
 
     15 3 * * *  /path/to/.venv/bin/memsys maintain --budget 300 >> ~/.memsys-maintain.log 2>&1
@@ -24,6 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memsys.db import session_scope
+from memsys.errors import BadSetting, shortened
 from memsys.services import (
     access,
     consolidate,
@@ -54,6 +57,8 @@ class Report:
     seconds: float = 0.0
     complete: bool = False
     stages: dict[str, int] = field(default_factory=dict)
+    # Why the queue was not drained when it failed (the model, usually): the CLI exits 1.
+    queue_error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -78,12 +83,18 @@ def run(
         while time_left():  # chunks waiting for their vectors, a batch per transaction
             with session_scope() as session:
                 embedded = embedding_queue.embed_pending(session, namespace=namespace)
+                # Nothing taken: the queue is empty, or another process holds what is left
+                # (a worker embedding it), which the run does not see done.
+                left = 0 if embedded else embedding_queue.pending_count(session, namespace)
             report.embedded += embedded
             if not embedded:
-                queue_done = True
+                queue_done = not left
                 break
-    except Exception:  # the model failed: the other steps need no model, and still run
-        log.warning("maintenance: the embedding queue was not drained", exc_info=True)
+    except BadSetting:  # MEMSYS_EMBEDDING_PROVIDER: the caller's to fix, before any step ran
+        raise
+    except Exception as exc:  # the model failed: the other steps need no model, and still run
+        log.debug("maintenance: the embedding queue was not drained", exc_info=True)
+        report.queue_error = shortened(f"{type(exc).__name__}: {exc}")
     while time_left():  # the day's accesses into the counters, a batch per transaction
         with session_scope() as session:
             taken, counters = access.fold_batch(session)

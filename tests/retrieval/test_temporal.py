@@ -9,7 +9,7 @@ import pytest
 
 from memsys.db import session_scope
 from memsys.retrieval import pipeline, temporal
-from tests.factories import store
+from tests.factories import queue_for_embedding, store
 
 NOW = datetime(2024, 3, 13, 15, 30, tzinfo=UTC)  # a Wednesday
 
@@ -117,3 +117,21 @@ def test_without_reference_time_a_memory_happened_when_written(embedder) -> None
             s, "what did we decide today", filters={"namespace": "project:t2"}, limit=3
         )
     assert found.channels["temporal"]["hits"] == [kept.id]
+
+
+def test_a_memory_waiting_for_its_vector_is_found_by_its_time(embedder) -> None:  # type: ignore[no-untyped-def]
+    """A memory on the embedding queue (an upgrade cleared its vector) that shares no word
+    with the question, nor a namespace with the other hits: its time is all that finds it,
+    and the channel used to ask for a vector too."""
+    waiting = store(
+        "Migrated the billing cluster to Postgres 16",
+        namespace="project:ops",
+        reference_time="2023-05-20T10:00:00Z",
+    )
+    for i in range(3):
+        store(f"Unrelated note number {i} about the coffee machine", namespace="project:office")
+    queue_for_embedding(waiting.id)
+    with session_scope() as s:
+        found = pipeline.retrieve(s, "what happened last May?", limit=3, now=NOW)
+    assert found.channels["temporal"]["hits"] == [waiting.id]
+    assert found.hits[0].id == waiting.id and found.hits[0].similarity is None

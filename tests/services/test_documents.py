@@ -331,6 +331,22 @@ def test_sync_indexing_reports_embedding_progress_block_by_block(tmp_path, embed
     assert embedded[-1][0] == embedded[-1][1] >= 80
 
 
+def test_sync_indexing_embeds_every_chunk_past_the_queue_token_budget(
+    tmp_path, embedder, monkeypatch
+) -> None:
+    """A block of chunks passes the queue's token budget (on real folders, ~70 chunks of a
+    full window): --sync left the rest without vectors and still said none were pending."""
+    from memsys.services import embedding_queue
+
+    write_docs(tmp_path)
+    monkeypatch.setattr(embedding_queue, "EMBED_TOKENS", 40)  # a block takes several calls
+    out = index_dir(tmp_path, async_mode=False)
+    assert out.total_chunks > 4 and out.pending_embeddings == 0
+    with session_scope() as s:
+        assert s.scalar(select(Chunk).where(Chunk.embedding.is_(None))) is None
+        assert set(s.scalars(select(Document.status))) == {"ready"}
+
+
 def test_a_queue_batch_stops_at_its_token_budget(embedder, monkeypatch) -> None:
     """A batch's rows stay locked while it embeds, and a writer of one of them waits: long
     memories queued by an upgrade are taken a few at a time (by tokens), not 64 at once."""
@@ -374,3 +390,22 @@ def test_a_queue_batch_stops_at_its_token_budget(embedder, monkeypatch) -> None:
     with session_scope() as s:
         assert embedding_queue.embed_pending(s) == 1
         assert embedding_queue.pending_count(s) == 0
+
+
+def test_embedding_a_queued_memory_is_not_an_edit(embedder) -> None:
+    """The queue gives a memory the vector an upgrade cleared: its updated_at (what
+    memory_list shows and orders by) stays when it was last edited, not when it was embedded."""
+    from memsys.schemas import MemoryListIn
+    from memsys.services import embedding_queue, memories
+
+    def listed() -> list[tuple[str, object]]:
+        out = runner.execute(memories.list_memories, MemoryListIn, {"order_by": "updated_at"})
+        return [(m.id, m.updated_at) for m in out.memories]
+
+    old = store("The deploy script lives in tools/deploy.sh").id
+    store("Grafana dashboards are provisioned from JSON files")
+    before = listed()
+    queue_for_embedding(old)
+    with session_scope() as s:
+        assert embedding_queue.embed_pending(s) == 1
+    assert listed() == before and before[-1][0] == old

@@ -31,7 +31,7 @@ from memsys.services import (
     query,
 )
 from memsys.services import decay as decay_rules
-from tests.factories import queue_for_embedding, store
+from tests.factories import index, queue_for_embedding, store
 
 LONG = (
     "The nightly backup job copies the Postgres base backup to the storage bucket. "
@@ -343,18 +343,20 @@ def test_maintain_embeds_queued_memories_then_consolidates_them(embedder: Any) -
         assert s.scalar(text("SELECT count(*) FROM chunk WHERE embedding IS NULL")) == 0
 
 
-def test_consolidation_stops_before_a_memory_still_waiting_for_its_vector(embedder: Any) -> None:
-    """The watermark moves past every candidate a run looks at, so one without a vector must
-    end the run's candidates: it is merged later, once embedded, never skipped for good."""
+def test_consolidation_stops_before_a_namespace_still_waiting_for_a_vector(embedder: Any) -> None:
+    """The watermark moves past every candidate a run looks at, so a memory of a namespace
+    where one still has no vector (it, or a twin the nearest search cannot see yet) must end
+    the run's candidates: it is merged later, once embedded, never skipped for good."""
     from memsys.services import consolidate
 
-    first = store("The deploy script lives in tools/deploy.sh", memory_type="fact").id
-    waiting = store("The deploy script lives in tools/deploy.sh.", memory_type="fact").id
-    store("Grafana dashboards are provisioned from JSON files", memory_type="fact")
+    other = store("Grafana dashboards are provisioned from JSON files", namespace="ns-y").id
+    store("The deploy script lives in tools/deploy.sh", memory_type="fact", namespace="ns-x")
+    waiting = store("The deploy script lives in tools/deploy.sh.", namespace="ns-x").id
+    store("Alerts go to the on-call channel", memory_type="fact", namespace="ns-y")
     queue_for_embedding(waiting)
     with session_scope() as s:
         chunks, waiting_seen = consolidate.candidates(s, None, None, 10)
-        assert [c.id for c in chunks] == [first] and waiting_seen
+        assert [c.id for c in chunks] == [other] and waiting_seen
 
 
 def test_a_run_that_cannot_embed_a_queued_memory_says_it_is_not_complete(embedder: Any) -> None:
@@ -370,6 +372,39 @@ def test_a_run_that_cannot_embed_a_queued_memory_says_it_is_not_complete(embedde
     assert (held.embedded, held.merged, held.complete) == (0, 0, False)
     after = maintain.run(now=days(0))
     assert (after.embedded, after.merged, after.complete) == (1, 1, True)
+
+
+def test_a_merge_waits_for_an_older_twin_still_on_the_queue(embedder: Any) -> None:
+    """The nearest search sees no memory without a vector: a new memory whose older twin was
+    on the queue (held by a worker embedding it) found no duplicate, the watermark moved past
+    it, and the pair was never merged."""
+    first = store("The deploy script lives in tools/deploy.sh", memory_type="fact").id
+    assert maintain.run(now=days(0)).complete  # the watermark is past it
+    queue_for_embedding(first)
+    store("The deploy script lives in tools/deploy.sh.", memory_type="fact")
+    with Session(get_engine()) as worker:  # another worker holds the row while it embeds
+        worker.execute(text("SELECT 1 FROM chunk WHERE id = :id FOR UPDATE"), {"id": first})
+        held = maintain.run(now=days(0))
+        worker.rollback()
+    assert (held.embedded, held.merged, held.complete) == (0, 0, False)
+    after = maintain.run(now=days(0))
+    assert (after.embedded, after.merged, after.complete) == (1, 1, True)
+
+
+def test_a_run_is_complete_only_once_the_queue_is_empty(tmp_path: Any, embedder: Any) -> None:
+    """Rows another process is embedding are skipped: a run that could take none of them
+    said it was complete with chunks still waiting for their vectors."""
+    (tmp_path / "notes.md").write_text("# Notes\n\nThe cache warms at startup.\n")
+    chunk = index(tmp_path / "notes.md", namespace="docs").chunk_ids[0]
+    queue_for_embedding(chunk)
+    with Session(get_engine()) as worker:
+        worker.execute(text("SELECT 1 FROM chunk WHERE id = :id FOR UPDATE"), {"id": chunk})
+        held = maintain.run(now=days(0))
+        elsewhere = maintain.run(now=days(0), namespace="global")  # its queue is empty
+        worker.rollback()
+    assert (held.embedded, held.complete) == (0, False) and elsewhere.complete
+    after = maintain.run(now=days(0))
+    assert (after.embedded, after.complete) == (1, True)
 
 
 def test_a_run_over_one_namespace_leaves_the_others_for_a_full_run(embedder: Any) -> None:
@@ -398,6 +433,33 @@ def test_maintenance_runs_its_other_steps_when_the_model_fails(embedder: Any, mo
     report = maintain.run(now=days(8))
     assert report.embedded == 0 and not report.complete
     assert report.rescored == 2 and report.moved.get("demoted") == 2
+
+
+def test_a_memory_waiting_for_its_vector_is_archived_once_it_has_one(
+    embedder: Any, monkeypatch
+) -> None:
+    """Archiving cuts the text to a summary: a queued memory archived while the model failed
+    was then embedded from the summary by the queue, and kept that vector for good."""
+    from memsys.services import embedding_queue
+
+    memory = store(LONG, memory_type="fact").id
+    vector = row(memory).embedding
+    queue_for_embedding(memory)
+
+    def broken() -> Any:
+        raise RuntimeError("the model could not be loaded")
+
+    monkeypatch.setattr(embedding_queue, "get_embedder", broken)
+    held = maintain.run(now=days(31))
+    assert not held.complete and held.moved == {"demoted": 1}
+    assert (row(memory).stage, row(memory).content) == ("demoted", LONG)
+    monkeypatch.undo()
+    after = maintain.run(now=days(31))  # the vector first, of the whole text; then the summary
+    assert after.embedded == 1 and after.moved == {"archived": 1} and after.complete
+    archived = row(memory)
+    assert archived.stage == "archived" and archived.content != LONG
+    cosine = sum(a * b for a, b in zip(archived.embedding, vector, strict=True))
+    assert cosine > 0.999  # the whole text's vector, not the summary's
 
 
 def test_consolidation_leaves_a_memory_a_client_is_forgetting(embedder: Any) -> None:
