@@ -9,6 +9,7 @@ any other way is read whole.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePath
@@ -265,6 +266,18 @@ def _role(rel: PurePath) -> str | None:
     return None
 
 
+def linked_folders(root: Path) -> Iterator[str]:
+    """Links to folders where a vault import reads (graph/…, vault/), relative to the vault.
+    rglob enters no linked folder, so their files would be passed over without a word, and
+    an export would write through them (anywhere the link points)."""
+    for top, dirs, _ in os.walk(root):
+        here = Path(top).relative_to(root)
+        for name in sorted(dirs):
+            if _role(here / name / "x.md") and os.path.islink(os.path.join(top, name)):
+                yield (here / name).as_posix()
+        dirs[:] = [d for d in dirs if _role(here / d / "x.md")]  # .git, episodes, …: not read
+
+
 def vault_files(root: Path) -> Iterator[tuple[Path, str]]:
     """(path, role) of every file a vault import reads: memory, pinned, edge."""
     for path in sorted(root.rglob("*.md")):
@@ -299,8 +312,13 @@ def _inside(path: Path, root: Path, resolved_root: Path | None = None) -> bool:
         return False
 
 
+LINKED_FOLDER = "a link to a folder: not read (memsys reads and writes no file through one)"
+
+
 def _vault_items(root: Path) -> Iterator[Item]:
     resolved_root = root.resolve(strict=True)
+    for folder in linked_folders(root):
+        yield Problem(folder, None, LINKED_FOLDER)
     for path, role in vault_files(root):
         source = str(path.relative_to(root))
         if not path.is_file():  # a directory named *.md, a pipe, a device: never read
