@@ -134,6 +134,24 @@ def test_lint_fix_writes_an_obsidian_date_as_text(tmp_path: Path) -> None:
     assert run("lint", str(tmp_path / "v")).exit_code == 0
 
 
+def test_lint_fix_changes_the_fixed_field_and_keeps_an_unknown_one(tmp_path: Path) -> None:
+    """lint --fix rewrote a JSON line with the known fields only: a misspelt field, which
+    lint reports so that its value can be moved, was deleted with its value."""
+    from tests.vault.test_import_problems import memory_line
+
+    header = '{"kind": "header", "format": "memsys-export", "schema_version": "1.0"}'
+    full = {"namespace": "global", "lifecycle": "project", "stage": "active"}
+    line = memory_line(1, **full, updated="2026-01-01T00:00:00+00:00", importance=1.7, tag=["x"])
+    path = tmp_path / "snap.jsonl"
+    path.write_text(f"{header}\n{line}\n")
+    fixed = run("lint", str(path), "--fix", "--json")
+    assert fixed.exit_code == 1, fixed.output  # the unknown field is still an error
+    record = json.loads(path.read_text().splitlines()[1])
+    assert record == {**json.loads(line), "importance": 1.0}
+    (error,) = [f for f in json.loads(fixed.stdout)["findings"] if f["severity"] == "error"]
+    assert error["message"].startswith("tag: unknown field"), error
+
+
 def test_windows_line_breaks_are_stored_as_the_file_reads_them(
     tmp_path: Path, embedder: object
 ) -> None:
