@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePath
@@ -27,6 +28,7 @@ Item = Located | Problem
 MANIFEST = "memsys-vault.yaml"
 PREFERENCES_FILE = "vault/preferences.yaml"
 ARRAYS = {"memory": "memories", "edge": "edges", "preference": "preferences"}
+TOP_KEYS = ("format", "schema_version", *ARRAYS.values())  # of the JSON document
 DERIVED = ("CORE.md", "REFLECTION.md")  # written from the memories, never read back
 # What makes a folder without a manifest a vault (S003's layout, written by hand).
 VAULT_PARTS = ("graph", "vault", "episodes", *DERIVED)
@@ -232,6 +234,12 @@ def _whole_json(path: Path) -> Iterator[Item]:
     if not isinstance(data, dict):
         yield Problem(str(path), 1, "expected a memsys export (a JSON object)")
         return
+    unknown = [key for key in data if key not in TOP_KEYS]
+    if unknown:  # a misspelt `memorys` would drop every record under it without a word
+        lines = _key_lines(path.read_bytes().decode("utf-8-sig"))
+        for key in unknown:
+            message = f"{key}: unknown key of a memsys export (it holds {', '.join(TOP_KEYS)})"
+            yield Problem(str(path), lines.get(key), message)
     for kind, array in ARRAYS.items():
         items = data.get(array) or []
         if not isinstance(items, list):
@@ -244,6 +252,28 @@ def _whole_json(path: Path) -> Iterator[Item]:
                 continue
             rec.setdefault("kind", kind)
             yield markdown.located(rec, where, {})
+
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _space(text: str, at: int) -> int:
+    """Where the JSON whitespace from `at` ends."""
+    found = _SPACE.match(text, at)
+    return found.end() if found else at
+
+
+def _key_lines(text: str) -> dict[str, int]:
+    """The line of each key of the JSON object `text` (read without error already)."""
+    decoder, found = json.JSONDecoder(), dict[str, int]()
+    at = _space(text, text.index("{") + 1)
+    while text[at] == '"':
+        key, at = decoder.raw_decode(text, at)
+        found.setdefault(key, text.count("\n", 0, at) + 1)
+        at = _space(text, decoder.raw_decode(text, _space(text, _space(text, at) + 1))[1])
+        if text[at] == ",":
+            at = _space(text, at + 1)
+    return found
 
 
 def _role(rel: PurePath) -> str | None:

@@ -178,6 +178,28 @@ def test_a_reformatted_json_document_is_read_whole(tmp_path: Path, embedder: obj
     assert import_(tmp_path / "pretty.json").memories.changed == 1
 
 
+def test_a_misspelt_key_of_a_json_document_is_a_problem_not_its_records_dropped(
+    tmp_path: Path, embedder: object
+) -> None:
+    """`memorys` for `memories` in a reformatted document: every memory under it was left
+    out without a word (the file linted clean and imported as "nothing new")."""
+    seed()
+    export(tmp_path / "snap.json")
+    data = json.loads((tmp_path / "snap.json").read_text())
+    data = {"memorys" if key == "memories" else key: value for key, value in data.items()}
+    text = json.dumps(data, indent=2)
+    (tmp_path / "typo.json").write_text(text)
+    line = text[: text.index('"memorys"')].count("\n") + 1
+    report = import_(tmp_path / "typo.json", dry_run=True)
+    found = [p for p in report.problems if p.message.startswith("memorys")]
+    assert [(p.source, p.line) for p in found] == [(str(tmp_path / "typo.json"), line)], report
+    assert "unknown key of a memsys export" in found[0].message
+    linted = lint.lint(files.open_snapshot(tmp_path / "typo.json").items(), lint.load_schema())
+    assert any(f.message.startswith("memorys: unknown key") for f in linted.findings)
+    with pytest.raises(InvalidInput, match=rf"typo.json:{line}: memorys: unknown key"):
+        diff(str(tmp_path / "typo.json"))
+
+
 def memory_line(n: int, **fields: object) -> str:
     record = {
         "kind": "memory",
