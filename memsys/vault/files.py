@@ -386,7 +386,8 @@ def _preference_items(path: Path, source: str) -> Iterator[Item]:
     except UnicodeDecodeError:
         yield Problem(source, None, "not UTF-8 text")
         return
-    for n, line in enumerate(body.splitlines(), start=1):
+    # "\n" only: splitlines() also breaks at U+2028, U+0085, … which a value may hold.
+    for n, line in enumerate(body.split("\n"), start=1):
         text = line.strip()
         if not text or text.startswith("#"):
             continue

@@ -8,12 +8,15 @@ from pathlib import Path
 
 import pytest
 import yaml
+from sqlalchemy import text
 
 from memsys import runner
+from memsys.db import session_scope
 from memsys.errors import InvalidInput
 from memsys.schemas import MemoryForgetIn
 from memsys.services import memories
 from tests.conftest import table_counts
+from tests.factories import set_preference, store
 from tests.vault.helpers import empty_database, export, import_, live_count, seed, tree
 
 
@@ -59,6 +62,29 @@ def test_vault_round_trip_is_byte_identical(tmp_path: Path, embedder: object) ->
     assert (report.memories.new, report.edges.new, report.preferences.new) == (4, 2, 2)
     export(tmp_path / "again")
     assert tree(tmp_path / "again") == files
+
+
+# Where str.splitlines() breaks a line and a JSON line does not: a value may hold them.
+LINE_BREAKS = "\u2028 \u2029 \u0085 \x1c \x1d \x1e \x0b \x0c"
+
+
+def test_values_holding_unicode_line_breaks_round_trip(tmp_path: Path, embedder: object) -> None:
+    """vault/preferences.yaml was read with splitlines(): a preference holding U+2028 was cut
+    in two, and the vault memsys had just exported refused to import."""
+    seed()
+    set_preference("separator", f"a{LINE_BREAKS}b")
+    set_preference("nested", {"text": LINE_BREAKS})
+    store(f"Line one{LINE_BREAKS}still line one", memory_type="fact")
+    export(tmp_path / "vault")
+    empty_database()
+    report = import_(tmp_path / "vault")
+    assert report.applied and report.problem_count == 0, report.problems
+    assert (report.memories.new, report.preferences.new) == (5, 4)
+    with session_scope() as s:
+        values = dict(s.execute(text("SELECT key, value FROM preference")).all())
+    assert values["separator"] == f"a{LINE_BREAKS}b" and values["nested"] == {"text": LINE_BREAKS}
+    export(tmp_path / "again")
+    assert tree(tmp_path / "again") == tree(tmp_path / "vault")
 
 
 def test_import_twice_changes_nothing(tmp_path: Path, embedder: object) -> None:
