@@ -11,7 +11,7 @@ from pathlib import Path
 from tests.cli.helpers import fails, run, run_json
 from tests.conftest import table_counts
 from tests.factories import store
-from tests.vault.helpers import diff, export, import_, seed
+from tests.vault.helpers import diff, empty_database, export, import_, seed, tree
 
 
 def one(root: Path, folder: str) -> Path:
@@ -164,6 +164,25 @@ def test_windows_line_breaks_are_stored_as_the_file_reads_them(
     assert report.memories.changed == 0 and report.memories.unchanged == 1
     lines = run("export", "--format", "jsonl").stdout.splitlines()
     assert json.loads(lines[1])["content"] == "pasted line one\nline two\nline three"
+
+
+def test_an_edge_context_with_windows_line_breaks_round_trips(
+    tmp_path: Path, embedder: object
+) -> None:
+    """An edge's context kept its \r\n; its edge file read back as \n: every import of the
+    unchanged vault replaced the edge, and its round trip did not give the same bytes."""
+    first, second = store("Deploys freeze on Fridays").id, store("Rollbacks need a ticket").id
+    reason = "pasted line one\r\nline two\rline three"
+    run_json("relate", first, second, "relates_to", "--context", reason)
+    export(tmp_path / "v")
+    report = import_(tmp_path / "v")
+    assert (report.edges.changed, report.edges.unchanged) == (0, 1), report
+    empty_database()
+    assert import_(tmp_path / "v").edges.new == 1
+    export(tmp_path / "again")
+    assert tree(tmp_path / "again") == tree(tmp_path / "v")
+    lines = run("export", "--format", "jsonl").stdout.splitlines()
+    assert json.loads(lines[3])["context"] == "pasted line one\nline two\nline three"
 
 
 def test_a_field_given_twice_is_a_problem_not_the_last_one_silently(
