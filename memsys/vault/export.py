@@ -140,6 +140,7 @@ def to_vault(
         _no_links(root)
     _same_scope(root, namespace)
     root.mkdir(parents=True, exist_ok=True)
+    live.snapshot(session)  # memories, edges, preferences and briefs as of one moment
     w = _Writer(root)
     linked: dict[str, str] = {}
     manifest = {"format": "memsys-vault", "schema_version": SCHEMA_VERSION, "export": FORMAT}
