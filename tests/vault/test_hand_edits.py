@@ -66,6 +66,36 @@ def test_a_field_memsys_does_not_read_is_refused_by_name(tmp_path: Path, embedde
     assert "kind (in the frontmatter): unknown field" in found, found
 
 
+def test_a_problem_in_a_relation_is_at_its_own_line(tmp_path: Path, embedder: object) -> None:
+    """A relation spans several lines, and its problems were put at `relations:` + 1 + its
+    index: the second relation's bad type was said to be on line 8, the first relation's
+    type, and the third one's misspelt weight on line 9."""
+    head = "---\nid: mem_00000000000000{}\ntype: fact\nimportance: 0.5\n"
+    head += "created: 2025-12-06T16:25:58+00:00\n"
+    folder = tmp_path / "v" / "graph" / "facts"
+    folder.mkdir(parents=True)
+    (folder / "b2.md").write_text(head.format("b2") + "---\nThe other end\n")
+    relation = "- target: mem_00000000000000b2\n  type: {}\n  direction: outgoing\n  {}: 0.5\n"
+    (folder / "a1.md").write_text(
+        head.format("a1")
+        + "relations:\n"
+        + relation.format("RELATES_TO", "strength")  # lines 7-10
+        + relation.format("NOT_A_RELATION", "strength")  # lines 11-14
+        + relation.format("SOLVES", "weight")  # lines 15-18
+        + "---\nOne end\n"
+    )
+    found = problems(tmp_path / "v")
+    assert "graph/facts/a1.md:12 type: 'NOT_A_RELATION' is not a relation" in found, found
+    assert "graph/facts/a1.md:18 weight: unknown field of a edge record" in found, found
+    linted = run("lint", str(tmp_path / "v"), "--json")
+    assert linted.exit_code == 1, linted.output
+    findings = json.loads(linted.stdout)["findings"]
+    assert {(f["line"], f["message"].split(":")[0]) for f in findings} >= {
+        (12, "type"),
+        (18, "weight"),
+    }, findings
+
+
 def test_an_edge_file_with_a_blank_or_numeric_namespace_is_a_problem_not_a_crash(
     tmp_path: Path, embedder: object
 ) -> None:
