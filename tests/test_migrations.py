@@ -90,6 +90,35 @@ def test_memories_stored_with_windows_line_breaks_get_newlines(scratch_engine: E
     assert found["mem_gone"] == rows["mem_gone"]  # history is not rewritten
 
 
+def test_edge_contexts_stored_with_windows_line_breaks_get_newlines(
+    scratch_engine: Engine,
+) -> None:
+    """memory_relate now keeps `\n` only in a context; live edges stored before with `\r\n`
+    or a bare `\r` are rewritten, closed ones (history) left as they were."""
+    _run(scratch_engine, "upgrade", "a6c4e2b9d173")
+    contexts = {1: "Because\r\nof this", 2: "Old mac\rline two", 3: "Closed\r\nedge", 4: None}
+    with scratch_engine.begin() as conn:
+        conn.execute(text("INSERT INTO namespace (name) VALUES ('ns')"))
+        for n, context in contexts.items():
+            conn.execute(
+                text(
+                    "INSERT INTO edge (namespace, source_kind, source_id, target_kind, "
+                    "target_id, relation, context, valid_to) VALUES ('ns', 'chunk', :s, "
+                    "'chunk', 'mem_b', 'relates_to', :context, CASE WHEN :closed THEN now() END)"
+                ),
+                {"s": f"mem_{n}", "context": context, "closed": n == 3},
+            )
+    _run(scratch_engine, "upgrade", "head")
+    with scratch_engine.connect() as conn:
+        found = dict(conn.execute(text("SELECT source_id, context FROM edge")).all())
+    assert found == {
+        "mem_1": "Because\nof this",
+        "mem_2": "Old mac\nline two",
+        "mem_3": "Closed\r\nedge",  # history is not rewritten
+        "mem_4": None,
+    }
+
+
 def _sha(content: str) -> str:
     return hashlib.sha256(content.encode()).hexdigest()
 

@@ -118,6 +118,7 @@ def migrate_command(
         if output == "-":
             result = service.upgrade_file(Path(file), sys.stdout)
         else:
+            service.check_replaceable(Path(output).expanduser(), output)
             with regular_files.replaced(Path(output).expanduser(), output) as out:
                 result = service.upgrade_file(Path(file), out)
         if output != "-":

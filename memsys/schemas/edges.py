@@ -67,11 +67,13 @@ MAX_WEIGHT = 1000.0
 
 
 def edge_context(v: str | None) -> str | None:
+    """The context as stored: trimmed, its line breaks as \n, as memory content is
+    (memories.content_text: a vault's edge file reads back \r\n as \n)."""
     if v is None:
         return None
     if len(v) > MAX_CONTEXT:
         raise ValueError(f"context is at most {MAX_CONTEXT} characters, got {len(v)}")
-    return v.strip() or None
+    return v.replace("\r\n", "\n").replace("\r", "\n").strip() or None
 
 
 class MemoryRelateIn(Input):

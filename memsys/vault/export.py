@@ -8,11 +8,12 @@ export time inside), which is what lets a vault live in git and a round trip be 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, TextIO
 
 from sqlalchemy.orm import Session
@@ -63,12 +64,8 @@ class _Writer:
         self.root, self.done = root, Exported()
 
     def write(self, relative: str, text: str) -> None:
-        path = self.root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
         data = text.encode("utf-8")
-        # git sees only real changes; a pipe or device in the way is refused, never opened.
-        if not path.exists() or regular_files.read_bytes(path, relative) != data:
-            path.write_bytes(data)
+        _write(self.root, relative, data)
         self.done.written.add(relative)
         self.done.files += 1
         self.done.bytes += len(data)
@@ -80,6 +77,47 @@ class _Writer:
             if candidate not in self.done.written:
                 return candidate
         raise AssertionError("sha256 collision")
+
+
+def _vault_path(root: Path, relative: str) -> Path:
+    """root/relative, a path inside the vault (no `..`) with no link on the way: a vault
+    cloned from git may hold links, and writing through one would write wherever it points
+    (outside the vault, outside MEMSYS_INDEX_ROOTS for a server). Refused with the link's
+    path, never followed (as import and lint refuse to read through one)."""
+    rel = PurePosixPath(relative)
+    if rel.is_absolute() or ".." in rel.parts or not rel.parts:
+        raise InvalidInput(f"{root / relative}: not inside the vault {root}: not written")
+    path = root
+    for part in rel.parts:
+        path = path / part
+        if path.is_symlink():
+            raise InvalidInput(
+                f"{path}: a link (which may point outside the vault): export writes no file "
+                "through a link; remove it, or export into another folder"
+            )
+    return path
+
+
+def _write(root: Path, relative: str, data: bytes) -> None:
+    path = _vault_path(root, relative)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # git sees only real changes; a pipe or device in the way is refused, never opened.
+    if path.exists() and regular_files.read_bytes(path, relative) == data:
+        return
+    # O_NOFOLLOW: a link put there since the check above is refused too (ELOOP).
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o666)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+
+
+def _no_links(root: Path) -> None:
+    """Refuse, before writing anything, a vault whose files export writes at a fixed name
+    (manifest, .gitignore, preferences, briefs, index) or whose folders import reads are
+    links (a link on the way to a memory's file is refused when it is written)."""
+    for folder in files.linked_folders(root):
+        _vault_path(root, folder)
+    for relative in (files.MANIFEST, ".gitignore", files.PREFERENCES_FILE, INDEX, *files.DERIVED):
+        _vault_path(root, relative)
 
 
 def check_target(root: Path) -> None:
@@ -98,8 +136,11 @@ def to_vault(
 ) -> Exported:
     """Write the vault; files of memories that are gone from the database are removed."""
     check_target(root)
+    if root.is_dir():
+        _no_links(root)
     _same_scope(root, namespace)
     root.mkdir(parents=True, exist_ok=True)
+    live.snapshot(session)  # memories, edges, preferences and briefs as of one moment
     w = _Writer(root)
     linked: dict[str, str] = {}
     manifest = {"format": "memsys-vault", "schema_version": SCHEMA_VERSION, "export": FORMAT}
@@ -180,7 +221,10 @@ class _Places:
         return standard
 
     def _holds(self, relative: str, rec: Record) -> bool:
-        path = self.root / relative
+        try:  # an index naming ../elsewhere.md, or a path through a link: not the vault's
+            path = _vault_path(self.root, relative)
+        except InvalidInput:
+            return False
         return path.is_file() and not path.is_symlink() and _file_id(path) == rec["id"]
 
     def wrote(self, rec: Record, path: str) -> None:
@@ -264,4 +308,4 @@ def _remove_stale(root: Path, written: set[str], namespace: str | None, places: 
     listing: dict[str, Any] = {"version": 2, "namespace": namespace, "count": len(written)}
     listing["paths"] = sorted(written)
     listing["ids"] = dict(sorted(places.now.items()))
-    (root / INDEX).write_text(json.dumps(listing, indent=0) + "\n", encoding="utf-8")
+    _write(root, INDEX, (json.dumps(listing, indent=0) + "\n").encode("utf-8"))

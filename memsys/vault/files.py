@@ -9,6 +9,8 @@ any other way is read whole.
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePath
@@ -26,6 +28,7 @@ Item = Located | Problem
 MANIFEST = "memsys-vault.yaml"
 PREFERENCES_FILE = "vault/preferences.yaml"
 ARRAYS = {"memory": "memories", "edge": "edges", "preference": "preferences"}
+TOP_KEYS = ("format", "schema_version", *ARRAYS.values())  # of the JSON document
 DERIVED = ("CORE.md", "REFLECTION.md")  # written from the memories, never read back
 # What makes a folder without a manifest a vault (S003's layout, written by hand).
 VAULT_PARTS = ("graph", "vault", "episodes", *DERIVED)
@@ -231,6 +234,12 @@ def _whole_json(path: Path) -> Iterator[Item]:
     if not isinstance(data, dict):
         yield Problem(str(path), 1, "expected a memsys export (a JSON object)")
         return
+    unknown = [key for key in data if key not in TOP_KEYS]
+    if unknown:  # a misspelt `memorys` would drop every record under it without a word
+        lines = _key_lines(path.read_bytes().decode("utf-8-sig"))
+        for key in unknown:
+            message = f"{key}: unknown key of a memsys export (it holds {', '.join(TOP_KEYS)})"
+            yield Problem(str(path), lines.get(key), message)
     for kind, array in ARRAYS.items():
         items = data.get(array) or []
         if not isinstance(items, list):
@@ -243,6 +252,28 @@ def _whole_json(path: Path) -> Iterator[Item]:
                 continue
             rec.setdefault("kind", kind)
             yield markdown.located(rec, where, {})
+
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _space(text: str, at: int) -> int:
+    """Where the JSON whitespace from `at` ends."""
+    found = _SPACE.match(text, at)
+    return found.end() if found else at
+
+
+def _key_lines(text: str) -> dict[str, int]:
+    """The line of each key of the JSON object `text` (read without error already)."""
+    decoder, found = json.JSONDecoder(), dict[str, int]()
+    at = _space(text, text.index("{") + 1)
+    while text[at] == '"':
+        key, at = decoder.raw_decode(text, at)
+        found.setdefault(key, text.count("\n", 0, at) + 1)
+        at = _space(text, decoder.raw_decode(text, _space(text, _space(text, at) + 1))[1])
+        if text[at] == ",":
+            at = _space(text, at + 1)
+    return found
 
 
 def _role(rel: PurePath) -> str | None:
@@ -263,6 +294,18 @@ def _role(rel: PurePath) -> str | None:
     if len(parts) == 1 and rel.stem.lower() in REPOSITORY_DOCS:
         return ""
     return None
+
+
+def linked_folders(root: Path) -> Iterator[str]:
+    """Links to folders where a vault import reads (graph/…, vault/), relative to the vault.
+    rglob enters no linked folder, so their files would be passed over without a word, and
+    an export would write through them (anywhere the link points)."""
+    for top, dirs, _ in os.walk(root):
+        here = Path(top).relative_to(root)
+        for name in sorted(dirs):
+            if _role(here / name / "x.md") and os.path.islink(os.path.join(top, name)):
+                yield (here / name).as_posix()
+        dirs[:] = [d for d in dirs if _role(here / d / "x.md")]  # .git, episodes, …: not read
 
 
 def vault_files(root: Path) -> Iterator[tuple[Path, str]]:
@@ -299,8 +342,13 @@ def _inside(path: Path, root: Path, resolved_root: Path | None = None) -> bool:
         return False
 
 
+LINKED_FOLDER = "a link to a folder: not read (memsys reads and writes no file through one)"
+
+
 def _vault_items(root: Path) -> Iterator[Item]:
     resolved_root = root.resolve(strict=True)
+    for folder in linked_folders(root):
+        yield Problem(folder, None, LINKED_FOLDER)
     for path, role in vault_files(root):
         source = str(path.relative_to(root))
         if not path.is_file():  # a directory named *.md, a pipe, a device: never read
@@ -338,7 +386,8 @@ def _preference_items(path: Path, source: str) -> Iterator[Item]:
     except UnicodeDecodeError:
         yield Problem(source, None, "not UTF-8 text")
         return
-    for n, line in enumerate(body.splitlines(), start=1):
+    # "\n" only: splitlines() also breaks at U+2028, U+0085, … which a value may hold.
+    for n, line in enumerate(body.split("\n"), start=1):
         text = line.strip()
         if not text or text.startswith("#"):
             continue

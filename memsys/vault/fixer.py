@@ -1,5 +1,6 @@
 """`memsys lint --fix`: write the safe fixes lint found back into the snapshot's files — one
-frontmatter line of a vault file, or one record line of a JSON export — and nothing else."""
+frontmatter line of a vault file, or one field of a record line of a JSON export — and
+nothing else."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 from memsys.errors import InvalidInput
 from memsys.vault import markdown
-from memsys.vault.files import Snapshot, dumps
+from memsys.vault.files import Snapshot
 from memsys.vault.lint import Finding, Report, fixes_by_file
 
 
@@ -54,8 +55,8 @@ def _json_lines(path: Path, findings: list[Finding]) -> int:
             record = json.loads(raw.rstrip().rstrip(","))
         except json.JSONDecodeError:
             raise InvalidInput(f"{path}:{f.line}: changed since lint read it") from None
-        record[f.fix[0]] = f.fix[1]
-        lines[f.line - 1] = dumps(record) + ("," if comma else "")
+        record[f.fix[0]] = f.fix[1]  # the rest as it was: an unknown field stays (reported)
+        lines[f.line - 1] = json.dumps(record, ensure_ascii=False) + ("," if comma else "")
         done += 1
     path.write_text("\n".join(lines), encoding="utf-8")
     return done

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from memsys import tenancy
 from memsys.vault.records import Record, edge_id, ordered, timestamp
 
 PAGE = 1000
@@ -67,6 +68,22 @@ _PREFERENCES = text(
     ORDER BY namespace, key
     """
 )
+
+
+def snapshot(session: Session) -> None:
+    """Make the session's reads from here on one snapshot of the database: a REPEATABLE READ,
+    READ ONLY transaction. Each page is a statement of its own, and under READ COMMITTED a
+    write landing between two of them was read in part (an edge written after the memories
+    were read, between a new memory and an exported one: a dangling edge, and a file that
+    refuses to import). A transaction's isolation is set at its start, so what the session
+    did before (a namespace check) is committed first. Once per transaction."""
+    if session.info.get("memsys_snapshot") is session.get_transaction() is not None:
+        return
+    session.commit()
+    options = {"isolation_level": "REPEATABLE READ", "postgresql_readonly": True}
+    session.connection(execution_options=options)
+    tenancy.apply(session)  # a scoped caller's namespaces, set for this transaction again
+    session.info["memsys_snapshot"] = session.get_transaction()
 
 
 def canonical(value: Any) -> Any:
@@ -178,7 +195,9 @@ def preferences(session: Session, namespace: str | None = None) -> Iterator[Reco
 
 
 def records(session: Session, namespace: str | None = None) -> Iterator[Record]:
-    """Every record of the snapshot: memories, then edges, then preferences."""
+    """Every record of the snapshot: memories, then edges, then preferences, read in one
+    snapshot of the database."""
+    snapshot(session)
     for page in memories(session, namespace):
         yield from page
     for edge in edges(session, namespace):

@@ -263,7 +263,35 @@ def split(text: str) -> tuple[dict[str, Any], dict[str, int], str]:
         line = lines[i]
         if line and line[0] not in " -#" and ":" in line:
             key_lines.setdefault(line.split(":", 1)[0].strip(), i + 1)
+    if "relations" in key_lines:
+        key_lines.update(_item_lines(lines, key_lines["relations"], end))
     return data, key_lines, "\n".join(lines[end + 1 :])
+
+
+_ITEM_KEY = re.compile(r"([A-Za-z_][\w-]*)\s*:(?:\s|$)")
+
+
+def _item_lines(lines: list[str], start: int, end: int) -> dict[str, int]:
+    """The line of each item of the block list whose key is on line `start` (`relations:`)
+    and of each key of an item, as {"relations[n]": line, "relations[n].key": line}: a
+    relation spans several lines. A flow list (`[{…}]`) has none: its key's line is used."""
+    found: dict[str, int] = {}
+    n, dash, keys_at = -1, -1, -1
+    for i in range(start, end):  # lines[start] is the line after `relations:`
+        line = lines[i]
+        if line[:1] not in ("", " ", "-", "#"):  # the next top-level key
+            break
+        indent = len(line) - len(line.lstrip(" "))
+        rest = line[indent:]
+        if rest.startswith("- ") and dash in (-1, indent):  # an item, not a nested list
+            dash, n = indent, n + 1
+            keys_at = indent + 2 + len(rest[2:]) - len(rest[2:].lstrip(" "))
+            found[f"relations[{n}]"] = i + 1
+            rest, indent = rest[2:].lstrip(" "), keys_at
+        key = _ITEM_KEY.match(rest)
+        if n >= 0 and indent == keys_at and key is not None:
+            found.setdefault(f"relations[{n}].{key.group(1)}", i + 1)
+    return found
 
 
 def located(record: Record, source: str, lines: dict[str, int]) -> Located:
@@ -305,7 +333,12 @@ def parse_memory(text: str, source: str, pinned_dir: bool) -> list[Located]:
     if not isinstance(relations, list):
         relations = [relations]
     for n, rel in enumerate(relations):
-        where = {"": lines.get("relations", 1) + 1 + n}
+        item = f"relations[{n}]"
+        where = {"": lines.get(item, lines.get("relations", 1))}
+        for key in rel if isinstance(rel, dict) else ():  # each problem at its key's line
+            if f"{item}.{key}" in lines:
+                names = ("from_id", "to_id") if key == "target" else (str(key),)
+                where.update(dict.fromkeys(names, lines[f"{item}.{key}"]))
         if not isinstance(rel, dict):
             found.append(located({"kind": "edge", "type": None}, source, where))
             continue

@@ -75,6 +75,15 @@ def _replaceable(where: Path) -> bool:
     return not head or _EXPORT_HEADER.match(head) is not None
 
 
+def check_replaceable(where: Path, shown: str | None = None) -> None:
+    """Refuse to write a JSON export (or an upgraded one) over a file that is not one."""
+    if not _replaceable(where):
+        raise InvalidInput(
+            f"{shown or where} exists and is not a memsys export: give a new file name (an "
+            "earlier export is replaced; any other file is left alone)"
+        )
+
+
 def import_spooled(
     session: Session, spool: Path, shown: str, dry_run: bool, partial: bool, restore: bool
 ) -> ImportOut:
@@ -108,11 +117,7 @@ def export_to(
     else:
         if where.is_dir():
             raise InvalidInput(f"{where} is a folder: give a file name for {form}")
-        if not _replaceable(where):
-            raise InvalidInput(
-                f"{where} exists and is not a memsys export: give a new file name (an earlier "
-                "export is replaced; any other file is left alone)"
-            )
+        check_replaceable(where)
         with regular_files.replaced(where) as out:  # a failed export leaves the old file
             counts = exporting.to_stream(session, out, form, namespace)
         size, written = where.stat().st_size, 1

@@ -27,6 +27,22 @@ def test_import_then_export_gives_the_same_file(tmp_path: Path) -> None:
     assert exported == SERVER_FILE
 
 
+def test_an_observation_holding_a_unicode_line_break_round_trips(tmp_path: Path) -> None:
+    """The file was split with splitlines(): an observation holding U+2028 (written raw, as
+    JSON allows) cut its line in two, and memsys refused the file it had exported."""
+    held = "Said \u2028 then \u0085 then \x1c and more"
+    source = tmp_path / "memory.jsonl"
+    lines = [{**SERVER_FILE[0], "observations": [held]}, *SERVER_FILE[1:]]
+    source.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
+    imported = run("graph", "import", str(source))
+    assert imported.exit_code == 0 and "2 new entities" in imported.stdout, imported.output
+    target = tmp_path / "out.jsonl"
+    assert run("graph", "export", str(target)).exit_code == 0
+    assert target.read_text() == source.read_text()
+    again = run("graph", "import", str(target))  # memsys reads what it wrote
+    assert again.exit_code == 0 and "0 new entities" in again.stdout, again.output
+
+
 def test_graph_verbs_from_the_shell() -> None:
     people = json.dumps([{"name": "Bo", "entityType": "person", "observations": ["Runs CI"]}])
     assert run_json("graph", "create-entities", "--entities", people)["entities"][0]["name"] == "Bo"

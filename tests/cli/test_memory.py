@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from memsys.tokens import count_tokens
@@ -206,6 +208,20 @@ def test_store_from_file_applies_the_options_to_every_line(tmp_path) -> None:
     said = fails("store", "--from-file", str(tmp_path / "typed.jsonl"))
     assert said.endswith("line 1: type: Extra inputs are not permitted (did you mean memory_type?)")
     assert run_json("count")["count"] == before
+
+
+def test_a_json_lines_file_whose_content_holds_a_unicode_line_break(tmp_path) -> None:
+    """store-batch and store --from-file split the file with splitlines(): content holding
+    U+2028 (raw, as JSON allows and json.dumps(ensure_ascii=False) writes it) was refused
+    as two broken lines."""
+    content = "First half \u2028 second half \u0085 and \x1c the rest"
+    source = tmp_path / "odd.jsonl"
+    source.write_text(json.dumps({"content": content}, ensure_ascii=False) + "\r\n")
+    out = run_json("store", "--from-file", str(source), "-n", "project:odd")
+    assert out["stored"] == 1
+    assert run_json("get", out["results"][0]["id"])["content"] == content
+    again = run_json("store-batch", str(source), "-n", "project:odd")
+    assert (again["stored"], again["duplicates"]) == (0, 1)
 
 
 def test_a_file_that_fails_halfway_says_how_much_was_stored(tmp_path, monkeypatch) -> None:

@@ -245,6 +245,17 @@ def test_migrate_dry_run_prints_sql_and_migrate_upgrades_files(tmp_path: Path) -
     text = (tmp_path / "new.json").read_text()
     assert '"schema_version": "1.0"' in text and '"type": "fact"' in text
     assert '"memory_type"' not in text
+    # An output that is some other file is refused, as export refuses it (was overwritten).
+    notes = tmp_path / "notes.txt"
+    notes.write_text("precious\n")
+    said = fails("migrate", "--file", str(old), "--output", str(notes))
+    assert said == (
+        f"error: {notes} exists and is not a memsys export: give a new file name (an earlier "
+        "export is replaced; any other file is left alone)"
+    )
+    assert notes.read_text() == "precious\n"
+    again = run("migrate", "--file", str(old), "--output", str(tmp_path / "new.json"))
+    assert again.exit_code == 0, again.output  # an earlier export is replaced
 
 
 def test_a_failed_migrate_or_export_leaves_the_file_it_would_replace(

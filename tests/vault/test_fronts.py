@@ -4,6 +4,7 @@ dry run unless told otherwise)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +125,38 @@ def test_an_export_replaces_an_earlier_export_never_another_file(
         "\ufeff" + json.dumps(json.loads((tmp_path / "snap.json").read_text()), indent=2)
     )
     assert client.post("/v1/export/file", json={"path": str(pretty)}).status_code == 200
+
+
+def test_an_export_writes_no_file_through_a_link_in_the_vault(
+    tmp_path: Path, client: TestClient
+) -> None:
+    """A vault cloned from git may hold links: POST /v1/export/file wrote through them, into
+    the files and folders they point at (anywhere, outside MEMSYS_INDEX_ROOTS too)."""
+    seed()
+    vault = tmp_path / "vault"
+    assert client.post("/v1/export/file", json={"path": str(vault)}).status_code == 200
+    fix = next((vault / "graph/fixes").glob("*.md")).relative_to(vault).as_posix()
+    outside = tmp_path / "outside"
+    for relative in (".gitignore", "_index.json", "vault/preferences.yaml", fix, "graph/fixes"):
+        outside.mkdir()
+        target = outside / "victim" if relative == "graph/fixes" else outside / "victim.txt"
+        if relative == "graph/fixes":
+            target.mkdir()  # a fresh clone's linked folder: the export would fill it
+        else:
+            target.write_text("precious\n")
+        (vault / relative).rename(tmp_path / "kept")
+        (vault / relative).symlink_to(target)
+        refused = client.post("/v1/export/file", json={"path": str(vault)})
+        assert refused.status_code == 422, (relative, refused.text)
+        assert f"{vault / relative}: a link" in refused.json()["error"]
+        if target.is_dir():
+            assert not any(target.iterdir()), relative
+        else:
+            assert target.read_text() == "precious\n", relative
+        (vault / relative).unlink()
+        (tmp_path / "kept").rename(vault / relative)
+        shutil.rmtree(outside)
+    assert client.post("/v1/export/file", json={"path": str(vault)}).status_code == 200
 
 
 def test_mcp_import_is_a_dry_run_unless_told(tmp_path: Path, embedder: Any) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from tests.cli.helpers import fails, run, run_json
 from tests.conftest import table_counts
 from tests.factories import store
-from tests.vault.helpers import diff, export, import_, seed
+from tests.vault.helpers import diff, empty_database, export, import_, seed, tree
 
 
 def one(root: Path, folder: str) -> Path:
@@ -64,6 +64,36 @@ def test_a_field_memsys_does_not_read_is_refused_by_name(tmp_path: Path, embedde
     found = problems(tmp_path / "v")
     assert "content (in the frontmatter): unknown field of a memory record" in found, found
     assert "kind (in the frontmatter): unknown field" in found, found
+
+
+def test_a_problem_in_a_relation_is_at_its_own_line(tmp_path: Path, embedder: object) -> None:
+    """A relation spans several lines, and its problems were put at `relations:` + 1 + its
+    index: the second relation's bad type was said to be on line 8, the first relation's
+    type, and the third one's misspelt weight on line 9."""
+    head = "---\nid: mem_00000000000000{}\ntype: fact\nimportance: 0.5\n"
+    head += "created: 2025-12-06T16:25:58+00:00\n"
+    folder = tmp_path / "v" / "graph" / "facts"
+    folder.mkdir(parents=True)
+    (folder / "b2.md").write_text(head.format("b2") + "---\nThe other end\n")
+    relation = "- target: mem_00000000000000b2\n  type: {}\n  direction: outgoing\n  {}: 0.5\n"
+    (folder / "a1.md").write_text(
+        head.format("a1")
+        + "relations:\n"
+        + relation.format("RELATES_TO", "strength")  # lines 7-10
+        + relation.format("NOT_A_RELATION", "strength")  # lines 11-14
+        + relation.format("SOLVES", "weight")  # lines 15-18
+        + "---\nOne end\n"
+    )
+    found = problems(tmp_path / "v")
+    assert "graph/facts/a1.md:12 type: 'NOT_A_RELATION' is not a relation" in found, found
+    assert "graph/facts/a1.md:18 weight: unknown field of a edge record" in found, found
+    linted = run("lint", str(tmp_path / "v"), "--json")
+    assert linted.exit_code == 1, linted.output
+    findings = json.loads(linted.stdout)["findings"]
+    assert {(f["line"], f["message"].split(":")[0]) for f in findings} >= {
+        (12, "type"),
+        (18, "weight"),
+    }, findings
 
 
 def test_an_edge_file_with_a_blank_or_numeric_namespace_is_a_problem_not_a_crash(
@@ -134,6 +164,24 @@ def test_lint_fix_writes_an_obsidian_date_as_text(tmp_path: Path) -> None:
     assert run("lint", str(tmp_path / "v")).exit_code == 0
 
 
+def test_lint_fix_changes_the_fixed_field_and_keeps_an_unknown_one(tmp_path: Path) -> None:
+    """lint --fix rewrote a JSON line with the known fields only: a misspelt field, which
+    lint reports so that its value can be moved, was deleted with its value."""
+    from tests.vault.test_import_problems import memory_line
+
+    header = '{"kind": "header", "format": "memsys-export", "schema_version": "1.0"}'
+    full = {"namespace": "global", "lifecycle": "project", "stage": "active"}
+    line = memory_line(1, **full, updated="2026-01-01T00:00:00+00:00", importance=1.7, tag=["x"])
+    path = tmp_path / "snap.jsonl"
+    path.write_text(f"{header}\n{line}\n")
+    fixed = run("lint", str(path), "--fix", "--json")
+    assert fixed.exit_code == 1, fixed.output  # the unknown field is still an error
+    record = json.loads(path.read_text().splitlines()[1])
+    assert record == {**json.loads(line), "importance": 1.0}
+    (error,) = [f for f in json.loads(fixed.stdout)["findings"] if f["severity"] == "error"]
+    assert error["message"].startswith("tag: unknown field"), error
+
+
 def test_windows_line_breaks_are_stored_as_the_file_reads_them(
     tmp_path: Path, embedder: object
 ) -> None:
@@ -146,6 +194,25 @@ def test_windows_line_breaks_are_stored_as_the_file_reads_them(
     assert report.memories.changed == 0 and report.memories.unchanged == 1
     lines = run("export", "--format", "jsonl").stdout.splitlines()
     assert json.loads(lines[1])["content"] == "pasted line one\nline two\nline three"
+
+
+def test_an_edge_context_with_windows_line_breaks_round_trips(
+    tmp_path: Path, embedder: object
+) -> None:
+    """An edge's context kept its \r\n; its edge file read back as \n: every import of the
+    unchanged vault replaced the edge, and its round trip did not give the same bytes."""
+    first, second = store("Deploys freeze on Fridays").id, store("Rollbacks need a ticket").id
+    reason = "pasted line one\r\nline two\rline three"
+    run_json("relate", first, second, "relates_to", "--context", reason)
+    export(tmp_path / "v")
+    report = import_(tmp_path / "v")
+    assert (report.edges.changed, report.edges.unchanged) == (0, 1), report
+    empty_database()
+    assert import_(tmp_path / "v").edges.new == 1
+    export(tmp_path / "again")
+    assert tree(tmp_path / "again") == tree(tmp_path / "v")
+    lines = run("export", "--format", "jsonl").stdout.splitlines()
+    assert json.loads(lines[3])["context"] == "pasted line one\nline two\nline three"
 
 
 def test_a_field_given_twice_is_a_problem_not_the_last_one_silently(

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from memsys.errors import InvalidInput
+from memsys.vault import files, lint
 from tests.conftest import table_counts
-from tests.vault.helpers import export, import_, seed
+from tests.vault.helpers import diff, export, import_, seed
 
 GOOD = """---
 id: mem_00000000000000a1
@@ -177,6 +178,28 @@ def test_a_reformatted_json_document_is_read_whole(tmp_path: Path, embedder: obj
     assert import_(tmp_path / "pretty.json").memories.changed == 1
 
 
+def test_a_misspelt_key_of_a_json_document_is_a_problem_not_its_records_dropped(
+    tmp_path: Path, embedder: object
+) -> None:
+    """`memorys` for `memories` in a reformatted document: every memory under it was left
+    out without a word (the file linted clean and imported as "nothing new")."""
+    seed()
+    export(tmp_path / "snap.json")
+    data = json.loads((tmp_path / "snap.json").read_text())
+    data = {"memorys" if key == "memories" else key: value for key, value in data.items()}
+    text = json.dumps(data, indent=2)
+    (tmp_path / "typo.json").write_text(text)
+    line = text[: text.index('"memorys"')].count("\n") + 1
+    report = import_(tmp_path / "typo.json", dry_run=True)
+    found = [p for p in report.problems if p.message.startswith("memorys")]
+    assert [(p.source, p.line) for p in found] == [(str(tmp_path / "typo.json"), line)], report
+    assert "unknown key of a memsys export" in found[0].message
+    linted = lint.lint(files.open_snapshot(tmp_path / "typo.json").items(), lint.load_schema())
+    assert any(f.message.startswith("memorys: unknown key") for f in linted.findings)
+    with pytest.raises(InvalidInput, match=rf"typo.json:{line}: memorys: unknown key"):
+        diff(str(tmp_path / "typo.json"))
+
+
 def memory_line(n: int, **fields: object) -> str:
     record = {
         "kind": "memory",
@@ -231,6 +254,26 @@ def test_a_vault_link_to_a_file_outside_it_is_not_read(tmp_path: Path, embedder:
     (problem,) = report.problems
     assert problem.source == "graph/solutions/link-aaaaaa.md"
     assert "outside the vault" in problem.message
+
+
+def test_a_linked_folder_in_a_vault_is_a_problem_not_passed_over(
+    tmp_path: Path, embedder: object
+) -> None:
+    """graph/facts -> elsewhere: import, lint and diff read none of its files, and said
+    nothing (a vault clean in CI had memories it never imported)."""
+    elsewhere = tmp_path / "elsewhere"
+    write(elsewhere, "keepalive-aaaaaa.md", GOOD.split("relations:")[0] + "---\nElsewhere.\n")
+    write(tmp_path / "v", "graph/general/fine-ffffff.md", GOOD.split("relations:")[0] + "---\nx\n")
+    (tmp_path / "v/graph/facts").symlink_to(elsewhere)
+    report = import_(tmp_path / "v")
+    (problem,) = report.problems
+    assert (problem.source, problem.line) == ("graph/facts", None), problem
+    assert "a link to a folder: not read" in problem.message
+    assert not report.applied and table_counts()["chunk"] == 0
+    linted = lint.lint(files.open_snapshot(tmp_path / "v").items(), lint.load_schema())
+    assert [f.source for f in linted.findings if f.severity == "error"] == ["graph/facts"]
+    with pytest.raises(InvalidInput, match="graph/facts: a link to a folder"):
+        diff(str(tmp_path / "v"))
 
 
 def test_what_the_other_writers_refuse_is_a_problem_in_a_file_too(

@@ -8,12 +8,16 @@ from pathlib import Path
 
 import pytest
 import yaml
+from sqlalchemy import text
 
 from memsys import runner
+from memsys.db import session_scope
 from memsys.errors import InvalidInput
 from memsys.schemas import MemoryForgetIn
-from memsys.services import memories
+from memsys.schemas.edges import MemoryRelateIn
+from memsys.services import edges, memories
 from tests.conftest import table_counts
+from tests.factories import set_preference, store
 from tests.vault.helpers import empty_database, export, import_, live_count, seed, tree
 
 
@@ -59,6 +63,63 @@ def test_vault_round_trip_is_byte_identical(tmp_path: Path, embedder: object) ->
     assert (report.memories.new, report.edges.new, report.preferences.new) == (4, 2, 2)
     export(tmp_path / "again")
     assert tree(tmp_path / "again") == files
+
+
+# Where str.splitlines() breaks a line and a JSON line does not: a value may hold them.
+LINE_BREAKS = "\u2028 \u2029 \u0085 \x1c \x1d \x1e \x0b \x0c"
+
+
+def test_values_holding_unicode_line_breaks_round_trip(tmp_path: Path, embedder: object) -> None:
+    """vault/preferences.yaml was read with splitlines(): a preference holding U+2028 was cut
+    in two, and the vault memsys had just exported refused to import."""
+    seed()
+    set_preference("separator", f"a{LINE_BREAKS}b")
+    set_preference("nested", {"text": LINE_BREAKS})
+    store(f"Line one{LINE_BREAKS}still line one", memory_type="fact")
+    export(tmp_path / "vault")
+    empty_database()
+    report = import_(tmp_path / "vault")
+    assert report.applied and report.problem_count == 0, report.problems
+    assert (report.memories.new, report.preferences.new) == (5, 4)
+    with session_scope() as s:
+        values = dict(s.execute(text("SELECT key, value FROM preference")).all())
+    assert values["separator"] == f"a{LINE_BREAKS}b" and values["nested"] == {"text": LINE_BREAKS}
+    export(tmp_path / "again")
+    assert tree(tmp_path / "again") == tree(tmp_path / "vault")
+
+
+@pytest.mark.parametrize("name", ["snap.jsonl", "vault"])
+def test_an_export_is_one_snapshot_of_writes_landing_during_it(
+    tmp_path: Path, embedder: object, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """Memories, edges and preferences were read in separate statements under READ
+    COMMITTED: a memory and its edge written by another client while an export was between
+    its memories and its edges came out as a dangling edge, a file that refused to import.
+    (The snapshot is a transaction of its own: a scoped token's export still reads its own
+    namespaces alone.)"""
+    from memsys import tenancy
+    from memsys.vault import live
+
+    old = store("The billing service deploys on Tuesdays", namespace="project:race").id
+    store("Not the token's to read", namespace="project:other")
+    pages, written = live.edges, []
+
+    def edges_after_a_write(session, namespace=None):  # type: ignore[no-untyped-def]
+        if not written:  # another client, its own transaction, committed
+            new = store("Written during the export", namespace="project:race").id
+            relate = {"source_id": new, "target_id": old, "relation": "relates_to"}
+            written.append(runner.execute(edges.relate, MemoryRelateIn, relate))
+        yield from pages(session, namespace)
+
+    monkeypatch.setattr(live, "edges", edges_after_a_write)
+    race = ("project:race",)
+    with tenancy.using(tenancy.Scope(read=race, write=race, token_id="tok_race")):
+        done = export(tmp_path / name)
+    assert written and (done.memories, done.edges) == (1, 0)  # as before the write
+    monkeypatch.setattr(live, "edges", pages)
+    empty_database()
+    report = import_(tmp_path / name)
+    assert report.applied and report.problem_count == 0, report.problems
 
 
 def test_import_twice_changes_nothing(tmp_path: Path, embedder: object) -> None:
