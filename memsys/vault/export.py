@@ -7,12 +7,14 @@ export time inside), which is what lets a vault live in git and a round trip be 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any, TextIO
 
@@ -50,6 +52,11 @@ class Exported:
     files: int = 0
     bytes: int = 0
     written: set[str] = field(default_factory=set)
+    digests: dict[str, str] = field(default_factory=dict)  # path → sha256 of what was written
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def to_stream(
@@ -67,14 +74,16 @@ class _Writer:
         data = text.encode("utf-8")
         _write(self.root, relative, data)
         self.done.written.add(relative)
+        self.done.digests[relative] = _digest(data)
         self.done.files += 1
         self.done.bytes += len(data)
 
-    def free(self, make: Callable[[int], str]) -> str:
-        """The first path `make(length)` gives that no other record took (6 hex, then more)."""
+    def free(self, make: Callable[[int], str], avoid: Iterable[str] = ()) -> str:
+        """The first path `make(length)` gives that no other record took (6 hex, then more),
+        nor one of `avoid`."""
         for length in (6, 10, 16, 64):
             candidate = make(length)
-            if candidate not in self.done.written:
+            if candidate not in self.done.written and candidate not in avoid:
                 return candidate
         raise AssertionError("sha256 collision")
 
@@ -153,16 +162,16 @@ def to_vault(
             for end in (edge["from_id"], edge["to_id"]):
                 relations.setdefault(end, []).append(edge)
         for rec in page:
-            path = w.free(lambda n, r=rec: markdown.memory_path(r, n))  # type: ignore[misc]
-            path = places.of(rec, path)
+            make = partial(markdown.memory_path, rec)
+            path = places.beside_edits(rec, places.of(rec, w.free(make)), w, make)
             w.write(path, markdown.render_memory(rec, relations.get(rec["id"], [])))
             places.wrote(rec, path)
             w.done.memories += 1
             # The briefs link a memory by the lifecycle's path rule; point them at this file.
             linked[markdown.memory_path(rec)] = path
     for edge in live.edges(session, namespace):
-        path = w.free(lambda n, e=edge: markdown.edge_path(e, n))  # type: ignore[misc]
-        path = places.of(edge, path)
+        make = partial(markdown.edge_path, edge)
+        path = places.beside_edits(edge, places.of(edge, w.free(make)), w, make)
         w.write(path, markdown.render_edge(edge))
         places.wrote(edge, path)
         w.done.edges += 1
@@ -173,7 +182,7 @@ def to_vault(
     hook = with_briefs if with_briefs is not None else briefs
     for relative, text in hook(session, namespace) if hook else ():
         w.write(relative, _relinked(text, linked))
-    _remove_stale(root, w.done.written, namespace, places)
+    _remove_stale(root, w.done, namespace, places)
     return w.done
 
 
@@ -192,6 +201,12 @@ class _Places:
         self.placed: dict[str, str] = dict(ids) if isinstance(ids, dict) else {}
         self.by_hand = self._by_hand() if root.is_dir() else {}
         self.now: dict[str, str] = {}  # key → the path this export wrote
+        digests = before.get("digests")
+        self.digests: dict[str, str] = dict(digests) if isinstance(digests, dict) else {}
+        self.kept: set[str] = set()  # files holding edits not imported: left as they are
+        held = before.get("kept")
+        self.held: dict[str, str] = dict(held) if isinstance(held, dict) else {}
+        self.holding: dict[str, str] = {}  # key → such a file this export left
 
     @staticmethod
     def key(rec: Record) -> str:
@@ -212,6 +227,9 @@ class _Places:
         if (self.root / standard).exists():
             return standard
         key = self.key(rec)
+        kept = self.held.get(key)  # a file left for its edits last time, imported since or not
+        if isinstance(kept, str) and kept in self.indexed and self._holds(kept, rec):
+            return kept
         earlier = self.placed.get(key)
         if isinstance(earlier, str) and earlier in self.indexed and self._holds(earlier, rec):
             return earlier
@@ -219,6 +237,29 @@ class _Places:
         if moved is not None and self._holds(moved, rec) and _same(self.root / moved, rec):
             return moved
         return standard
+
+    def edited(self, relative: str) -> bool:
+        """Whether a file an earlier export wrote was changed since (its bytes are not the
+        ones written then)."""
+        known = self.digests.get(relative)
+        try:
+            path = _vault_path(self.root, relative)
+            if known is None or not path.is_file() or path.is_symlink():
+                return False
+            return _digest(regular_files.read_bytes(path, relative)) != known
+        except (OSError, InvalidInput):
+            return False
+
+    def beside_edits(self, rec: Record, path: str, w: _Writer, make: Callable[[int], str]) -> str:
+        """`path`, unless the file there was edited since the last export and holds other
+        than the database's record (an edit not imported yet): that file is left as it is
+        and the record is written beside it — import then names both, as for a renamed
+        file holding edits — never written over."""
+        if not self.edited(path) or _same(self.root / path, rec):
+            return path
+        self.kept.add(path)
+        self.holding[self.key(rec)] = path
+        return w.free(make, avoid={path, *self.kept})
 
     def _holds(self, relative: str, rec: Record) -> bool:
         try:  # an index naming ../elsewhere.md, or a path through a link: not the vault's
@@ -293,19 +334,29 @@ def _same_scope(root: Path, namespace: str | None) -> None:
         )
 
 
-def _remove_stale(root: Path, written: set[str], namespace: str | None, places: _Places) -> None:
+def _remove_stale(root: Path, done: Exported, namespace: str | None, places: _Places) -> None:
     """Files the previous export wrote whose records are gone. A file written by hand (not in
     the previous export's index) is never removed: it may be a memory not imported yet. Nor
     is one of a record this export wrote where the user put it: it is a copy (of two files
-    of one id, export removes neither, and import names both)."""
+    of one id, export removes neither, and import names both). Nor one edited since the last
+    export (its edit is not imported: the memory may have been forgotten meanwhile); the
+    index keeps such files with the digest they were written with, so the next export still
+    knows them for edited."""
     copies = places.kept_copies()
+    written = done.written
     for relative in sorted(places.indexed - written):
         path = root / relative
         if path.is_file() and path.resolve().is_relative_to(root.resolve()):
             if copies and _file_id(path) in copies:
                 continue
+            if places.edited(relative):
+                places.kept.add(relative)
+                continue
             path.unlink()
+    kept = {p: places.digests[p] for p in places.kept - written if p in places.digests}
     listing: dict[str, Any] = {"version": 2, "namespace": namespace, "count": len(written)}
-    listing["paths"] = sorted(written)
+    listing["paths"] = sorted(written | set(kept))
     listing["ids"] = dict(sorted(places.now.items()))
+    listing["digests"] = dict(sorted({**done.digests, **kept}.items()))
+    listing["kept"] = dict(sorted(places.holding.items()))
     _write(root, INDEX, (json.dumps(listing, indent=0) + "\n").encode("utf-8"))

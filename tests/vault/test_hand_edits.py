@@ -303,6 +303,34 @@ def test_an_export_writes_a_renamed_or_moved_file_where_the_user_put_it(
     assert "duplicate id" in problems(root)
 
 
+def test_an_export_never_writes_over_an_edit_not_imported_yet(
+    tmp_path: Path, embedder: object
+) -> None:
+    """A note edited in place (Obsidian) and exported again before an import kept nothing of
+    the edit: export wrote the database's version over it."""
+    fix = exported(tmp_path, "graph/fixes")
+    root = tmp_path / "v"
+    edit(fix, r"^Redis connection timeouts.*$", "Keepalive fixed the Redis timeouts")
+    for _ in range(2):  # and again on the next export
+        export(root)
+        assert "Keepalive fixed the Redis timeouts" in fix.read_text()
+        beside = [p for p in fix.parent.glob("*.md") if p != fix]
+        assert len(beside) == 1  # the database's version, beside it: import names both
+        assert "duplicate id" in problems(root)
+    beside[0].unlink()
+    assert import_(root).memories.changed == 1  # the edit, a new version
+    export(root)
+    assert [p.name for p in fix.parent.glob("*.md")] == [fix.name]
+    assert "Keepalive fixed the Redis timeouts" in fix.read_text()
+    # an edited file of a memory forgotten since is left too (its edit is not imported)
+    edit(fix, r"^Keepalive fixed the Redis timeouts.*$", "Keepalive, and a shorter timeout")
+    memory_id = re.search(r"^id: (\S+)$", fix.read_text(), flags=re.M)
+    assert memory_id is not None
+    run("forget", memory_id.group(1).strip('"'))
+    export(root)
+    assert "a shorter timeout" in fix.read_text()
+
+
 def test_an_edge_known_only_from_a_relation_is_no_change_in_a_diff(
     tmp_path: Path, embedder: object
 ) -> None:
