@@ -56,6 +56,18 @@ def upgrade_sql(revision: str = "head", start: str | None = None) -> str:
     return buffer.getvalue()
 
 
+def behind(revision: str, start: str | None) -> bool:
+    """Whether `revision` is an ancestor of `start` (an upgrade to it would do nothing: the
+    database is past it)."""
+    if start is None or revision in ("head", "heads"):
+        return False
+    script = ScriptDirectory.from_config(alembic_config())
+    target = script.get_revision(revision)
+    if target is None or target.revision == start:
+        return False
+    return any(r.revision == target.revision for r in script.iterate_revisions(start, "base"))
+
+
 def upgrade(revision: str = "head") -> None:
     with get_engine().begin() as conn:
         command.upgrade(alembic_config(conn), revision)

@@ -190,6 +190,11 @@ def migrate(revision: str, dry_run: bool) -> dict[str, Any]:
 
     before = migrator.current()
     try:
+        if migrator.behind(revision, before):
+            raise InvalidInput(
+                f"the database is at {before}, past {revision}: migrate only upgrades "
+                "(`memsys db downgrade` goes back)"
+            )
         if dry_run:
             sql = migrator.upgrade_sql(revision)
         else:

@@ -224,6 +224,11 @@ def test_lint_flags_retention_and_a_user_schema(tmp_path: Path) -> None:
 def test_migrate_dry_run_prints_sql_and_migrate_upgrades_files(tmp_path: Path) -> None:
     current = run("migrate", "--dry-run")
     assert current.exit_code == 0 and current.stdout.startswith("-- already at")
+    # an older revision is refused, not reported as done (it printed "X -> X", exit 0)
+    older = "a6c4e2b9d173"  # the whole-text vectors: an ancestor of every later head
+    for args in (("migrate", older), ("migrate", older, "--dry-run")):
+        said = fails(*args)
+        assert f"past {older}: migrate only upgrades" in said, said
     old = tmp_path / "old.json"
     old.write_text(
         json.dumps({"format": "memsys-export", "schema_version": "0.9"})[:-1]
