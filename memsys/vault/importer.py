@@ -137,9 +137,17 @@ def _checked(snapshot: Snapshot, seen: _Seen, problems: list[Problem]) -> Iterat
 
 
 def _edge_seen(seen: _Seen, rec: Located, problems: list[Problem]) -> None:
-    """Keep one record per edge id: an edge file wins over a relation in frontmatter."""
+    """Keep one record per edge id: an edge file wins over a relation in frontmatter. Two
+    records of one edge that disagree (a strength edited in a note's relations, its edge
+    file left as it was) are a problem, never one edit silently dropped."""
     from_file = not rec.get("from_relation")
     first = seen.edges.get(rec["id"])
+    if first is not None and not (from_file and first[1]):
+        name = records.edge_disagreement(rec, first[0])
+        if name is not None:
+            at, other = (rec, first[0]) if rec.get("from_relation") else (first[0], rec)
+            message = records.disagreeing(at, other, name, _where(other, name))
+            problems.append(_problem(at, name, message))
     if first is None or (from_file and not first[1]):
         seen.edges[rec["id"]] = (rec, from_file)
     elif from_file and first[1]:

@@ -176,6 +176,8 @@ class Linter:
         self._seen: dict[tuple[str, ...], str] = {}  # a record's identity: where it was first
         self._edges: set[str] = set()
         self._edge_files: dict[str, str] = {}  # edge id: the file that wrote it first
+        # edge id: its first record, as read and as checked
+        self._edge_records: dict[str, tuple[Located | Record, Record]] = {}
 
     def _add(
         self, rec: Located | Record, key: str | None, severity: str, message: str, fix: Any = None
@@ -225,6 +227,15 @@ class Linter:
         if found:
             return None
         if checked.get("kind") == "edge":
+            first_rec, earlier = self._edge_records.setdefault(str(checked["id"]), (rec, checked))
+            differ = None if first_rec is rec else records.edge_disagreement(checked, earlier)
+            if differ is not None:  # one edge edited in one place only: import refuses it
+                mine = rec.get("from_relation")
+                at, other = (rec, first_rec) if mine else (first_rec, rec)
+                said, shown = (checked, earlier) if mine else (earlier, checked)
+                line = other.at(differ) if isinstance(other, Located) else None
+                there = f"{getattr(other, 'source', None) or 'edge'}" + (f":{line}" if line else "")
+                self._add(at, differ, "error", records.disagreeing(said, shown, differ, there))
             if not rec.get("from_relation"):  # two records of one edge: import refuses it
                 here = f"{getattr(rec, 'source', None) or 'edge'}"
                 if isinstance(rec, Located) and rec.at("id") is not None and rec.lines:

@@ -69,6 +69,24 @@ _READER_KEYS = {"from_relation"}
 VERSIONED: tuple[str, ...] = ("type", "content", "importance", "confidence", "tags")
 VERSIONED += ("lifecycle", "stage", "pinned", "metadata")
 
+# What every record of one edge (its file, the relations naming it) must agree on.
+EDGE_AGREED = ("type", "strength", "context")
+
+
+def edge_disagreement(a: Record, b: Record) -> str | None:
+    """The first field two records of one edge give differently (an edit made in one place
+    and not the other), else None."""
+    return next((n for n in EDGE_AGREED if a.get(n) != b.get(n)), None)
+
+
+def disagreeing(at: Record, other: Record, name: str, there: str) -> str:
+    """The problem of `at` giving `name` otherwise than `other` (at `there`) does."""
+    return (
+        f"edge {at['id']}: {name} {at.get(name)!r} here, {other.get(name)!r} at {there}: "
+        "edit both the same way, or delete one of them"
+    )
+
+
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,39}$")
 _NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@-]{0,127}$")
 

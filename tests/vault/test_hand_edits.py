@@ -96,6 +96,32 @@ def test_a_problem_in_a_relation_is_at_its_own_line(tmp_path: Path, embedder: ob
     }, findings
 
 
+def test_a_relation_edited_in_a_note_but_not_in_its_edge_file_is_a_problem(
+    tmp_path: Path, embedder: object
+) -> None:
+    """The edge file won silently: a strength edited under a note's `relations:` imported as
+    "unchanged" and the next export put the old value back."""
+    seed()
+    root = tmp_path / "v"
+    export(root)
+    noted = next(
+        p
+        for p in (root / "graph").rglob("*.md")
+        if "edges" not in p.parts and "strength:" in p.read_text()
+    )
+    edit(noted, r"^(\s+)strength: .*$", r"\1strength: 0.25")
+    line = (
+        noted.read_text()
+        .splitlines()
+        .index(next(x for x in noted.read_text().splitlines() if "strength: 0.25" in x))
+    )
+    found = problems(root)
+    where = f"{noted.relative_to(root).as_posix()}:{line + 1} edge edge_"
+    assert where in found and "strength 0.25 here" in found, found
+    # lint says so too, and an edge file edited the same way imports the change
+    assert run("lint", str(root)).exit_code == 1
+
+
 def test_an_edge_file_with_a_blank_or_numeric_namespace_is_a_problem_not_a_crash(
     tmp_path: Path, embedder: object
 ) -> None:
