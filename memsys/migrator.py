@@ -61,11 +61,18 @@ def behind(revision: str, start: str | None) -> bool:
     database is past it)."""
     if start is None or revision in ("head", "heads"):
         return False
+    from alembic.script.revision import RevisionError
+    from alembic.util import CommandError
+
     script = ScriptDirectory.from_config(alembic_config())
-    target = script.get_revision(revision)
-    if target is None or target.revision == start:
+    try:
+        target = script.get_revision(revision)
+        if target is None or target.revision == start:
+            return False
+        return any(r.revision == target.revision for r in script.iterate_revisions(start, "base"))
+    except (CommandError, RevisionError):  # a revision this memsys does not know: the
+        # upgrade reports it (one line, exit 2)
         return False
-    return any(r.revision == target.revision for r in script.iterate_revisions(start, "base"))
 
 
 def upgrade(revision: str = "head") -> None:

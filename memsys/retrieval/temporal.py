@@ -158,12 +158,31 @@ def _recent_month(month: int, now: datetime, strictly_before: bool) -> datetime:
     return _month_start(year, month)
 
 
+# Words around "7 may" that make it a date: before it, a preposition; after it, a word that
+# does not follow the verb "may" ("at 10am", "and 9 may", "we shipped", "the build").
+_DATE_BEFORE = frozenset({
+    "on", "by", "before", "after", "from", "since", "until", "till", "to", "between", "and",
+    "of", "the", "through", "during", "was", "is", "as",
+})  # fmt: skip
+_DATE_AFTER = frozenset({
+    "and", "or", "to", "at", "in", "on", "the", "we", "i", "you", "they", "he", "she", "it",
+    "our", "my", "his", "her", "their", "was", "is", "were", "until", "till", "through",
+    "when", "while",
+})  # fmt: skip
+
+
 def _may_is_a_month(m: re.Match[str]) -> bool:
-    """ "7 may" is a date after "on" or "the", or closing the clause; before a word it is a
-    number and the verb ("test 3 may fail")."""
+    """ "7 may" is the verb after a word that is no preposition and before one that can
+    follow "may" ("version 7 may break", "test 3 may fail"); a date otherwise: after "on",
+    "before", "between 3 may and", at the end of a clause, before "at 10am" or "we"."""
     said = m.group(0)
-    rest = m.string[m.end() :]
-    return said.startswith(("on ", "the ")) or not re.match(r"\s*[a-z0-9]", rest)
+    if said.startswith(("on ", "the ")):
+        return True
+    before = re.findall(r"[a-z0-9']+", m.string[: m.start()])
+    after = re.match(r"\s*([a-z0-9']+)", m.string[m.end() :])
+    if not before or before[-1] in _DATE_BEFORE:
+        return True
+    return after is None or after.group(1) in _DATE_AFTER
 
 
 def _resolve(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime, datetime] | None:
@@ -300,8 +319,9 @@ def inside(spans: list[Span], happened: dict[Key, datetime]) -> dict[Key, float]
 
 
 # Those with a vector nearest first, then those still on the embedding queue (without one
-# yet: full text finds them, and so does their time). Two branches, so that the first may
-# still take the HNSW index, which holds no row without a vector.
+# yet: full text finds them, and so does their time), in key order: the same rows whatever
+# plan reads them (a replay's as-of filter may get another plan). Two branches, so that the
+# first may still take the HNSW index, which holds no row without a vector.
 _IN_RANGE = """
 SELECT namespace, id FROM (
     (SELECT c.namespace, c.id, c.embedding <=> CAST(:embedding AS vector) AS distance
@@ -312,9 +332,10 @@ SELECT namespace, id FROM (
     UNION ALL
     (SELECT c.namespace, c.id, NULL FROM chunk c
      WHERE {where} AND c.embedding IS NULL AND ({ranges})
+     ORDER BY c.namespace, c.id
      LIMIT :k)
 ) AS hit
-ORDER BY distance NULLS LAST
+ORDER BY distance NULLS LAST, namespace, id
 LIMIT :k
 """
 

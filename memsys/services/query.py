@@ -44,6 +44,7 @@ from memsys.vocabulary import is_golden
 CHUNK_STORES = ("vector", "graph", "event_log")
 PREFERENCE_NAMESPACE = "global"
 MAX_ENTITIES = 10
+TYPE_SCORE = 0.5  # an entity of a type the query names, not the entity it names
 _WORD = re.compile(r"[a-z0-9]+")
 _KEY_SPLIT = re.compile(r"[^a-z0-9]+")
 
@@ -126,7 +127,9 @@ def _entity_items(
                 content="; ".join(
                     [f"{entity.name} ({entity.entity_type})", *observed[entity.id], *links]
                 ),
-                score=1.0 if named else 0.75,
+                # Of a type the query names: as relevant as a hit matching half of the
+                # query, no more ("which services use Redis?" lists every service).
+                score=1.0 if named else TYPE_SCORE,
                 happened_at=entity.created_at,
             )
         )

@@ -236,7 +236,8 @@ def _whole_json(path: Path) -> Iterator[Item]:
         return
     unknown = [key for key in data if key not in TOP_KEYS]
     if unknown:  # a misspelt `memorys` would drop every record under it without a word
-        lines = _key_lines(path.read_bytes().decode("utf-8-sig"))
+        raw = path.read_bytes()  # in the encoding json.loads found (UTF-8, 16 or 32)
+        lines = _key_lines(raw.decode(json.detect_encoding(raw)).lstrip("\ufeff"))
         for key in unknown:
             message = f"{key}: unknown key of a memsys export (it holds {', '.join(TOP_KEYS)})"
             yield Problem(str(path), lines.get(key), message)

@@ -184,6 +184,7 @@ def diff_of(session: Session, a: str, b: str, namespace: str | None) -> DiffOut:
 
 def migrate(revision: str, dry_run: bool) -> dict[str, Any]:
     """Upgrade the database schema through Alembic; a dry run returns the SQL instead."""
+    from alembic.script.revision import RevisionError
     from alembic.util import CommandError
 
     from memsys import migrator
@@ -200,7 +201,7 @@ def migrate(revision: str, dry_run: bool) -> dict[str, Any]:
         else:
             migrator.upgrade(revision)
             sql = None
-    except CommandError as exc:
+    except (CommandError, RevisionError) as exc:
         raise InvalidInput(f"migration failed: {exc}") from None
     after = migrator.current() if not dry_run else revision
     return {

@@ -59,6 +59,10 @@ def day(y: int, m: int, d: int) -> datetime:
         ("last year", "last year", day(2023, 1, 1), day(2024, 1, 1)),
         ("the outage at 2023-05-14T10:00", "2023-05-14", day(2023, 5, 14), day(2023, 5, 15)),
         ("we shipped on 7 May", "on 7 may", day(2023, 5, 7), day(2023, 5, 8)),
+        # "may" after a number is the month wherever the verb cannot be
+        ("between 3 May and 7 May", "between 3 may and 7 may", day(2023, 5, 3), day(2023, 5, 8)),
+        ("7 May at 10am was the outage", "7 may", day(2023, 5, 7), day(2023, 5, 8)),
+        ("by 7 May the build was green", "7 may", day(2023, 5, 7), day(2023, 5, 8)),
     ],
 )
 def test_expressions_resolve_against_the_reference_now(query, text, start, end) -> None:  # type: ignore[no-untyped-def]

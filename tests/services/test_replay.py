@@ -185,3 +185,16 @@ def test_a_query_replays_the_past_it_asked_for_and_its_preferences_then(embedder
     replayed = replay(before)
     assert replayed.identical, replayed.diff
     assert "helix" in replayed.replay.output["text"]
+
+
+def test_a_query_about_the_past_week_replays_exactly(embedder: Any) -> None:
+    """ "the past week" runs back from the call's own time, which its trace records: it ran
+    from the clock, and the replay (from the trace's time) differed by microseconds."""
+    from memsys.schemas.query import QueryIn
+    from memsys.services import query as query_service
+
+    store("We deployed the billing service on Monday", namespace="project:w")
+    asked = {"query": "what did we deploy in the past week", "namespace": "project:w"}
+    trace_id = runner.execute(query_service.query, QueryIn, asked).query_id
+    again = replay(trace_id)
+    assert again.identical, again.diff

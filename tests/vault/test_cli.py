@@ -229,6 +229,20 @@ def test_migrate_dry_run_prints_sql_and_migrate_upgrades_files(tmp_path: Path) -
     for args in (("migrate", older), ("migrate", older, "--dry-run")):
         said = fails(*args)
         assert f"past {older}: migrate only upgrades" in said, said
+    # a database at a revision this memsys does not know: one line, not a traceback
+    from sqlalchemy import text
+
+    from memsys.db import session_scope
+
+    with session_scope() as s:
+        real = s.scalar(text("SELECT version_num FROM alembic_version"))
+        s.execute(text("UPDATE alembic_version SET version_num = 'ffffffffffff'"))
+    try:
+        for args in (("migrate", older), ("migrate", older, "--dry-run")):
+            assert fails(*args).startswith("error: migration failed:")
+    finally:
+        with session_scope() as s:
+            s.execute(text("UPDATE alembic_version SET version_num = :v"), {"v": real})
     old = tmp_path / "old.json"
     old.write_text(
         json.dumps({"format": "memsys-export", "schema_version": "0.9"})[:-1]

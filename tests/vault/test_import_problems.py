@@ -198,6 +198,10 @@ def test_a_misspelt_key_of_a_json_document_is_a_problem_not_its_records_dropped(
     assert any(f.message.startswith("memorys: unknown key") for f in linted.findings)
     with pytest.raises(InvalidInput, match=rf"typo.json:{line}: memorys: unknown key"):
         diff(str(tmp_path / "typo.json"))
+    # saved as UTF-16 (PowerShell's Out-File): the same problem at the same line, no crash
+    (tmp_path / "u16.json").write_bytes(text.encode("utf-16"))
+    wide = import_(tmp_path / "u16.json", dry_run=True)
+    assert [p.line for p in wide.problems if p.message.startswith("memorys")] == [line]
 
 
 def memory_line(n: int, **fields: object) -> str:
