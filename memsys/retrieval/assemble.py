@@ -12,9 +12,11 @@ is left is skipped (a smaller one further down may still fit), and `left_out` co
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import islice
 
 from memsys.tokens import count_tokens
 
@@ -78,26 +80,36 @@ def _stem(word: str) -> str:
     return word
 
 
+MAX_MATCHES = 2_000  # a text's first matches of the query's words that place its snippet
+
+
 def _focus(flat: str, limit: int, near: Collection[str]) -> int:
     """Where the window of `limit` characters holding most of `near` starts: a sentence
-    start (0 when the opening holds as many as any, or nothing matches)."""
+    start (0 when the opening holds as many as any, or nothing matches). Matched in `flat`
+    itself, case-blind (lowering first moves offsets: "İ" lowers to two characters), and in
+    time linear in the matches (each sentence start is one bisect)."""
     if not near:
         return 0
-    lowered = flat.lower()
-    found = [
-        (m.start(), w) for w in near for m in re.finditer(rf"(?<![^\W_]){re.escape(w)}", lowered)
-    ]
+    words = sorted(near)
+    either = "|".join(f"({re.escape(w)})" for w in words)
+    pattern = re.compile(rf"(?<![^\W_])(?:{either})", re.IGNORECASE)
+    found = [(m.start(), m.lastindex or 0) for m in islice(pattern.finditer(flat), MAX_MATCHES)]
     if not found:
         return 0
+    at = [position for position, _ in found]
     starts = [m.start() for m in _SENTENCE.finditer(flat)]
-    opening = len({w for at, w in found if at < limit - 1})
-    best, best_at = opening, 0
+
+    def held(start: int, width: int) -> int:
+        return len({w for _, w in found[bisect_left(at, start) : bisect_left(at, start + width)]})
+
+    best, best_at = held(0, limit - 1), 0
     for start, end in zip(starts, [*starts[1:], len(flat)], strict=True):
-        if start == 0 or not any(start <= at < end for at, _ in found):
+        first = bisect_left(at, start)
+        if start == 0 or first == len(at) or at[first] >= end:
             continue  # a window opens at a sentence that holds one of the words
-        held = len({w for at, w in found if start <= at < start + limit - 2})
-        if held > best:
-            best, best_at = held, start
+        count = held(start, limit - 2)
+        if count > best:
+            best, best_at = count, start
     return best_at
 
 
