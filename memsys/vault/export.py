@@ -129,6 +129,30 @@ def _no_links(root: Path) -> None:
         _vault_path(root, relative)
 
 
+def _no_pending_preferences(root: Path, text: str) -> None:
+    """Refuse, before writing anything, to write over a preferences file edited since the
+    last export whose preferences are not the database's (an edit not imported yet): one
+    file holds them all, so there is no writing the database's beside it."""
+    digests = _previous(root).get("digests")
+    known = digests.get(files.PREFERENCES_FILE) if isinstance(digests, dict) else None
+    path = root / files.PREFERENCES_FILE
+    if known is None or not path.is_file() or path.is_symlink():
+        return
+    data = regular_files.read_bytes(path, files.PREFERENCES_FILE)
+    if _digest(data) == known:
+        return
+
+    def lines(body: str) -> list[str]:
+        kept = (line.strip() for line in body.split("\n"))
+        return sorted(x for x in kept if x and not x.startswith("#"))
+
+    if lines(data.decode("utf-8-sig", errors="replace")) != lines(text):
+        raise InvalidInput(
+            f"{path} was edited since the last export and its edits are not imported: "
+            f"import the vault first (memsys import {root}), or export into another folder"
+        )
+
+
 def check_target(root: Path) -> None:
     """Write only into an empty folder or an earlier memsys vault: never over other files."""
     if root.exists() and not root.is_dir():
@@ -150,6 +174,9 @@ def to_vault(
     _same_scope(root, namespace)
     root.mkdir(parents=True, exist_ok=True)
     live.snapshot(session)  # memories, edges, preferences and briefs as of one moment
+    prefs = [f"- {files.dumps(p)}\n" for p in live.preferences(session, namespace)]
+    header = "# memsys preferences: one per line (namespace, key, value as JSON, lifecycle)\n"
+    _no_pending_preferences(root, header + "".join(prefs))
     w = _Writer(root)
     linked: dict[str, str] = {}
     manifest = {"format": "memsys-vault", "schema_version": SCHEMA_VERSION, "export": FORMAT}
@@ -163,8 +190,9 @@ def to_vault(
                 relations.setdefault(end, []).append(edge)
         for rec in page:
             make = partial(markdown.memory_path, rec)
-            path = places.beside_edits(rec, places.of(rec, w.free(make)), w, make)
-            w.write(path, markdown.render_memory(rec, relations.get(rec["id"], [])))
+            rendered = markdown.render_memory(rec, relations.get(rec["id"], []))
+            path = places.beside_edits(rec, places.of(rec, w.free(make)), w, make, rendered)
+            w.write(path, rendered)
             places.wrote(rec, path)
             w.done.memories += 1
             # The briefs link a memory by the lifecycle's path rule; point them at this file.
@@ -175,9 +203,7 @@ def to_vault(
         w.write(path, markdown.render_edge(edge))
         places.wrote(edge, path)
         w.done.edges += 1
-    prefs = [f"- {files.dumps(p)}\n" for p in live.preferences(session, namespace)]
     w.done.preferences = len(prefs)
-    header = "# memsys preferences: one per line (namespace, key, value as JSON, lifecycle)\n"
     w.write(files.PREFERENCES_FILE, header + "".join(prefs))
     hook = with_briefs if with_briefs is not None else briefs
     for relative, text in hook(session, namespace) if hook else ():
@@ -250,12 +276,19 @@ class _Places:
         except (OSError, InvalidInput):
             return False
 
-    def beside_edits(self, rec: Record, path: str, w: _Writer, make: Callable[[int], str]) -> str:
+    def beside_edits(
+        self,
+        rec: Record,
+        path: str,
+        w: _Writer,
+        make: Callable[[int], str],
+        rendered: str | None = None,
+    ) -> str:
         """`path`, unless the file there was edited since the last export and holds other
         than the database's record (an edit not imported yet): that file is left as it is
         and the record is written beside it — import then names both, as for a renamed
         file holding edits — never written over."""
-        if not self.edited(path) or _same(self.root / path, rec):
+        if not self.edited(path) or _same(self.root / path, rec, rendered):
             return path
         self.kept.add(path)
         self.holding[self.key(rec)] = path
@@ -285,15 +318,21 @@ def _file_id(path: Path) -> str | None:
     return ident if isinstance(ident, str) else None
 
 
-def _same(path: Path, rec: Record) -> bool:
+def _same(path: Path, rec: Record, rendered: str | None = None) -> bool:
     """Whether a file holds the database's record (what import compares), so that writing
-    over it loses nothing."""
+    over it loses nothing; given the memory's `rendered` file, its relations too (a relation
+    added or edited in a note's frontmatter is an edit)."""
     try:
         text = path.read_text(encoding="utf-8-sig")
         if rec["kind"] == "edge":
             read = markdown.parse_edge(text, str(path))
         else:
-            read = markdown.parse_memory(text, str(path), pinned_dir=False)[0]
+            parsed = markdown.parse_memory(text, str(path), pinned_dir=False)
+            read = parsed[0]
+            if rendered is not None:
+                ours = markdown.parse_memory(rendered, str(path), pinned_dir=False)[1:]
+                if _relations(parsed[1:]) != _relations(ours):
+                    return False
     except (ValueError, OSError, RecursionError):
         return False
     mine = dict(read)
@@ -301,6 +340,11 @@ def _same(path: Path, rec: Record) -> bool:
         return False
     names = records.VERSIONED if rec["kind"] == "memory" else ("type", "strength", "context")
     return all(mine.get(n) == rec.get(n) for n in (*names, "namespace", "created"))
+
+
+def _relations(found: Iterable[Record]) -> list[tuple[str, ...]]:
+    keys = ("from_id", "to_id", "type", "strength", "context")
+    return sorted(tuple(repr(r.get(k)) for k in keys) for r in found)
 
 
 _LINK = re.compile(r"\]\((graph/[^)\s]+\.md)\)")

@@ -8,6 +8,9 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
+from memsys.errors import InvalidInput
 from tests.cli.helpers import fails, run, run_json
 from tests.conftest import table_counts
 from tests.factories import store
@@ -355,6 +358,32 @@ def test_an_export_never_writes_over_an_edit_not_imported_yet(
     run("forget", memory_id.group(1).strip('"'))
     export(root)
     assert "a shorter timeout" in fix.read_text()
+
+
+def test_an_export_keeps_a_relation_or_a_preference_edited_and_not_imported(
+    tmp_path: Path, embedder: object
+) -> None:
+    """A relation edited under a note's `relations:` and a preference added by hand were
+    written over: the note's memory fields were unchanged, and the preferences file was
+    written whatever it held."""
+    seed()
+    root = tmp_path / "v"
+    export(root)
+    noted = next(
+        p
+        for p in (root / "graph").rglob("*.md")
+        if "edges" not in p.parts and "strength:" in p.read_text()
+    )
+    edit(noted, r"^(\s+)strength: .*$", r"\1strength: 0.25")
+    export(root)
+    assert "strength: 0.25" in noted.read_text()
+    prefs = root / "vault" / "preferences.yaml"
+    line = next(x for x in prefs.read_text().splitlines() if x.startswith("- "))
+    prefs.write_text(prefs.read_text() + re.sub(r'"key": "[^"]*"', '"key": "by_hand"', line) + "\n")
+    held = tree(root)
+    with pytest.raises(InvalidInput, match="edited since the last export"):
+        export(root)
+    assert tree(root) == held  # nothing written
 
 
 def test_an_edge_known_only_from_a_relation_is_no_change_in_a_diff(
