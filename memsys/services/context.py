@@ -35,6 +35,25 @@ CONTEXT_HEADER = "## Relevant Memories\n"
 CONTEXT_CANDIDATES = 50
 
 
+def _pick(ordered: list[Chunk | search.Hit], budget: int) -> dict[str, list[tuple[str, str]]]:
+    """The memories whose lines fit `budget`, by section, in order (a shorter one further
+    down may still fit where a longer one did not)."""
+    chosen: dict[str, list[tuple[str, str]]] = {}
+    used = count_tokens(CONTEXT_HEADER)
+    for item in ordered:
+        section = GOLDEN_RULE if is_golden(item.memory_type, item.confidence) else item.memory_type
+        assert section is not None
+        line = f"- {' '.join(item.content.split())} [confidence: {item.confidence:.2f}]\n"
+        cost = count_tokens(line)
+        if section not in chosen:
+            cost += count_tokens(f"\n### {SECTIONS[section]}\n")
+        if used + cost > budget:
+            continue
+        chosen.setdefault(section, []).append((item.id, line))
+        used += cost
+    return chosen
+
+
 def _context_candidates(session: Session, params: MemoryContextIn) -> list[Chunk | search.Hit]:
     if params.query:
         hits = memories.recall_hits(
@@ -44,7 +63,6 @@ def _context_candidates(session: Session, params: MemoryContextIn) -> list[Chunk
             CONTEXT_CANDIDATES,
             count_access=False,  # counted below for the memories the budget keeps
         ).hits
-        lifecycle.rekindle_hits(session, hits)  # archived hits come back in full, as in recall
         return list(hits)
     namespaces.require(session, params.namespace)
     stmt = memories.live_memories()
@@ -80,21 +98,15 @@ def _context(session: Session, params: MemoryContextIn, t: tracing.Draft) -> Mem
     ordered = sorted(
         candidates, key=lambda c: not is_golden(c.memory_type, c.confidence)
     )  # stable sort keeps the rank order within each group
-    chosen: dict[str, list[tuple[str, str]]] = {}
-    used = count_tokens(CONTEXT_HEADER)
-    if used > params.token_budget:
+    if count_tokens(CONTEXT_HEADER) > params.token_budget:
         ordered = []
-    for item in ordered:
-        section = GOLDEN_RULE if is_golden(item.memory_type, item.confidence) else item.memory_type
-        assert section is not None
-        line = f"- {' '.join(item.content.split())} [confidence: {item.confidence:.2f}]\n"
-        cost = count_tokens(line)
-        if section not in chosen:
-            cost += count_tokens(f"\n### {SECTIONS[section]}\n")
-        if used + cost > params.token_budget:
-            continue  # a shorter memory further down may still fit
-        chosen.setdefault(section, []).append((item.id, line))
-        used += cost
+    chosen = _pick(ordered, params.token_budget)
+    # The archived memories handed out come back in full, as recall's do (those the budget
+    # kept with their summaries, no other), and the budget is applied again to their text.
+    picked = {mid for lines in chosen.values() for mid, _ in lines}
+    hits = [c for c in ordered if isinstance(c, search.Hit) and c.id in picked]
+    if lifecycle.rekindle_hits(session, hits):
+        chosen = _pick(ordered, params.token_budget)
 
     def render(picked: dict[str, list[tuple[str, str]]]) -> str:
         if not picked:

@@ -146,6 +146,29 @@ def _exact(item: Item) -> bool:
     return item.source == "bayesian"
 
 
+def _rekindled(
+    session: Session,
+    hits: list[pipeline.Hit],
+    items: list[Item],
+    result: assemble.Assembled,
+    mode: str,
+    params: QueryIn,
+) -> assemble.Assembled:
+    """Rekindle the archived memories the answer hands out, as recall does, and assemble
+    again with their full text (which may leave one of them out of a tight budget: the
+    memories rekindled are those handed out with the summaries, no other)."""
+    handed = {p.item.id for p in result.core + result.extended}
+    chosen = [h for h in hits if h.id in handed]
+    if not lifecycle.rekindle_hits(session, chosen):
+        return result
+    restored = {h.id: h for h in chosen}
+    for n, item in enumerate(items):
+        hit = restored.get(item.id)
+        if hit is not None and item.source == hit.doc_type and item.content != hit.content:
+            items[n] = _chunk_item(hit)
+    return assemble.curated(items, mode, params.top_k, params.max_tokens, params.query)
+
+
 def _merged(structured: list[Item], chunks: list[Item]) -> list[Item]:
     """Exact structured answers first; the others each placed before the first chunk that
     scores lower (both are relevances in [0, 1]); the chunks keep the pipeline's order."""
@@ -270,10 +293,6 @@ def _query(session: Session, params: QueryIn, draft: tracing.Draft) -> QueryOut:
             found,
             {"filters": filters, "limit": limit, "pool": max(get_settings().candidate_pool, limit)},
         )
-        if as_of is None:  # archived hits it may hand out come back in full, as recall's do
-            lifecycle.rekindle_hits(
-                session, found.hits[: params.top_k + assemble.EXTENDED[routing.mode]]
-            )
         chunks = [_chunk_item(h) for h in found.hits if h.id not in quoted]
         items = _merged(items, chunks)
         queried += chunk_stores
@@ -285,6 +304,8 @@ def _query(session: Session, params: QueryIn, draft: tracing.Draft) -> QueryOut:
         timings["verify_ms"] = _ms(mark)
     mark = time.perf_counter()
     result = assemble.curated(items, routing.mode, params.top_k, params.max_tokens, params.query)
+    if found is not None and as_of is None:  # a view of the past reads the text of then
+        result = _rekindled(session, found.hits, items, result, routing.mode, params)
     timings["assemble_ms"] = _ms(mark)
     core = [_chunk(p) for p in result.core]
     extended = [_chunk(p) for p in result.extended]

@@ -124,6 +124,37 @@ def test_query_and_context_hand_out_an_archived_memory_in_full(embedder: Any) ->
         assert (row(memory).stage, row(memory).content) == ("active", LONG)
 
 
+def test_only_the_archived_memories_handed_out_are_rekindled(embedder: Any) -> None:
+    """memory_context rekindled all its 50 candidates and memory_query every hit that might
+    be handed out, however few the budget kept."""
+    from memsys.schemas.memories import MemoryContextIn
+    from memsys.services import context
+
+    asked = "when does the nightly Postgres backup run and how long are backups kept"
+    for tool in ("query", "context"):
+        ns = f"many:{tool}"
+        kinds = ("configuration", "fact", "decision", "procedure", "fix", "insight")
+        kinds += ("general", "workflow")  # one of each: consolidation merges none of them
+        ids = [
+            store(f"Backup note {n}. {LONG}", memory_type=kind, namespace=ns).id
+            for n, kind in enumerate(kinds)
+        ]
+        maintain.run(now=days(31))
+        assert {row(m).stage for m in ids} == {"archived"}
+        if tool == "query":
+            fields = {"query": asked, "namespace": ns, "top_k": 1, "max_tokens": 150}
+            out = runner.execute(query.query, QueryIn, fields)
+            handed = {c.id for c in out.core_chunks + out.extended_chunks}
+        else:
+            fields = {"query": asked, "namespace": ns, "token_budget": 160}
+            handed = set(runner.execute(context.context, MemoryContextIn, fields).memory_ids)
+        # what is handed out is the full text; what the budget never reached stays archived
+        # (a memory handed out with its summary may drop out once its full text is counted)
+        active = {m for m in ids if row(m).stage == "active"}
+        assert handed & set(ids) <= active and len(active) <= 2, (tool, active, handed)
+        assert all(row(m).content.startswith("Backup note") for m in active)
+
+
 def test_exempt_memories_never_age(embedder: Any) -> None:
     golden = store("Never force-push to main", memory_type="golden_rule").id
     personal = store("The user likes dark themes", memory_type="preference").id
