@@ -119,11 +119,7 @@ async def import_(
             raise HTTPException(400, "The body is not UTF-8 text") from None
         result = await run_in_threadpool(_import, spool, dry_run, partial, restore)
     if result.problem_count and not partial:
-        shown = "; ".join(p.shown() for p in result.problems[:5])
-        body = envelope.failure(
-            f"{result.problem_count} problem(s), nothing imported (partial=true imports the "
-            f"rest): {shown}"
-        )
+        body = envelope.failure(service.refusal(result))
         return JSONResponse({**body, "data": result.model_dump(mode="json")}, status_code=422)
     return result
 

@@ -33,10 +33,10 @@ VAULT_OPERATIONS: tuple[Operation, ...] = (
         summary="Import a memsys export (JSON, JSON lines or a vault folder). A dry run "
         "checks every record and says what would change, writing nothing: the default for "
         "this tool (MCP, POST /v1/import/file), while `memsys import` and POST /v1/import "
-        "write unless asked for one. Edited memories become new versions; problems are "
-        "listed with file and line, and nothing is written while there are any unless "
-        "partial is true.",
-        service=f"{SERVICE}:import_",
+        "write unless asked for one. Edited memories become new versions; a snapshot with "
+        "problems is refused (each with its file and line, the first five in the error) and "
+        "nothing is written, unless partial is true.",
+        service=f"{SERVICE}:import_checked",
         input=v.ImportIn,
         output=v.ImportOut,
         effect="write",

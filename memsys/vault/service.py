@@ -138,6 +138,25 @@ def import_(session: Session, params: ImportIn) -> ImportOut:
     )
 
 
+def import_checked(session: Session, params: ImportIn) -> ImportOut:
+    """memory_import (MCP, POST /v1/import/file): `import_`, a snapshot with problems refused
+    as bad input unless partial — as POST /v1/import (422) and `memsys import` (exit 2) do;
+    it answered success with nothing imported."""
+    result = import_(session, params)
+    if result.problem_count and not params.partial:
+        raise InvalidInput(refusal(result))
+    return result
+
+
+def refusal(result: ImportOut) -> str:
+    """The error of an import with problems: how many, and the first few with their lines."""
+    shown = "; ".join(p.shown() for p in result.problems[:5])
+    return (
+        f"{result.problem_count} problem(s), nothing imported (partial=true imports the "
+        f"rest): {shown}"
+    )
+
+
 def import_from(
     session: Session, where: Path, dry_run: bool, partial: bool, restore: bool = False
 ) -> ImportOut:

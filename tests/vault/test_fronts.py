@@ -175,6 +175,29 @@ def test_mcp_import_is_a_dry_run_unless_told(tmp_path: Path, embedder: Any) -> N
     assert not refused["success"] and "Snapshot not found" in refused["error"]
 
 
+def test_a_snapshot_with_problems_is_refused_by_every_front_end(
+    tmp_path: Path, client: TestClient, embedder: Any
+) -> None:
+    """MCP memory_import and POST /v1/import/file answered success (applied: false) where
+    POST /v1/import answered 422 and `memsys import` exit 2."""
+    seed()
+    snap = tmp_path / "snap.jsonl"
+    call(BY_NAME["memory_export"], {"path": str(snap)})
+    lines = snap.read_text().splitlines()
+    lines[1] = lines[1].replace('"importance": ', '"importance": 7, "was": ', 1)
+    snap.write_text("\n".join(lines) + "\n")
+    before = table_counts()
+    for dry_run in (True, False):
+        answer = call(BY_NAME["memory_import"], {"path": str(snap), "dry_run": dry_run})
+        assert not answer["success"] and f"{snap}:2" in answer["error"], answer
+        assert "nothing imported" in answer["error"]
+        rest = client.post("/v1/import/file", json={"path": str(snap), "dry_run": dry_run})
+        assert rest.status_code == 422 and f"{snap}:2" in rest.json()["error"]
+    partial = call(BY_NAME["memory_import"], {"path": str(snap), "partial": True})
+    assert partial["success"] and partial["data"]["problem_count"] >= 1
+    assert table_counts() == before
+
+
 def test_paths_the_file_system_refuses_are_clear_errors(tmp_path: Path, embedder: Any) -> None:
     """A name too long for the file system, a link loop: one line naming the reason (they
     were "Internal error in memory_export; see the server log")."""
