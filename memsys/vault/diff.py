@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from memsys.errors import InvalidInput
 from memsys.vault import files, live, records
-from memsys.vault.records import Problem, Record
+from memsys.vault.records import Located, Problem, Record
 
 LIVE = "live"
 SHOWN_PROBLEMS = 20
@@ -33,6 +33,7 @@ def read(session: Session, source: str, namespace: str | None) -> dict[tuple[str
         return {_key(r): r for r in live.records(session, namespace)}
     problems: list[Problem] = []
     from_file: set[tuple[str, str]] = set()
+    seen: dict[tuple[str, str], Located] = {}  # each edge's first record, as read
     for item in files.open_snapshot(source).items():
         if isinstance(item, Problem):
             problems.append(item)
@@ -45,6 +46,14 @@ def read(session: Session, source: str, namespace: str | None) -> dict[tuple[str
             continue
         key = _key(item)
         relation_only = bool(item.get("from_relation"))
+        first = seen.setdefault(key, item) if item["kind"] == "edge" else item
+        differ = None if first is item else records.edge_disagreement(item, first)
+        if differ is not None:  # edited in one place only: as import and lint refuse it
+            at, other = (item, first) if relation_only else (first, item)
+            there = f"{other.source}:{other.at(differ)}" if other.at(differ) else other.source
+            problems.append(
+                Problem(at.source, at.at(differ), records.disagreeing(at, other, differ, there))
+            )
         if key in found:
             if relation_only:  # the edge file (or an earlier relation) has it already
                 continue

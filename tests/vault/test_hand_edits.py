@@ -121,8 +121,10 @@ def test_a_relation_edited_in_a_note_but_not_in_its_edge_file_is_a_problem(
     found = problems(root)
     where = f"{noted.relative_to(root).as_posix()}:{line + 1} edge edge_"
     assert where in found and "strength 0.25 here" in found, found
-    # lint says so too, and an edge file edited the same way imports the change
+    # lint and diff say so too (diff let the edge file win and said "identical")
     assert run("lint", str(root)).exit_code == 1
+    with pytest.raises(InvalidInput, match=r"strength 0\.25 here"):
+        diff(str(root))
 
 
 def test_an_edge_file_with_a_blank_or_numeric_namespace_is_a_problem_not_a_crash(
