@@ -29,8 +29,9 @@ from memsys.models import Chunk, Edge, Event, Preference
 from memsys.schemas import PreferenceSetIn
 from memsys.services import mentions, namespaces, preferences
 from memsys.tokens import count_tokens
+from memsys.vault import live
 from memsys.vault.live import canonical
-from memsys.vault.records import VERSIONED, Located, Problem, Record, timestamp
+from memsys.vault.records import AGED, VERSIONED, Located, Problem, Record, timestamp
 from memsys.vocabulary import EDITED_COPY
 
 if TYPE_CHECKING:
@@ -158,15 +159,26 @@ class Plan:
 
     def memories(self, batch: list[Record]) -> None:
         self.dry_run = self.dry_run or self.halted  # halted: counts from here, writes nothing
-        rows = {
-            c.id: {**_fields(c), "content_hash": c.content_hash}
-            for c in self.session.scalars(
+        chunks = list(
+            self.session.scalars(
                 select(Chunk).where(
                     Chunk.doc_type == "memory",
                     Chunk.valid_to.is_(None),
                     Chunk.id.in_([r["id"] for r in batch]),
                 )
             )
+        )
+        # An aged memory is compared by its full text, as export writes it (from history).
+        texts = live.full_texts(
+            self.session, [(c.namespace, c.id) for c in chunks if c.stage in AGED]
+        )
+        rows = {
+            c.id: {
+                **_fields(c),
+                "content": texts.get((c.namespace, c.id), c.content),
+                "content_hash": c.content_hash,
+            }
+            for c in chunks
         }
         self.session.expunge_all()  # keep the identity map from growing with the import
         new, changed = [], []

@@ -16,7 +16,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from memsys import tenancy
-from memsys.vault.records import Record, edge_id, ordered, timestamp
+from memsys.vault.records import AGED, Record, edge_id, ordered, timestamp
 
 PAGE = 1000
 
@@ -70,6 +70,31 @@ _PREFERENCES = text(
 )
 
 
+# The text aging cut from each memory, as history.full_text reads it one memory at a time:
+# the old value of its latest archiving, else of its latest cut to a key.
+_FULL_TEXTS = text(
+    """
+    SELECT DISTINCT ON (m.namespace, m.memory_id)
+           m.namespace, m.memory_id, m.old_value #>> '{}' AS text
+    FROM memory_change m
+    JOIN unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])) AS k(namespace, id)
+      ON m.namespace = k.namespace AND m.memory_id = k.id
+    WHERE m.field = 'content' AND m.operation IN ('archive', 'key_only')
+      AND jsonb_typeof(m.old_value) = 'string'
+    ORDER BY m.namespace, m.memory_id, m.operation <> 'archive', m.changed_at DESC, m.id DESC
+    """
+)
+
+
+def full_texts(session: Session, keys: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """The full texts of aged memories (namespace, id) their history still holds: an export
+    carries the memory, not what aging left of it (a restore from it would lose the text)."""
+    if not keys:
+        return {}
+    params = {"namespaces": [k[0] for k in keys], "ids": [k[1] for k in keys]}
+    return {(r.namespace, r.memory_id): r.text for r in session.execute(_FULL_TEXTS, params)}
+
+
 def snapshot(session: Session) -> None:
     """Make the session's reads from here on one snapshot of the database: a REPEATABLE READ,
     READ ONLY transaction. Each page is a statement of its own, and under READ COMMITTED a
@@ -103,14 +128,16 @@ def title(content: str, metadata: dict[str, Any] | None) -> str:
     return "memory"
 
 
-def memory_record(row: Any) -> Record:
+def memory_record(row: Any, full: str | None = None) -> Record:
+    """A memory as a snapshot holds it: an aged one with its `full` text (from its history),
+    not the summary or key aging left in its row."""
     return ordered(
         {
             "kind": "memory",
             "id": row.id,
             "namespace": row.namespace,
             "type": row.memory_type,
-            "content": row.content,
+            "content": row.content if full is None else full,
             "content_hash": row.content_hash,
             "importance": float(row.importance),
             "confidence": float(row.confidence),
@@ -152,7 +179,8 @@ def memories(session: Session, namespace: str | None = None) -> Iterator[list[Re
         ).all()
         if not rows:
             return
-        yield [memory_record(r) for r in rows]
+        texts = full_texts(session, [(r.namespace, r.id) for r in rows if r.stage in AGED])
+        yield [memory_record(r, texts.get((r.namespace, r.id))) for r in rows]
         after = (rows[-1].namespace, rows[-1].id)
 
 

@@ -30,6 +30,7 @@ from memsys.vocabulary import DEFAULT_LIFECYCLE, LIFECYCLES, MEMORY_TYPES
 SCHEMA_VERSION = "1.0"
 FORMAT = "memsys-export"
 STAGES = ("active", "demoted", "archived", "rehydratable")
+AGED = STAGES[2:]  # a row of these holds a summary or a key; history holds the text
 
 Record = dict[str, Any]
 

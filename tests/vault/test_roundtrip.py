@@ -122,6 +122,43 @@ def test_an_export_is_one_snapshot_of_writes_landing_during_it(
     assert report.applied and report.problem_count == 0, report.problems
 
 
+def test_an_archived_memory_is_exported_with_its_full_text(
+    tmp_path: Path, embedder: object
+) -> None:
+    """Aging replaced an archived memory's text with a summary, which export wrote: a
+    restore from the export lost the text for good."""
+    from datetime import UTC, datetime, timedelta
+
+    from memsys.services import maintain
+
+    full = " ".join(
+        f"Step {n}: the nightly backup copies the base backup to the bucket and checks it."
+        for n in range(1, 9)
+    )
+    memory = store(full, memory_type="procedure").id
+    maintain.run(now=datetime.now(UTC) + timedelta(days=31))
+    with session_scope() as s:
+        stage, stored = s.execute(
+            text("SELECT stage, content FROM chunk WHERE id = :id"), {"id": memory}
+        ).one()
+    assert stage == "archived" and stored != full
+    for name in ("a.jsonl", "vault"):
+        export(tmp_path / name)
+    assert full in (tmp_path / "a.jsonl").read_text()
+    assert '"stage": "archived"' in (tmp_path / "a.jsonl").read_text()
+    again = import_(tmp_path / "a.jsonl")  # into the same database: nothing to change
+    assert again.memories.changed == 0 and again.memories.unchanged == 1
+    empty_database()
+    import_(tmp_path / "vault")
+    export(tmp_path / "b.jsonl")
+    assert (tmp_path / "b.jsonl").read_bytes() == (tmp_path / "a.jsonl").read_bytes()
+    from memsys.schemas.lifecycle import MemoryGetIn
+    from memsys.services import memory_get
+
+    got = runner.execute(memory_get.get, MemoryGetIn, {"memory_id": memory})
+    assert got.content == full
+
+
 def test_import_twice_changes_nothing(tmp_path: Path, embedder: object) -> None:
     seed()
     export(tmp_path / "snap.jsonl")
