@@ -170,7 +170,7 @@ class Plan:
         )
         # An aged memory is compared by its full text, as export writes it (from history).
         texts = live.full_texts(
-            self.session, [(c.namespace, c.id) for c in chunks if c.stage in AGED]
+            self.session, [(c.namespace, c.id, c.content) for c in chunks if c.stage in AGED]
         )
         rows = {
             c.id: {

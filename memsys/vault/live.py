@@ -70,29 +70,41 @@ _PREFERENCES = text(
 )
 
 
-# The text aging cut from each memory, as history.full_text reads it one memory at a time:
-# the old value of its latest archiving, else of its latest cut to a key.
-_FULL_TEXTS = text(
+# Aging's cuts of each memory's text (old value → new value), newest first.
+_CUTS = text(
     """
-    SELECT DISTINCT ON (m.namespace, m.memory_id)
-           m.namespace, m.memory_id, m.old_value #>> '{}' AS text
+    SELECT m.namespace, m.memory_id, m.old_value #>> '{}' AS old, m.new_value #>> '{}' AS new
     FROM memory_change m
     JOIN unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])) AS k(namespace, id)
       ON m.namespace = k.namespace AND m.memory_id = k.id
     WHERE m.field = 'content' AND m.operation IN ('archive', 'key_only')
-      AND jsonb_typeof(m.old_value) = 'string'
-    ORDER BY m.namespace, m.memory_id, m.operation <> 'archive', m.changed_at DESC, m.id DESC
+      AND jsonb_typeof(m.old_value) = 'string' AND jsonb_typeof(m.new_value) = 'string'
+    ORDER BY m.namespace, m.memory_id, m.changed_at DESC, m.id DESC
     """
 )
 
 
-def full_texts(session: Session, keys: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
-    """The full texts of aged memories (namespace, id) their history still holds: an export
-    carries the memory, not what aging left of it (a restore from it would lose the text)."""
-    if not keys:
+def full_texts(session: Session, aged: list[tuple[str, str, str]]) -> dict[tuple[str, str], str]:
+    """The full texts of aged memories ((namespace, id, the content their row holds)), where
+    their history still holds them: an export carries the memory, not what aging left of it
+    (a restore from it would lose the text). Walked back from the row's content through the
+    cuts that made it — key ← summary ← text — so a text imported or edited since an earlier
+    archiving is its own full text, never that earlier one's."""
+    if not aged:
         return {}
-    params = {"namespaces": [k[0] for k in keys], "ids": [k[1] for k in keys]}
-    return {(r.namespace, r.memory_id): r.text for r in session.execute(_FULL_TEXTS, params)}
+    params = {"namespaces": [a[0] for a in aged], "ids": [a[1] for a in aged]}
+    cuts: dict[tuple[str, str], list[Any]] = {}
+    for row in session.execute(_CUTS, params):
+        cuts.setdefault((row.namespace, row.memory_id), []).append(row)
+    found: dict[tuple[str, str], str] = {}
+    for namespace, memory_id, content in aged:
+        text_ = content
+        for cut in cuts.get((namespace, memory_id), []):  # newest first: back in time
+            if cut.new == text_:
+                text_ = cut.old
+        if text_ != content:
+            found[namespace, memory_id] = text_
+    return found
 
 
 def snapshot(session: Session) -> None:
@@ -179,7 +191,8 @@ def memories(session: Session, namespace: str | None = None) -> Iterator[list[Re
         ).all()
         if not rows:
             return
-        texts = full_texts(session, [(r.namespace, r.id) for r in rows if r.stage in AGED])
+        aged = [(r.namespace, r.id, r.content) for r in rows if r.stage in AGED]
+        texts = full_texts(session, aged)
         yield [memory_record(r, texts.get((r.namespace, r.id))) for r in rows]
         after = (rows[-1].namespace, rows[-1].id)
 

@@ -157,6 +157,15 @@ def test_an_archived_memory_is_exported_with_its_full_text(
 
     got = runner.execute(memory_get.get, MemoryGetIn, {"memory_id": memory})
     assert got.content == full
+    # an edit imported into an archived memory is its text from then on (the history's
+    # older text won: every import made another version, and export wrote the old text)
+    maintain.run(now=datetime.now(UTC) + timedelta(days=62))
+    edited = (tmp_path / "b.jsonl").read_text().replace("Step 8:", "Step eight:")
+    (tmp_path / "c.jsonl").write_text(edited)
+    assert import_(tmp_path / "c.jsonl").memories.changed == 1
+    assert import_(tmp_path / "c.jsonl").memories.changed == 0
+    export(tmp_path / "d.jsonl")
+    assert "Step eight:" in (tmp_path / "d.jsonl").read_text()
 
 
 def test_import_twice_changes_nothing(tmp_path: Path, embedder: object) -> None:
