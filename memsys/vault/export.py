@@ -358,6 +358,28 @@ def _relinked(text: str, linked: dict[str, str]) -> str:
 INDEX = "_index.json"  # derived, gitignored: the paths the last export wrote
 
 
+def note_imported(root: Path) -> None:
+    """After a vault's import committed (every file applied): the index's digests become the
+    files' bytes now — what they hold is the database's, so the next export writes over them
+    as over its own, whatever the database did since (an edit imported and then a relation
+    added was kept as an edit not imported, with the database's copy beside it)."""
+    before = _previous(root)
+    digests = before.get("digests")
+    if not isinstance(digests, dict) or not digests:
+        return
+    fresh = dict(digests)
+    for relative in digests:
+        try:
+            path = _vault_path(root, relative)
+            if path.is_file() and not path.is_symlink():
+                fresh[relative] = _digest(regular_files.read_bytes(path, relative))
+        except (OSError, InvalidInput):
+            continue
+    if fresh != digests:
+        before["digests"] = fresh
+        _write(root, INDEX, (json.dumps(before, indent=0) + "\n").encode("utf-8"))
+
+
 def _previous(root: Path) -> dict[str, Any]:
     try:
         found = json.loads(regular_files.read_bytes(root / INDEX))

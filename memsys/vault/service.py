@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any, TextIO
 
+from sqlalchemy import event
 from sqlalchemy.orm import Session
 
 from memsys import regular_files, tenancy
@@ -172,6 +173,9 @@ def import_from(
         )
     snapshot = files.open_snapshot(where)
     report = importer.run(session, snapshot, dry_run=dry_run, partial=partial, restore=restore)
+    if snapshot.form == "vault" and report.applied and not report.problems:
+        # once it is the database's, an edited file is no edit export must keep (export.py)
+        event.listen(session, "after_commit", lambda _s: exporting.note_imported(where), once=True)
     data = report.as_dict()
     data["problem_count"] = len(data["problems"])
     data["problems"] = data["problems"][:MAX_LISTED]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from memsys import runner
 from memsys.errors import InvalidInput
 from tests.cli.helpers import fails, run, run_json
 from tests.conftest import table_counts
@@ -386,6 +387,40 @@ def test_an_export_keeps_a_relation_or_a_preference_edited_and_not_imported(
     with pytest.raises(InvalidInput, match="edited since the last export"):
         export(root)
     assert tree(root) == held  # nothing written
+
+
+def test_an_imported_edit_is_no_edit_for_the_next_export(tmp_path: Path, embedder: object) -> None:
+    """Once imported, an edited note or preferences file is the database's: an export after
+    the database changed again (a relation added, a preference set) writes over it. It kept
+    the note with a copy beside it (a duplicate id for the next import) and refused for the
+    preferences, for good."""
+    from memsys.schemas.edges import MemoryRelateIn
+    from memsys.services import edges
+    from tests.factories import set_preference
+
+    fix = exported(tmp_path, "graph/fixes")
+    root = tmp_path / "v"
+    edit(fix, r"^Redis connection timeouts.*$", "Keepalive fixed the Redis timeouts")
+    prefs = root / "vault" / "preferences.yaml"
+    line = next(x for x in prefs.read_text().splitlines() if x.startswith("- "))
+    prefs.write_text(prefs.read_text() + re.sub(r'"key": "[^"]*"', '"key": "by_hand"', line) + "\n")
+    report = import_(root)
+    assert report.applied and report.memories.changed == 1 and report.preferences.new == 1
+    memory_id = re.search(r"^id: (\S+)$", fix.read_text(), flags=re.M)
+    other = store("The Redis client library is redis-py 5").id
+    assert memory_id is not None
+    relate = {
+        "source_id": memory_id.group(1).strip('"'),
+        "target_id": other,
+        "relation": "RELATES_TO",
+    }
+    runner.execute(edges.relate, MemoryRelateIn, relate)
+    set_preference("font", "mono")
+    export(root)
+    assert [p.name for p in fix.parent.glob("*.md")] == [fix.name]
+    assert "Keepalive fixed the Redis timeouts" in fix.read_text()
+    assert '"by_hand"' in prefs.read_text() and '"font"' in prefs.read_text()
+    assert not import_(root, dry_run=True).problems
 
 
 def test_an_edge_known_only_from_a_relation_is_no_change_in_a_diff(
