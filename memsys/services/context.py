@@ -8,7 +8,8 @@ from sqlalchemy.orm import Session
 from memsys.models import Chunk
 from memsys.runner import before_transaction, retrieval_only
 from memsys.schemas import MemoryContextIn, MemoryContextOut
-from memsys.services import lifecycle, memories, namespaces, search, tracing
+from memsys.services import history, lifecycle, memories, namespaces, search, tracing
+from memsys.tenancy import may_write
 from memsys.tokens import count_tokens
 from memsys.vocabulary import GOLDEN_RULE, is_golden
 
@@ -63,6 +64,15 @@ def _context_candidates(session: Session, params: MemoryContextIn) -> list[Chunk
             CONTEXT_CANDIDATES,
             count_access=False,  # counted below for the memories the budget keeps
         ).hits
+        # An aged memory is weighed (and handed out) with its full text, as recall gives it.
+        aged = [
+            (h.namespace, h.id, h.content)
+            for h in hits
+            if h.doc_type == "memory" and h.stage in lifecycle.AGED and may_write(h.namespace)
+        ]
+        full = history.full_texts(session, aged)
+        for h in hits:
+            h.content = full.get((h.namespace, h.id), h.content)
         return list(hits)
     namespaces.require(session, params.namespace)
     stmt = memories.live_memories()
@@ -101,12 +111,12 @@ def _context(session: Session, params: MemoryContextIn, t: tracing.Draft) -> Mem
     if count_tokens(CONTEXT_HEADER) > params.token_budget:
         ordered = []
     chosen = _pick(ordered, params.token_budget)
-    # The archived memories handed out come back in full, as recall's do (those the budget
-    # kept with their summaries, no other), and the budget is applied again to their text.
+    # The archived memories handed out come back in full, as recall's do, and only those:
+    # the budget was applied to their full texts (read from history beforehand).
     picked = {mid for lines in chosen.values() for mid, _ in lines}
-    hits = [c for c in ordered if isinstance(c, search.Hit) and c.id in picked]
-    if lifecycle.rekindle_hits(session, hits):
-        chosen = _pick(ordered, params.token_budget)
+    lifecycle.rekindle_hits(
+        session, [c for c in ordered if isinstance(c, search.Hit) and c.id in picked]
+    )
 
     def render(picked: dict[str, list[tuple[str, str]]]) -> str:
         if not picked:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import insert, select, text
 from sqlalchemy.orm import Session
 
 from memsys.models import MemoryChange
@@ -94,3 +94,40 @@ def full_text(session: Session, memory: Any) -> str | None:
         .limit(1)
     )
     return memory.content if unchanged is None else None
+
+
+# Aging's cuts of each memory's text (old value → new value), newest first.
+_CUTS = text(
+    """
+    SELECT m.namespace, m.memory_id, m.old_value #>> '{}' AS old, m.new_value #>> '{}' AS new
+    FROM memory_change m
+    JOIN unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])) AS k(namespace, id)
+      ON m.namespace = k.namespace AND m.memory_id = k.id
+    WHERE m.field = 'content' AND m.operation IN ('archive', 'key_only')
+      AND jsonb_typeof(m.old_value) = 'string' AND jsonb_typeof(m.new_value) = 'string'
+    ORDER BY m.namespace, m.memory_id, m.changed_at DESC, m.id DESC
+    """
+)
+
+
+def full_texts(session: Session, aged: list[tuple[str, str, str]]) -> dict[tuple[str, str], str]:
+    """The full texts of aged memories ((namespace, id, the content their row holds)), where
+    their history still holds them: an export carries the memory, not what aging left of it
+    (a restore from it would lose the text). Walked back from the row's content through the
+    cuts that made it — key ← summary ← text — so a text imported or edited since an earlier
+    archiving is its own full text, never that earlier one's."""
+    if not aged:
+        return {}
+    params = {"namespaces": [a[0] for a in aged], "ids": [a[1] for a in aged]}
+    cuts: dict[tuple[str, str], list[Any]] = {}
+    for row in session.execute(_CUTS, params):
+        cuts.setdefault((row.namespace, row.memory_id), []).append(row)
+    found: dict[tuple[str, str], str] = {}
+    for namespace, memory_id, content in aged:
+        text_ = content
+        for cut in cuts.get((namespace, memory_id), []):  # newest first: back in time
+            if cut.new == text_:
+                text_ = cut.old
+        if text_ != content:
+            found[namespace, memory_id] = text_
+    return found

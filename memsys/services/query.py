@@ -37,8 +37,9 @@ from memsys.retrieval.assemble import Item
 from memsys.runner import before_transaction, retrieval_only
 from memsys.schemas import PreferenceListIn
 from memsys.schemas.query import QueryChunk, QueryIn, QueryOut, RoutingOut, VerificationOut
-from memsys.services import knowledge, lifecycle, namespaces, preferences, search, tracing
+from memsys.services import history, knowledge, lifecycle, namespaces, preferences, search, tracing
 from memsys.services.observation_links import observation_edges
+from memsys.tenancy import may_write
 from memsys.vocabulary import is_golden
 
 CHUNK_STORES = ("vector", "graph", "event_log")
@@ -146,27 +147,16 @@ def _exact(item: Item) -> bool:
     return item.source == "bayesian"
 
 
-def _rekindled(
-    session: Session,
-    hits: list[pipeline.Hit],
-    items: list[Item],
-    result: assemble.Assembled,
-    mode: str,
-    params: QueryIn,
-) -> assemble.Assembled:
-    """Rekindle the archived memories the answer hands out, as recall does, and assemble
-    again with their full text (which may leave one of them out of a tight budget: the
-    memories rekindled are those handed out with the summaries, no other)."""
-    handed = {p.item.id for p in result.core + result.extended}
-    chosen = [h for h in hits if h.id in handed]
-    if not lifecycle.rekindle_hits(session, chosen):
-        return result
-    restored = {h.id: h for h in chosen}
-    for n, item in enumerate(items):
-        hit = restored.get(item.id)
-        if hit is not None and item.source == hit.doc_type and item.content != hit.content:
-            items[n] = _chunk_item(hit)
-    return assemble.curated(items, mode, params.top_k, params.max_tokens, params.query)
+def _full_texts(session: Session, hits: list[pipeline.Hit]) -> dict[str, str]:
+    """The full texts of the aged memories among `hits` that this caller may rekindle (a
+    read-only caller gets what is stored), read from their history: the answer is assembled
+    with them, and only the memories it hands out are rekindled (as recall does)."""
+    aged = [
+        (h.namespace, h.id, h.content)
+        for h in hits
+        if h.doc_type == "memory" and h.stage in lifecycle.AGED and may_write(h.namespace)
+    ]
+    return {key[1]: text for key, text in history.full_texts(session, aged).items()}
 
 
 def _merged(structured: list[Item], chunks: list[Item]) -> list[Item]:
@@ -191,16 +181,17 @@ def _estimate_item(found: bayes.Estimate, namespace: str | None) -> Item:
     )
 
 
-def _chunk_item(hit: pipeline.Hit) -> Item:
+def _chunk_item(hit: pipeline.Hit, full: str | None = None) -> Item:
+    """A hit as an item; an aged memory's `full` text instead of its stored summary."""
     return Item(
         id=hit.id,
         source=hit.doc_type,
         namespace=hit.namespace,
-        content=hit.content,
+        content=hit.content if full is None else full,
         score=round(hit.score, 4),
         happened_at=hit.happened_at,
         ground_truth=hit.doc_type == "memory" and is_golden(hit.memory_type, hit.confidence),
-        tokens=hit.token_count,
+        tokens=hit.token_count if full is None else None,
     )
 
 
@@ -293,7 +284,8 @@ def _query(session: Session, params: QueryIn, draft: tracing.Draft) -> QueryOut:
             found,
             {"filters": filters, "limit": limit, "pool": max(get_settings().candidate_pool, limit)},
         )
-        chunks = [_chunk_item(h) for h in found.hits if h.id not in quoted]
+        full = _full_texts(session, found.hits) if as_of is None else {}
+        chunks = [_chunk_item(h, full.get(h.id)) for h in found.hits if h.id not in quoted]
         items = _merged(items, chunks)
         queried += chunk_stores
         timings.update(found.timings)
@@ -305,7 +297,8 @@ def _query(session: Session, params: QueryIn, draft: tracing.Draft) -> QueryOut:
     mark = time.perf_counter()
     result = assemble.curated(items, routing.mode, params.top_k, params.max_tokens, params.query)
     if found is not None and as_of is None:  # a view of the past reads the text of then
-        result = _rekindled(session, found.hits, items, result, routing.mode, params)
+        given = {p.item.id for p in result.core + result.extended}
+        lifecycle.rekindle_hits(session, [h for h in found.hits if h.id in given])
     timings["assemble_ms"] = _ms(mark)
     core = [_chunk(p) for p in result.core]
     extended = [_chunk(p) for p in result.extended]

@@ -28,8 +28,8 @@ from memsys.embeddings import get_embedder
 from memsys.models import Chunk, Edge, Event, Preference
 from memsys.schemas import PreferenceSetIn
 from memsys.services import mentions, namespaces, preferences
+from memsys.services.history import full_texts
 from memsys.tokens import count_tokens
-from memsys.vault import live
 from memsys.vault.live import canonical
 from memsys.vault.records import AGED, VERSIONED, Located, Problem, Record, timestamp
 from memsys.vocabulary import EDITED_COPY
@@ -169,7 +169,7 @@ class Plan:
             )
         )
         # An aged memory is compared by its full text, as export writes it (from history).
-        texts = live.full_texts(
+        texts = full_texts(
             self.session, [(c.namespace, c.id, c.content) for c in chunks if c.stage in AGED]
         )
         rows = {
