@@ -16,7 +16,6 @@ from bisect import bisect_left
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
-from itertools import islice
 
 from memsys.tokens import count_tokens
 
@@ -80,9 +79,6 @@ def _stem(word: str) -> str:
     return word
 
 
-MAX_MATCHES = 2_000  # a text's first matches of the query's words that place its snippet
-
-
 def _focus(flat: str, limit: int, near: Collection[str]) -> int:
     """Where the window of `limit` characters holding most of `near` starts: a sentence
     start (0 when the opening holds as many as any, or nothing matches). Matched in `flat`
@@ -90,10 +86,10 @@ def _focus(flat: str, limit: int, near: Collection[str]) -> int:
     time linear in the matches (each sentence start is one bisect)."""
     if not near:
         return 0
-    words = sorted(near)
+    words = sorted(near, key=lambda w: (-len(w), w))  # "database" before "data"
     either = "|".join(f"({re.escape(w)})" for w in words)
     pattern = re.compile(rf"(?<![^\W_])(?:{either})", re.IGNORECASE)
-    found = [(m.start(), m.lastindex or 0) for m in islice(pattern.finditer(flat), MAX_MATCHES)]
+    found = [(m.start(), m.lastindex or 0) for m in pattern.finditer(flat)]
     if not found:
         return 0
     at = [position for position, _ in found]

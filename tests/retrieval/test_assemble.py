@@ -48,8 +48,8 @@ def test_a_long_texts_snippet_shows_the_part_the_query_asks_about() -> None:
     assert opening.startswith("Checkout outage postmortem.") and len(opening) <= 200
     assert assemble.snippet(POSTMORTEM, near=assemble.focus_words("checkout queue")) == opening
     # offsets of the text itself: "İ" lowers to two characters, which moved every match
-    turkish = "İstanbul office notes. " * 20 + "The answer: Priya owns the action items."
-    assert assemble.snippet(turkish, near=near) == "… Priya owns the action items."
+    turkish = "İ" * 250 + ". Priya owns the action items. " + "Other words here. " * 30
+    assert assemble.snippet(turkish, near=near).startswith("… Priya owns the action items.")
     # the query's output, cut to its snippet by a small budget, is the answer's part
     item = Item(id="mem_p", source="memory", namespace="global", content=POSTMORTEM, score=1)
     out = assemble.curated([item], "execution", 5, 40, "who owns the action items")
