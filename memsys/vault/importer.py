@@ -280,7 +280,9 @@ def run(
     `restore`: with the vector index built once after the writes (memsys/vault/restore.py)."""
     report = Report(dry_run=dry_run, partial=partial)
     seen, report.problems = _read(snapshot)
-    if report.problems and not partial:
+    # A dry run counts what the valid records would change even beside problems (what a
+    # partial import would apply): its zeros read as "nothing to import".
+    if report.problems and not (partial or dry_run):
         return report
     if not dry_run:
         # Before it reads a table: writers of these namespaces wait for the import at their
@@ -293,7 +295,7 @@ def run(
             raise Protected(f"{tenancy.denied_message()}; the file writes in {', '.join(refused)}")
         namespaces.write_alone(session, names)
     _check_database(session, seen, report.problems)
-    if report.problems and not partial:
+    if report.problems and not (partial or dry_run):
         return report
     rebuild = restore and not dry_run
     checked = len(report.problems)

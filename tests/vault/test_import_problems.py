@@ -11,7 +11,7 @@ import pytest
 from memsys.errors import InvalidInput
 from memsys.vault import files, lint
 from tests.conftest import table_counts
-from tests.vault.helpers import diff, export, import_, seed
+from tests.vault.helpers import diff, empty_database, export, import_, seed
 
 GOOD = """---
 id: mem_00000000000000a1
@@ -132,6 +132,23 @@ def test_dry_run_counts_and_writes_nothing(tmp_path: Path, embedder: object) -> 
     report = import_(path, dry_run=True)
     assert report.dry_run and not report.applied
     assert report.memories.changed == 1 and report.memories.unchanged == 3
+    assert table_counts() == before
+
+
+def test_a_dry_run_beside_problems_counts_what_the_valid_records_change(
+    tmp_path: Path, embedder: object
+) -> None:
+    """With a problem in the file, a dry run said "0 new, 0 changed, 0 unchanged"."""
+    seed()
+    export(tmp_path / "snap.jsonl")
+    empty_database()
+    lines = (tmp_path / "snap.jsonl").read_text().splitlines()
+    lines[1] = lines[1].replace('"importance": ', '"importance": 7, "was": ', 1)
+    (tmp_path / "snap.jsonl").write_text("\n".join(lines) + "\n")
+    before = table_counts()
+    report = import_(tmp_path / "snap.jsonl", dry_run=True)
+    assert report.problems and not report.applied
+    assert report.memories.new == 3  # the four seeded memories but the broken one
     assert table_counts() == before
 
 
