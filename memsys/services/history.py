@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select, text
+from sqlalchemy import func, insert, select, text
 from sqlalchemy.orm import Session
 
 from memsys.models import MemoryChange
@@ -67,33 +67,28 @@ def record(
 
 
 def full_text(session: Session, memory: Any) -> str | None:
-    """The text a memory had before aging cut it: the old value of its latest archiving (or,
-    when the summary was the whole text, of its latest cut to a key). None when its history
-    no longer holds it; the current content when aging never changed it."""
-    for operation in ("archive", "key_only"):
-        old = session.scalar(
-            select(MemoryChange.old_value)
-            .where(
-                MemoryChange.namespace == memory.namespace,
-                MemoryChange.memory_id == memory.id,
-                MemoryChange.field == "content",
-                MemoryChange.operation == operation,
-            )
-            .order_by(MemoryChange.changed_at.desc(), MemoryChange.id.desc())
-            .limit(1)
-        )
-        if isinstance(old, str):
-            return old
-    unchanged = session.scalar(
-        select(MemoryChange.id)
-        .where(
-            MemoryChange.namespace == memory.namespace,
-            MemoryChange.memory_id == memory.id,
-            MemoryChange.field == "content",
-        )
-        .limit(1)
+    """The text a memory had before aging cut it, walked back from its row's text through the
+    cuts that made it (full_texts): key ← summary ← text. A text no cut made is its own — one
+    imported or edited since an earlier archiving is never replaced by that earlier text. None
+    when the row's text came from a cut its history no longer holds (no cut, yet the content
+    changed); the current content when aging never changed it."""
+    walked = full_texts(session, [(memory.namespace, memory.id, memory.content)])
+    if walked:
+        return next(iter(walked.values()))
+    changes = select(MemoryChange.id).where(
+        MemoryChange.namespace == memory.namespace,
+        MemoryChange.memory_id == memory.id,
+        MemoryChange.field == "content",
     )
-    return memory.content if unchanged is None else None
+    if session.scalar(changes.limit(1)) is None:
+        return str(memory.content)  # aging never changed it
+    # A cut that made this text but no longer holds what it cut: the text is lost. Else the
+    # row's text came after every cut (an import, an edit): it is the memory's own.
+    made_it = changes.where(
+        MemoryChange.operation.in_(("archive", "key_only")),
+        MemoryChange.new_value == func.to_jsonb(memory.content),
+    )
+    return None if session.scalar(made_it.limit(1)) is not None else str(memory.content)
 
 
 # Aging's cuts of each memory's text (old value → new value), newest first.

@@ -166,6 +166,9 @@ def test_an_archived_memory_is_exported_with_its_full_text(
     assert import_(tmp_path / "c.jsonl").memories.changed == 0
     export(tmp_path / "d.jsonl")
     assert "Step eight:" in (tmp_path / "d.jsonl").read_text()
+    # and a read that rekindles it restores that text, not the one archived before it
+    got = runner.execute(memory_get.get, MemoryGetIn, {"memory_id": memory})
+    assert "Step eight:" in got.content and got.stage == "active"
 
 
 def test_import_twice_changes_nothing(tmp_path: Path, embedder: object) -> None:
