@@ -34,6 +34,7 @@ from memsys.vocabulary import DOC_TYPES, GOLDEN_CONFIDENCE, GOLDEN_RULE, MEMORY_
 
 DIMENSIONS = 384  # all-MiniLM-L6-v2; the embedders check their output against it
 STAGES = ("active", "demoted", "archived", "rehydratable")
+AGED = STAGES[2:]  # a row of these holds a summary or a key; its history holds the text
 DOCUMENT_STATUSES = ("pending", "ready")
 
 

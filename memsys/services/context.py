@@ -8,8 +8,7 @@ from sqlalchemy.orm import Session
 from memsys.models import Chunk
 from memsys.runner import before_transaction, retrieval_only
 from memsys.schemas import MemoryContextIn, MemoryContextOut
-from memsys.services import history, lifecycle, memories, namespaces, search, tracing
-from memsys.tenancy import may_write
+from memsys.services import lifecycle, memories, namespaces, search, tracing
 from memsys.tokens import count_tokens
 from memsys.vocabulary import GOLDEN_RULE, is_golden
 
@@ -65,12 +64,7 @@ def _context_candidates(session: Session, params: MemoryContextIn) -> list[Chunk
             count_access=False,  # counted below for the memories the budget keeps
         ).hits
         # An aged memory is weighed (and handed out) with its full text, as recall gives it.
-        aged = [
-            (h.namespace, h.id, h.content)
-            for h in hits
-            if h.doc_type == "memory" and h.stage in lifecycle.AGED and may_write(h.namespace)
-        ]
-        full = history.full_texts(session, aged)
+        full = lifecycle.full_texts_of(session, hits)
         for h in hits:
             h.content = full.get((h.namespace, h.id), h.content)
         return list(hits)

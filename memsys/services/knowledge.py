@@ -86,14 +86,25 @@ def live_entities(
     return list(session.scalars(stmt))
 
 
+def observed(
+    session: Session, ns: str, entities: list[Entity], at: datetime | None = None
+) -> tuple[dict[str, list[str]], set[str]]:
+    """What was observed of each entity (entity id → texts, in order) and the ids of the
+    observation memories holding it."""
+    texts: dict[str, list[str]] = defaultdict(list)
+    memories: set[str] = set()
+    for row in observation_edges(session, ns, [e.id for e in entities], at):
+        texts[row.target_id].append(row.content)
+        memories.add(row.source_id)
+    return texts, memories
+
+
 def entities_out(
     session: Session, ns: str, entities: list[Entity], at: datetime | None = None
 ) -> list[EntityOut]:
-    observed: dict[str, list[str]] = defaultdict(list)
-    for row in observation_edges(session, ns, [e.id for e in entities], at):
-        observed[row.target_id].append(row.content)
+    observed_texts, _ = observed(session, ns, entities, at)
     return [
-        EntityOut(name=e.name, entityType=e.entity_type, observations=observed[e.id])
+        EntityOut(name=e.name, entityType=e.entity_type, observations=observed_texts[e.id])
         for e in entities
     ]
 

@@ -28,16 +28,15 @@ from sqlalchemy.orm import Session
 
 from memsys.errors import NotFound
 from memsys.models import Chunk
+from memsys.models.chunk import AGED, STAGES
 from memsys.retrieval.pipeline import Hit
 from memsys.schemas.lifecycle import RehydrateIn, RehydrateOut
 from memsys.services import access, decay, events, history, namespaces, summary
 from memsys.tenancy import may_write
 from memsys.tokens import count_tokens
 
-STAGES = ("active", "demoted", "archived", "rehydratable")
 Restored = Literal["full", "summary", "none"]
 STAGE_AFTER_DAYS = (("rehydratable", 90.0), ("archived", 30.0), ("demoted", 7.0))
-AGED = ("archived", "rehydratable")
 ROW = (*decay.SIGNALS, Chunk.content, Chunk.lossy, Chunk.embedding.is_(None).label("queued"))
 
 
@@ -157,6 +156,18 @@ def rekindle(
     if writes is None:
         pending.flush(session)
     return content, how
+
+
+def full_texts_of(session: Session, hits: list[Hit]) -> dict[tuple[str, str], str]:
+    """The full texts of the aged memories among `hits` that this caller may rekindle (a
+    read-only caller gets what is stored), read from their history without rekindling: an
+    answer weighed with them rekindles only the memories it hands out (rekindle_hits)."""
+    aged = [
+        (h.namespace, h.id, h.content)
+        for h in hits
+        if h.doc_type == "memory" and h.stage in AGED and may_write(h.namespace)
+    ]
+    return history.full_texts(session, aged)
 
 
 def rekindle_hits(session: Session, hits: list[Hit], now: datetime | None = None) -> int:

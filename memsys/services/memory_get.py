@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from memsys.errors import NotFound
 from memsys.models import Chunk, Edge
+from memsys.models.chunk import AGED
 from memsys.schemas.lifecycle import MemoryGetIn, MemoryGetOut
 from memsys.services import access, lifecycle, memories, namespaces
 from memsys.tenancy import may_write
@@ -35,14 +36,14 @@ def get(session: Session, params: MemoryGetIn, now: datetime | None = None) -> M
         return earlier
     key = (memory.namespace, memory.id)
     rekindled = False
-    if memory.stage in lifecycle.AGED and may_write(memory.namespace):
+    if memory.stage in AGED and may_write(memory.namespace):
         row = session.execute(
             select(*lifecycle.ROW)
             .where(Chunk.namespace == memory.namespace, Chunk.id == memory.id)
             .where(namespaces.free_to_write(Chunk.namespace))  # never waits for an import
             .with_for_update(skip_locked=True)
         ).first()
-        if row is not None and row.stage in lifecycle.AGED:
+        if row is not None and row.stage in AGED:
             lifecycle.rekindle(session, row, now, "memory_get")
             rekindled = True
             session.refresh(memory)  # the rekindled text and stage

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
@@ -37,9 +36,7 @@ from memsys.retrieval.assemble import Item
 from memsys.runner import before_transaction, retrieval_only
 from memsys.schemas import PreferenceListIn
 from memsys.schemas.query import QueryChunk, QueryIn, QueryOut, RoutingOut, VerificationOut
-from memsys.services import history, knowledge, lifecycle, namespaces, preferences, search, tracing
-from memsys.services.observation_links import observation_edges
-from memsys.tenancy import may_write
+from memsys.services import knowledge, lifecycle, namespaces, preferences, search, tracing
 from memsys.vocabulary import is_golden
 
 CHUNK_STORES = ("vector", "graph", "event_log")
@@ -107,11 +104,7 @@ def _entity_items(
     if not chosen:
         return [], set()
     entities = [e for e, _ in chosen]
-    observed: dict[str, list[str]] = defaultdict(list)
-    quoted: set[str] = set()
-    for row in observation_edges(session, ns, [e.id for e in entities], as_of):
-        observed[row.target_id].append(row.content)
-        quoted.add(row.source_id)
+    observed, quoted = knowledge.observed(session, ns, entities, as_of)
     relations = knowledge.relations_of(session, ns, entities, both=False, at=as_of)
     items = []
     for entity, named in chosen:
@@ -145,18 +138,6 @@ def _exact(item: Item) -> bool:
     if item.source == "entity":
         return item.score == 1.0
     return item.source == "bayesian"
-
-
-def _full_texts(session: Session, hits: list[pipeline.Hit]) -> dict[str, str]:
-    """The full texts of the aged memories among `hits` that this caller may rekindle (a
-    read-only caller gets what is stored), read from their history: the answer is assembled
-    with them, and only the memories it hands out are rekindled (as recall does)."""
-    aged = [
-        (h.namespace, h.id, h.content)
-        for h in hits
-        if h.doc_type == "memory" and h.stage in lifecycle.AGED and may_write(h.namespace)
-    ]
-    return {key[1]: text for key, text in history.full_texts(session, aged).items()}
 
 
 def _merged(structured: list[Item], chunks: list[Item]) -> list[Item]:
@@ -284,8 +265,11 @@ def _query(session: Session, params: QueryIn, draft: tracing.Draft) -> QueryOut:
             found,
             {"filters": filters, "limit": limit, "pool": max(get_settings().candidate_pool, limit)},
         )
-        full = _full_texts(session, found.hits) if as_of is None else {}
-        chunks = [_chunk_item(h, full.get(h.id)) for h in found.hits if h.id not in quoted]
+        # aged hits weighed by their full text; those handed out are rekindled below
+        full = lifecycle.full_texts_of(session, found.hits) if as_of is None else {}
+        chunks = [
+            _chunk_item(h, full.get((h.namespace, h.id))) for h in found.hits if h.id not in quoted
+        ]
         items = _merged(items, chunks)
         queried += chunk_stores
         timings.update(found.timings)

@@ -26,12 +26,13 @@ from sqlalchemy.orm import Session
 from memsys import ids
 from memsys.embeddings import get_embedder
 from memsys.models import Chunk, Edge, Event, Preference
+from memsys.models.chunk import AGED
 from memsys.schemas import PreferenceSetIn
 from memsys.services import mentions, namespaces, preferences
 from memsys.services.history import full_texts
 from memsys.tokens import count_tokens
 from memsys.vault.live import canonical
-from memsys.vault.records import AGED, VERSIONED, Located, Problem, Record, timestamp
+from memsys.vault.records import VERSIONED, Located, Problem, Record, timestamp
 from memsys.vocabulary import EDITED_COPY
 
 if TYPE_CHECKING:

@@ -70,11 +70,14 @@ class _Writer:
     def __init__(self, root: Path) -> None:
         self.root, self.done = root, Exported()
 
-    def write(self, relative: str, text: str) -> None:
+    def write(self, relative: str, text: str, held: str | None = None) -> None:
+        """Write `relative`; `held`: the digest of what the file holds now, when already
+        read (_Places.edited), so that it is not read a second time."""
         data = text.encode("utf-8")
-        _write(self.root, relative, data)
+        digest = _digest(data)
+        _write(self.root, relative, data, None if held is None else held == digest)
         self.done.written.add(relative)
-        self.done.digests[relative] = _digest(data)
+        self.done.digests[relative] = digest
         self.done.files += 1
         self.done.bytes += len(data)
 
@@ -107,11 +110,14 @@ def _vault_path(root: Path, relative: str) -> Path:
     return path
 
 
-def _write(root: Path, relative: str, data: bytes) -> None:
+def _write(root: Path, relative: str, data: bytes, same: bool | None = None) -> None:
+    """`data` into root/relative unless the file holds it already (`same`, when the caller
+    knows; else read and compared)."""
     path = _vault_path(root, relative)
     path.parent.mkdir(parents=True, exist_ok=True)
-    # git sees only real changes; a pipe or device in the way is refused, never opened.
-    if path.exists() and regular_files.read_bytes(path, relative) == data:
+    if same is None:  # git sees only real changes; a pipe or device is refused, never opened
+        same = path.exists() and regular_files.read_bytes(path, relative) == data
+    if same:
         return
     # O_NOFOLLOW: a link put there since the check above is refused too (ELOOP).
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o666)
@@ -192,7 +198,7 @@ def to_vault(
             make = partial(markdown.memory_path, rec)
             rendered = markdown.render_memory(rec, relations.get(rec["id"], []))
             path = places.beside_edits(rec, places.of(rec, w.free(make)), w, make, rendered)
-            w.write(path, rendered)
+            w.write(path, rendered, places.current.get(path))
             places.wrote(rec, path)
             w.done.memories += 1
             # The briefs link a memory by the lifecycle's path rule; point them at this file.
@@ -200,7 +206,7 @@ def to_vault(
     for edge in live.edges(session, namespace):
         make = partial(markdown.edge_path, edge)
         path = places.beside_edits(edge, places.of(edge, w.free(make)), w, make)
-        w.write(path, markdown.render_edge(edge))
+        w.write(path, markdown.render_edge(edge), places.current.get(path))
         places.wrote(edge, path)
         w.done.edges += 1
     w.done.preferences = len(prefs)
@@ -233,6 +239,7 @@ class _Places:
         held = before.get("kept")
         self.held: dict[str, str] = dict(held) if isinstance(held, dict) else {}
         self.holding: dict[str, str] = {}  # key → such a file this export left
+        self.current: dict[str, str] = {}  # path → digest of what it holds, as edited() read it
 
     @staticmethod
     def key(rec: Record) -> str:
@@ -272,9 +279,10 @@ class _Places:
             path = _vault_path(self.root, relative)
             if known is None or not path.is_file() or path.is_symlink():
                 return False
-            return _digest(regular_files.read_bytes(path, relative)) != known
+            self.current[relative] = _digest(regular_files.read_bytes(path, relative))
         except (OSError, InvalidInput):
             return False
+        return self.current[relative] != known
 
     def beside_edits(
         self,

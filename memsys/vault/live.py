@@ -16,8 +16,9 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from memsys import tenancy
+from memsys.models.chunk import AGED
 from memsys.services.history import full_texts
-from memsys.vault.records import AGED, Record, edge_id, ordered, timestamp
+from memsys.vault.records import Record, edge_id, ordered, timestamp
 
 PAGE = 1000
 

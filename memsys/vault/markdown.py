@@ -13,8 +13,9 @@ from typing import Any
 
 import yaml
 
+from memsys.models.chunk import STAGES
 from memsys.vault.live import title
-from memsys.vault.records import STAGES, Located, Record
+from memsys.vault.records import Located, Record
 from memsys.vocabulary import LIFECYCLES, MEMORY_TYPES
 
 # S003's type directories, and the same rule (plural, dashes) for memsys's other types.

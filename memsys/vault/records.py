@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from memsys import relations
 from memsys.errors import bounded
+from memsys.models.chunk import STAGES
 from memsys.schemas import edges as edges_schema
 from memsys.schemas import memories as memories_schema
 from memsys.schemas.common import CLOCK_SKEW, check_values
@@ -29,8 +30,6 @@ from memsys.vocabulary import DEFAULT_LIFECYCLE, LIFECYCLES, MEMORY_TYPES
 
 SCHEMA_VERSION = "1.0"
 FORMAT = "memsys-export"
-STAGES = ("active", "demoted", "archived", "rehydratable")
-AGED = STAGES[2:]  # a row of these holds a summary or a key; history holds the text
 
 Record = dict[str, Any]
 

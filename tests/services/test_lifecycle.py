@@ -394,16 +394,22 @@ def test_consolidation_stops_before_a_namespace_still_waiting_for_a_vector(embed
         assert [c.id for c in chunks] == [other] and waiting_seen
 
 
+def run_while_embedding_elsewhere(memory_id: str) -> maintain.Report:
+    """A maintenance run while another worker holds the queued row as it embeds it."""
+    with Session(get_engine()) as worker:
+        worker.execute(text("SELECT 1 FROM chunk WHERE id = :id FOR UPDATE"), {"id": memory_id})
+        held = maintain.run(now=days(0))
+        worker.rollback()
+    return held
+
+
 def test_a_run_that_cannot_embed_a_queued_memory_says_it_is_not_complete(embedder: Any) -> None:
     """A queued memory another process is embedding (its row locked) holds consolidation
     back: the report says the run did not finish, and the next run merges it."""
     store("The deploy script lives in tools/deploy.sh", memory_type="fact")
     twin = store("The deploy script lives in tools/deploy.sh.", memory_type="fact").id
     queue_for_embedding(twin)
-    with Session(get_engine()) as worker:  # another worker holds the row while it embeds
-        worker.execute(text("SELECT 1 FROM chunk WHERE id = :id FOR UPDATE"), {"id": twin})
-        held = maintain.run(now=days(0))
-        worker.rollback()
+    held = run_while_embedding_elsewhere(twin)
     assert (held.embedded, held.merged, held.complete) == (0, 0, False)
     after = maintain.run(now=days(0))
     assert (after.embedded, after.merged, after.complete) == (1, 1, True)
@@ -417,10 +423,7 @@ def test_a_merge_waits_for_an_older_twin_still_on_the_queue(embedder: Any) -> No
     assert maintain.run(now=days(0)).complete  # the watermark is past it
     queue_for_embedding(first)
     store("The deploy script lives in tools/deploy.sh.", memory_type="fact")
-    with Session(get_engine()) as worker:  # another worker holds the row while it embeds
-        worker.execute(text("SELECT 1 FROM chunk WHERE id = :id FOR UPDATE"), {"id": first})
-        held = maintain.run(now=days(0))
-        worker.rollback()
+    held = run_while_embedding_elsewhere(first)
     assert (held.embedded, held.merged, held.complete) == (0, 0, False)
     after = maintain.run(now=days(0))
     assert (after.embedded, after.merged, after.complete) == (1, 1, True)

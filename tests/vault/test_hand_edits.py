@@ -35,6 +35,25 @@ def edit(path: Path, old: str, new: str) -> None:
     path.write_text(re.sub(old, new, text, count=1, flags=re.M))
 
 
+def strength_edited(root: Path) -> Path:
+    """A memory note whose first relation's strength is edited to 0.25 by hand."""
+    noted = next(
+        p
+        for p in (root / "graph").rglob("*.md")
+        if "edges" not in p.parts and "strength:" in p.read_text()
+    )
+    edit(noted, r"^(\s+)strength: .*$", r"\1strength: 0.25")
+    return noted
+
+
+def preference_added(root: Path) -> Path:
+    """vault/preferences.yaml with a preference `by_hand` added by hand (a copy of the first)."""
+    prefs = root / "vault" / "preferences.yaml"
+    line = next(x for x in prefs.read_text().splitlines() if x.startswith("- "))
+    prefs.write_text(prefs.read_text() + re.sub(r'"key": "[^"]*"', '"key": "by_hand"', line) + "\n")
+    return prefs
+
+
 def problems(root: Path) -> str:
     """Every problem import reports, as `file:line message` lines; nothing was imported."""
     before = table_counts()
@@ -108,12 +127,7 @@ def test_a_relation_edited_in_a_note_but_not_in_its_edge_file_is_a_problem(
     seed()
     root = tmp_path / "v"
     export(root)
-    noted = next(
-        p
-        for p in (root / "graph").rglob("*.md")
-        if "edges" not in p.parts and "strength:" in p.read_text()
-    )
-    edit(noted, r"^(\s+)strength: .*$", r"\1strength: 0.25")
+    noted = strength_edited(root)
     line = (
         noted.read_text()
         .splitlines()
@@ -372,17 +386,10 @@ def test_an_export_keeps_a_relation_or_a_preference_edited_and_not_imported(
     seed()
     root = tmp_path / "v"
     export(root)
-    noted = next(
-        p
-        for p in (root / "graph").rglob("*.md")
-        if "edges" not in p.parts and "strength:" in p.read_text()
-    )
-    edit(noted, r"^(\s+)strength: .*$", r"\1strength: 0.25")
+    noted = strength_edited(root)
     export(root)
     assert "strength: 0.25" in noted.read_text()
-    prefs = root / "vault" / "preferences.yaml"
-    line = next(x for x in prefs.read_text().splitlines() if x.startswith("- "))
-    prefs.write_text(prefs.read_text() + re.sub(r'"key": "[^"]*"', '"key": "by_hand"', line) + "\n")
+    preference_added(root)
     held = tree(root)
     with pytest.raises(InvalidInput, match="edited since the last export"):
         export(root)
@@ -401,9 +408,7 @@ def test_an_imported_edit_is_no_edit_for_the_next_export(tmp_path: Path, embedde
     fix = exported(tmp_path, "graph/fixes")
     root = tmp_path / "v"
     edit(fix, r"^Redis connection timeouts.*$", "Keepalive fixed the Redis timeouts")
-    prefs = root / "vault" / "preferences.yaml"
-    line = next(x for x in prefs.read_text().splitlines() if x.startswith("- "))
-    prefs.write_text(prefs.read_text() + re.sub(r'"key": "[^"]*"', '"key": "by_hand"', line) + "\n")
+    prefs = preference_added(root)
     report = import_(root)
     assert report.applied and report.memories.changed == 1 and report.preferences.new == 1
     memory_id = re.search(r"^id: (\S+)$", fix.read_text(), flags=re.M)
