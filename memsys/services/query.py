@@ -8,8 +8,10 @@
    vector, graph and event_log stores are the retrieval pipeline's channels (dense + BM25,
    PPR, temporal ranges), run once; bayesian estimates P(X|Y) with its counts
    (memsys.retrieval.bayes). The structured stores answer alone only with an exact match (a
-   preference whose key the query names in full, an entity it names); a partial key or an
-   entity type ("which services use Redis?") is an answer among others, so the pipeline
+   preference whose key the query names in full and asks nothing beyond, an entity it
+   names); a partial key, a question about more than the key ("my editor font size" and the
+   key `editor`) or an entity type ("which services use Redis?") is an answer among others,
+   so the pipeline
    runs too, and a kv or relational question that finds nothing there is answered by the
    pipeline instead. The routing notes say which.
 3. Verify (execution mode): memsys.retrieval.verify.
@@ -26,6 +28,7 @@ import time
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from memsys.config import get_settings
@@ -45,6 +48,15 @@ MAX_ENTITIES = 10
 TYPE_SCORE = 0.5  # an entity of a type the query names, not the entity it names
 _WORD = re.compile(r"[a-z0-9]+")
 _KEY_SPLIT = re.compile(r"[^a-z0-9]+")
+# The words a question about a preference asks with ("which editor do I use", "my preferred
+# theme"), as PostgreSQL's English analyser stems them: they name no more than the key does.
+_ASKING = frozenset(
+    {"use", "like", "prefer", "want", "favourit", "usual", "current", "set", "choos", "pick"}
+)
+_LEXEMES = text(
+    "SELECT k.i, array(SELECT lexeme FROM unnest(to_tsvector('english', k.t))) AS lexemes"
+    " FROM unnest(CAST(:texts AS text[])) WITH ORDINALITY AS k(t, i) ORDER BY k.i"
+)
 
 
 def _words(text: str) -> set[str]:
@@ -59,7 +71,7 @@ def _preference_items(
     first; only one whose key it names in full is ground truth (`test_runner` does not
     answer "what is my test plan")."""
     asked = _words(query)
-    items: list[Item] = []
+    named: list[tuple[Any, float]] = []
     for ns in dict.fromkeys([n for n in (namespace, PREFERENCE_NAMESPACE) if n]):
         try:
             found = preferences.list_values(
@@ -71,19 +83,42 @@ def _preference_items(
             words = [w for w in _KEY_SPLIT.split(pref.key.lower()) if w]
             share = sum(w in asked for w in words) / len(words) if words else 0.0
             if share >= 0.5:
-                value = pref.value if isinstance(pref.value, str) else json.dumps(pref.value)
-                items.append(
-                    Item(
-                        id=f"pref:{pref.namespace}:{pref.key}",
-                        source="preference",
-                        namespace=pref.namespace,
-                        content=f"{pref.key}: {value}",
-                        score=round(share, 4),
-                        happened_at=pref.valid_from,
-                        ground_truth=share == 1.0,
-                    )
-                )
+                named.append((pref, share))
+    whole = [pref.key for pref, share in named if share == 1.0]
+    beyond = _asked_beyond(session, query, whole) if whole else {}
+    items: list[Item] = []
+    for pref, share in named:
+        # A key named in full answers alone only when the question asks for nothing more:
+        # "my editor font size" names the key `editor` but asks about something else.
+        score = share if share < 1.0 else beyond[pref.key]
+        value = pref.value if isinstance(pref.value, str) else json.dumps(pref.value)
+        items.append(
+            Item(
+                id=f"pref:{pref.namespace}:{pref.key}",
+                source="preference",
+                namespace=pref.namespace,
+                content=f"{pref.key}: {value}",
+                score=round(score, 4),
+                happened_at=pref.valid_from,
+                ground_truth=score == 1.0,
+            )
+        )
     return sorted(items, key=lambda i: -i.score)
+
+
+def _asked_beyond(session: Session, query: str, keys: list[str]) -> dict[str, float]:
+    """For each key the query names in full: the share of the query's words (stemmed by the
+    English analyser, stop words and asking words left out) that the key's words cover; 1.0
+    when the question asks about the key and nothing else. A key the analyser reads as no
+    words at all covers the whole question (as before this check)."""
+    texts = [query, *(_KEY_SPLIT.sub(" ", k.lower()) for k in keys)]
+    rows = session.execute(_LEXEMES, {"texts": texts}).all()
+    wanted = set(rows[0].lexemes) - _ASKING
+    out: dict[str, float] = {}
+    for key, row in zip(keys, rows[1:], strict=True):
+        mine = set(row.lexemes)
+        out[key] = len(wanted & mine) / len(wanted | mine) if mine and wanted - mine else 1.0
+    return out
 
 
 def _entity_items(

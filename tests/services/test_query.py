@@ -86,6 +86,22 @@ def test_a_preference_key_named_in_part_does_not_answer_alone(embedder) -> None:
     assert whole.stores_queried == ["kv"] and whole.core_chunks[0].ground_truth
 
 
+def test_a_question_about_more_than_a_whole_key_does_not_answer_alone(embedder) -> None:  # type: ignore[no-untyped-def]
+    set_preference("editor", "Neovim with LazyVim")
+    font = store("My editor font size is 15 pt, JetBrains Mono", memory_type="preference").id
+    out = ask("what is my editor font size?", mode="execution")
+    assert out.stores_queried == ["kv", "vector"]
+    assert out.core_chunks[0].id == font
+    pref = next(c for c in out.core_chunks if c.source == "preference")
+    assert not pref.ground_truth
+    assert out.verification is not None and out.verification.method != "ground_truth"
+    # asking for the key itself, in any of the usual ways, is still answered alone
+    for question in ("what editor do I use?", "which is my preferred editor", "what's my editor?"):
+        whole = ask(question, mode="execution")
+        assert whole.stores_queried == ["kv"], question
+        assert whole.core_chunks[0].ground_truth and "Neovim" in whole.output
+
+
 def test_an_entity_type_in_the_question_does_not_hide_the_memories(embedder) -> None:  # type: ignore[no-untyped-def]
     from memsys.schemas.graph import CreateEntitiesIn
     from memsys.services import knowledge
