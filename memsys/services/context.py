@@ -96,7 +96,8 @@ def _context_candidates(session: Session, params: MemoryContextIn) -> list[Candi
 
 
 def _listed(session: Session, namespace: str | None) -> list[Candidate]:
-    """Without a query: live memories by importance."""
+    """Without a query: live memories by importance, each text once (the same text stored in
+    several namespaces is one memory to the reader, as retrieval's dedup has it)."""
     namespaces.require(session, namespace)
     stmt = memories.live_memories()
     if namespace:
@@ -107,8 +108,12 @@ def _listed(session: Session, namespace: str | None) -> list[Candidate]:
         Chunk.confidence.desc(),
         Chunk.created_at.desc(),
     ).limit(200)
+    seen: set[str] = set()
     out: list[Candidate] = []
     for c in session.scalars(stmt):
+        if c.content_hash in seen:
+            continue
+        seen.add(c.content_hash)
         out.append(
             Listed(
                 **{f: getattr(c, f) for f in Listed.__dataclass_fields__}  # the same names
