@@ -3,6 +3,8 @@ rules first, never over the token budget (the count is of what is returned)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sqlalchemy.orm import Session
 
 from memsys.models import Chunk
@@ -35,7 +37,25 @@ CONTEXT_HEADER = "## Relevant Memories\n"
 CONTEXT_CANDIDATES = 50
 
 
-def _pick(ordered: list[Chunk | search.Hit], budget: int) -> dict[str, list[tuple[str, str]]]:
+@dataclass
+class Listed:
+    """A memory of the listing without a query, apart from the session: handing out an aged
+    memory's full text must not write it back through the ORM (rekindling does, if picked)."""
+
+    namespace: str
+    id: str
+    doc_type: str
+    stage: str
+    memory_type: str | None
+    confidence: float
+    content: str
+    token_count: int
+
+
+Candidate = search.Hit | Listed
+
+
+def _pick(ordered: list[Candidate], budget: int) -> dict[str, list[tuple[str, str]]]:
     """The memories whose lines fit `budget`, by section, in order (a shorter one further
     down may still fit where a longer one did not)."""
     chosen: dict[str, list[tuple[str, str]]] = {}
@@ -54,31 +74,52 @@ def _pick(ordered: list[Chunk | search.Hit], budget: int) -> dict[str, list[tupl
     return chosen
 
 
-def _context_candidates(session: Session, params: MemoryContextIn) -> list[Chunk | search.Hit]:
+def _context_candidates(session: Session, params: MemoryContextIn) -> list[Candidate]:
+    found: list[Candidate]
     if params.query:
-        hits = memories.recall_hits(
-            session,
-            params.query,
-            {"namespace": params.namespace},
-            CONTEXT_CANDIDATES,
-            count_access=False,  # counted below for the memories the budget keeps
-        ).hits
-        # An aged memory is weighed (and handed out) with its full text, as recall gives it.
-        full = lifecycle.full_texts_of(session, hits)
-        for h in hits:
-            h.content = full.get((h.namespace, h.id), h.content)
-        return list(hits)
-    namespaces.require(session, params.namespace)
+        found = list(
+            memories.recall_hits(
+                session,
+                params.query,
+                {"namespace": params.namespace},
+                CONTEXT_CANDIDATES,
+                count_access=False,  # counted below for the memories the budget keeps
+            ).hits
+        )
+    else:
+        found = _listed(session, params.namespace)
+    # An aged memory is weighed (and handed out) with its full text, as recall gives it.
+    full = lifecycle.full_texts_of(session, found)
+    for c in found:
+        c.content = full.get((c.namespace, c.id), c.content)
+    return found
+
+
+def _listed(session: Session, namespace: str | None) -> list[Candidate]:
+    """Without a query: live memories by importance, each text once (the same text stored in
+    several namespaces is one memory to the reader, as retrieval's dedup has it)."""
+    namespaces.require(session, namespace)
     stmt = memories.live_memories()
-    if params.namespace:
-        stmt = stmt.where(Chunk.namespace == params.namespace)
+    if namespace:
+        stmt = stmt.where(Chunk.namespace == namespace)
     stmt = stmt.order_by(
         Chunk.golden.desc(),
         Chunk.importance.desc(),
         Chunk.confidence.desc(),
         Chunk.created_at.desc(),
     ).limit(200)
-    return list(session.scalars(stmt))
+    seen: set[str] = set()
+    out: list[Candidate] = []
+    for c in session.scalars(stmt):
+        if c.content_hash in seen:
+            continue
+        seen.add(c.content_hash)
+        out.append(
+            Listed(
+                **{f: getattr(c, f) for f in Listed.__dataclass_fields__}  # the same names
+            )
+        )
+    return out
 
 
 @retrieval_only
@@ -108,9 +149,7 @@ def _context(session: Session, params: MemoryContextIn, t: tracing.Draft) -> Mem
     # The archived memories handed out come back in full, as recall's do, and only those:
     # the budget was applied to their full texts (read from history beforehand).
     picked = {mid for lines in chosen.values() for mid, _ in lines}
-    lifecycle.rekindle_hits(
-        session, [c for c in ordered if isinstance(c, search.Hit) and c.id in picked]
-    )
+    lifecycle.rekindle_hits(session, [c for c in ordered if c.id in picked])
 
     def render(picked: dict[str, list[tuple[str, str]]]) -> str:
         if not picked:

@@ -3,9 +3,10 @@ and the storage they share are in memsys.services.knowledge."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import ColumnElement, func, or_, select
 from sqlalchemy.orm import Session
 
 from memsys.models import Edge, Entity
@@ -39,16 +40,30 @@ def read_graph(session: Session, params: ReadGraphIn) -> GraphOut:
     )
 
 
+def _open_at(model: type[Entity] | type[Edge], at: datetime | None) -> ColumnElement[bool]:
+    """Live rows, or the rows not closed by `at` (an entity first stored later may still have
+    existed then, joined by a back-dated edge: the graph reads decide, temporal_graph._open)."""
+    if at is None:
+        return model.valid_to.is_(None)
+    return or_(model.valid_to.is_(None), model.valid_to > at)
+
+
 def ranked_entities(
-    session: Session, ns: str, query: str, limit: int, memory_graph: bool = False
+    session: Session,
+    ns: str,
+    query: str,
+    limit: int,
+    memory_graph: bool = False,
+    as_of: datetime | None = None,
 ) -> list[tuple[Entity, float]]:
-    """Live entities for a query: those whose name or type contains it first (score 1), then
-    those linked to the memories and chunks the retrieval pipeline ranks highest (observations,
-    mentions), by the best hit's relevance. `memory_graph`: only the memory server's entities."""
+    """Live entities (not closed by `as_of`) for a query: those whose name or type contains it
+    first (score 1), then those linked to the memories and chunks the retrieval pipeline
+    ranks highest (observations, mentions), by the best hit's relevance. `memory_graph`:
+    only the memory server's entities."""
     needle = f"%{escape_like(query.lower())}%"
     named = select(Entity).where(
         Entity.namespace == ns,
-        Entity.valid_to.is_(None),
+        _open_at(Entity, as_of),
         or_(
             func.lower(Entity.name).like(needle, escape="\\"),
             func.lower(Entity.entity_type).like(needle, escape="\\"),
@@ -64,12 +79,12 @@ def ranked_entities(
     if memory_graph:
         filters["doc_type"] = "memory"
     found = search.hybrid(
-        session, query, filters=filters, limit=SEARCH_CANDIDATES, count_access=False
+        session, query, filters=filters, limit=SEARCH_CANDIDATES, count_access=False, as_of=as_of
     )
     score = {h.id: h.score for h in found.hits}
     linked = select(Edge.target_id, Edge.source_id).where(
         Edge.namespace == ns,
-        Edge.valid_to.is_(None),
+        _open_at(Edge, as_of),
         Edge.source_kind == "chunk",
         Edge.target_kind == "entity",
         Edge.relation.in_([OBSERVATION_OF] if memory_graph else [OBSERVATION_OF, MENTIONS]),
@@ -81,7 +96,7 @@ def ranked_entities(
     ordered = sorted((i for i in best if i not in chosen), key=lambda i: (-best[i], i))
     wanted = ordered[: max(0, limit - len(chosen))]
     rows = select(Entity).where(
-        Entity.namespace == ns, Entity.id.in_(wanted), Entity.valid_to.is_(None)
+        Entity.namespace == ns, Entity.id.in_(wanted), _open_at(Entity, as_of)
     )
     if memory_graph:
         rows = rows.where(Entity.key.startswith(KEY_PREFIX))

@@ -19,9 +19,10 @@ Every change writes history rows (stage, content, lossy) in its transaction.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
@@ -29,7 +30,6 @@ from sqlalchemy.orm import Session
 from memsys.errors import NotFound
 from memsys.models import Chunk
 from memsys.models.chunk import AGED, STAGES
-from memsys.retrieval.pipeline import Hit
 from memsys.schemas.lifecycle import RehydrateIn, RehydrateOut
 from memsys.services import access, decay, events, history, namespaces, summary
 from memsys.tenancy import may_write
@@ -38,6 +38,18 @@ from memsys.tokens import count_tokens
 Restored = Literal["full", "summary", "none"]
 STAGE_AFTER_DAYS = (("rehydratable", 90.0), ("archived", 30.0), ("demoted", 7.0))
 ROW = (*decay.SIGNALS, Chunk.content, Chunk.lossy, Chunk.embedding.is_(None).label("queued"))
+
+
+class Handed(Protocol):
+    """A chunk a read hands out (a retrieval hit, a listed memory): what finds an aged
+    memory among them and gives its full text back."""
+
+    namespace: str
+    id: str
+    doc_type: str
+    stage: str
+    content: str
+    token_count: int
 
 
 def due_stage(memory: Any, now: datetime) -> str:
@@ -158,7 +170,7 @@ def rekindle(
     return content, how
 
 
-def full_texts_of(session: Session, hits: list[Hit]) -> dict[tuple[str, str], str]:
+def full_texts_of(session: Session, hits: Sequence[Handed]) -> dict[tuple[str, str], str]:
     """The full texts of the aged memories among `hits` that this caller may rekindle (a
     read-only caller gets what is stored), read from their history without rekindling: an
     answer weighed with them rekindles only the memories it hands out (rekindle_hits)."""
@@ -170,7 +182,7 @@ def full_texts_of(session: Session, hits: list[Hit]) -> dict[tuple[str, str], st
     return history.full_texts(session, aged)
 
 
-def rekindle_hits(session: Session, hits: list[Hit], now: datetime | None = None) -> int:
+def rekindle_hits(session: Session, hits: Sequence[Handed], now: datetime | None = None) -> int:
     """Rekindle the aged memories among a read's hits and hand back their restored text.
     A memory another transaction holds is left for the next read (reads never wait)."""
     # A read-only caller still gets its hits, but cannot rekindle (restore) them.

@@ -6,6 +6,7 @@ the fused score.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -50,12 +51,16 @@ def hybrid(
     limit: int,
     pool: int | None = None,
     count_access: bool = True,
+    as_of: datetime | None = None,
 ) -> Retrieval:
-    """Top `limit` chunks for `query` under `filters`, through the retrieval pipeline."""
+    """Top `limit` chunks for `query` under `filters`, through the retrieval pipeline; with
+    `as_of`, among the rows valid then (a view of the past rekindles nothing)."""
     how = tracing.replay_settings()
     if how is None:
         pool = max(pool or get_settings().candidate_pool, limit)
-        found = pipeline.retrieve(session, query, filters=filters, limit=limit, pool=pool)
+        found = pipeline.retrieve(
+            session, query, filters=filters, limit=limit, pool=pool, as_of=as_of
+        )
     else:  # a replay: the data as of then, the weights and pool the trace recorded
         pool = how.pool or max(pool or get_settings().candidate_pool, limit)
         found = pipeline.retrieve(
@@ -73,7 +78,8 @@ def hybrid(
     tracing.saw(found, {"filters": filters or {}, "limit": limit, "pool": pool})
     if count_access:
         touch(session, [h.id for h in found.hits if h.doc_type == "memory"])
-        lifecycle.rekindle_hits(session, found.hits)  # archived hits come back in full
+        if as_of is None:
+            lifecycle.rekindle_hits(session, found.hits)  # archived hits come back in full
     return found
 
 

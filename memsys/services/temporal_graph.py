@@ -96,11 +96,14 @@ def traced(ids_of: Callable[[Any], list[str]]) -> Callable[[Read], Read]:
     return wrap
 
 
-def _ranked(session: Session, groups: list[str], query: str, limit: int) -> Ranked:
+def _ranked(
+    session: Session, groups: list[str], query: str, limit: int, as_of: datetime | None = None
+) -> Ranked:
+    """The entities matching `query` best (as of `as_of`: the graph a read of then walks)."""
     found: list[tuple[Entity, float]] = []
     for ns in groups:
         namespaces.require(session, ns)
-        found += ranked_entities(session, ns, query, limit)
+        found += ranked_entities(session, ns, query, limit, as_of=as_of)
     return sorted(found, key=lambda pair: -pair[1])[:limit]
 
 
@@ -143,7 +146,7 @@ def search_edges(session: Session, params: SearchEdgesIn) -> SearchEdgesOut:
     """Relations valid at as_of around the entities the query ranks: an edge scores the mean
     of its two ends' relevance (an end that did not match counts 0)."""
     at = _now(params.as_of)
-    ranked = _ranked(session, _groups(params), params.query, params.num_results * 2)
+    ranked = _ranked(session, _groups(params), params.query, params.num_results * 2, params.as_of)
     score = {e.id: s for e, s in ranked}
     out: list[EntityEdge] = []
     for ns in {e.namespace for e, _ in ranked}:
@@ -172,7 +175,7 @@ def query_graph(session: Session, params: QueryGraphIn) -> QueryGraphOut:
     hops at as_of; relevance decays by DECAY per hop from the nearest match."""
     ns = params.namespace or get_settings().graph_namespace
     at = _now(params.as_of)
-    seeds = _ranked(session, [ns], params.query, params.max_results)
+    seeds = _ranked(session, [ns], params.query, params.max_results, params.as_of)
     if not seeds:
         return QueryGraphOut(scope=[], entities=[], links=[], edges=[], relevance=[])
     top = max(s for _, s in seeds)

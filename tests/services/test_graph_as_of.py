@@ -69,3 +69,22 @@ def test_as_of_over_rest_and_the_cli_and_bad_times(history: dict[str, str]) -> N
     future = (datetime.now(UTC) + timedelta(days=1)).isoformat()
     assert "is in the future" in fails("read_graph", as_of=future)
     assert "as_of" in fails("open_nodes", names=["Alice"], as_of="yesterday-ish")
+
+
+def test_query_graph_and_search_edges_as_of_match_what_was_there_then(
+    history: dict[str, str],
+) -> None:
+    """query_graph and search_edges walked the graph as of then but matched the query
+    against today's entities and memories: Acme, deleted since, was no longer its own match
+    (relevance 1 for its name) but came in last, as Alice's neighbour, under today's
+    concept names; asked for by what it makes, it came after the entities still live."""
+    asked = op("query_graph", query="Acme", as_of=history["whole"], depth=1)
+    assert asked["scope"][0] == "Acme" and asked["relevance"][0] == 1.0
+    made = op("query_graph", query="who makes anvils", as_of=history["whole"], depth=1)
+    best = made["relevance"][0]  # its observation's relevance (tied with the concept "Makes")
+    assert made["relevance"][made["scope"].index("Acme")] == best > 0.5
+    edges = op("search_edges", query="Acme", as_of=history["whole"])["edges"]
+    assert [(e["source_name"], e["target_name"]) for e in edges] == [("Alice", "Acme")]
+    assert edges[0]["score"] >= 0.5  # one end is the entity named
+    # without as_of: today's graph, where Acme is gone
+    assert "Acme" not in op("query_graph", query="Acme", depth=1)["scope"]

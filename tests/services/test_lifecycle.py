@@ -124,6 +124,27 @@ def test_query_and_context_hand_out_an_archived_memory_in_full(embedder: Any) ->
         assert (row(memory).stage, row(memory).content) == ("active", LONG)
 
 
+def test_context_without_a_query_hands_out_an_archived_memory_in_full(embedder: Any) -> None:
+    """memory_context with no query listed an archived memory by its stored summary and left
+    it archived; with a query it came back in full (the same memory, the same tool)."""
+    from memsys.schemas.memories import MemoryContextIn
+    from memsys.services import context
+
+    memory = store(LONG, memory_type="configuration", namespace="age:plain").id
+    maintain.run(now=days(31))
+    assert row(memory).stage == "archived" and row(memory).content != LONG
+    fields = {"namespace": "age:plain", "token_budget": 400}
+    out = runner.execute(context.context, MemoryContextIn, fields)
+    assert out.memory_ids == [memory]
+    assert " ".join(LONG.split()) in out.context
+    assert (row(memory).stage, row(memory).content) == ("active", LONG)
+    # a budget that holds the summary but not the full text hands out nothing (weighed in full)
+    maintain.run(now=days(62))
+    assert row(memory).stage == "archived"
+    small = runner.execute(context.context, MemoryContextIn, {**fields, "token_budget": 60})
+    assert small.memory_ids == [] and row(memory).stage == "archived"
+
+
 def test_only_the_archived_memories_handed_out_are_rekindled(embedder: Any) -> None:
     """memory_context rekindled all its 50 candidates and memory_query every hit that might
     be handed out, however few the budget kept."""

@@ -343,6 +343,20 @@ def test_context_never_exceeds_its_budget(embedder, budget: int) -> None:
         assert out.memory_count >= 3
 
 
+def test_context_without_a_query_lists_a_text_once(embedder) -> None:
+    """Without a namespace, the same text stored in two namespaces was listed twice (a
+    context with a query, through the retrieval pipeline, lists it once)."""
+    a = store("Deploys run on Tuesdays after the standup", namespace="project:a")
+    b = store("Deploys run on Tuesdays after the standup", namespace="project:b")
+    other = store("The staging database runs on host db1", namespace="project:b")
+    out = context()
+    assert out.context.count("Deploys run on Tuesdays") == 1
+    assert out.memory_count == 2 and other.id in out.memory_ids
+    assert len({a.id, b.id} & set(out.memory_ids)) == 1
+    asked = context(query="when do deploys run")
+    assert asked.context.count("Deploys run on Tuesdays") == 1
+
+
 def test_context_with_query_puts_relevant_memories_in(embedder) -> None:
     store("The billing service retries webhooks three times", memory_type="fact")
     store("Lunch is at noon on Fridays", memory_type="fact")
