@@ -137,6 +137,7 @@ class Plan:
         # batch before): content they take, and content their edits move away from a row.
         self._claimed: dict[ContentKey, str] = {}
         self._released: dict[ContentKey, str] = {}
+        self.written = 0  # new memories inserted so far
 
     def __enter__(self) -> Plan:
         return self
@@ -318,6 +319,7 @@ class Plan:
         # row: the term-statistics triggers are per statement, and a long import's thousands
         # of updates of the same lexemes in one transaction slowed every later insert.
         self.session.execute(pg_insert(Chunk).returning(Chunk.id), values)
+        self.written += len(new)
         by_ns: dict[str, list[tuple[str, str]]] = {}
         for rec in new:
             by_ns.setdefault(rec["namespace"], []).append((rec["id"], rec["content"]))
