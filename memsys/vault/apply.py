@@ -19,11 +19,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import orjson
 from sqlalchemy import func, insert, select, text, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from memsys import ids
+from memsys.db import json_text
 from memsys.embeddings import get_embedder
 from memsys.models import Chunk, Edge, Event, Preference
 from memsys.models.chunk import AGED
@@ -51,6 +52,28 @@ _COPY = text(
     FROM chunk WHERE namespace = :namespace AND id = :id AND valid_to IS NULL
     """
 )
+# A batch's new rows in one statement (the term-statistics triggers run once per statement),
+# as one JSON document; a vector in it is pgvector's text form, written by orjson from the
+# float32 array: the shortest decimals that read back as the same float32, ~20x faster than
+# pgvector's own formatting of each float. The multi-row INSERT this replaces spent two
+# thirds of the import's Python time (10k memories: ~3 of 5 s, taken from the model on two
+# cores) writing vectors as text and splicing ~20 parameters per row into a statement too
+# long for the driver's cache. The same values land (the JSONB is the one the parameter had).
+_INSERT = text(
+    """
+    INSERT INTO chunk (namespace, id, doc_type, content, content_hash, token_count, embedding,
+                       memory_type, importance, confidence, tags, metadata, lifecycle, stage,
+                       pinned, created_at, updated_at)
+    SELECT r.namespace, r.id, 'memory', r.content, r.content_hash, r.token_count,
+           CAST(r.embedding AS vector), r.memory_type, r.importance, r.confidence, r.tags,
+           r.meta, r.lifecycle, r.stage, r.pinned, r.created_at, r.updated_at
+    FROM jsonb_to_recordset(CAST(:rows AS jsonb)) AS r(
+             namespace text, id text, content text, content_hash text, token_count integer,
+             embedding text, memory_type text, importance float8, confidence float8,
+             tags text[], meta jsonb, lifecycle text, stage text, pinned boolean,
+             created_at timestamptz, updated_at timestamptz)
+    """
+)
 _HOLDER = text(
     """
     SELECT content_hash, id FROM chunk
@@ -58,6 +81,12 @@ _HOLDER = text(
       AND content_hash = ANY(CAST(:hashes AS text[]))
     """
 )
+
+
+def _vector_text(vector: np.ndarray) -> str:
+    """pgvector's text form of a vector as float32 (as pgvector's own adapter casts it)."""
+    flat = np.ascontiguousarray(vector, dtype=np.float32)
+    return orjson.dumps(flat, option=orjson.OPT_SERIALIZE_NUMPY).decode()
 
 
 def moment(value: str) -> datetime:
@@ -137,6 +166,7 @@ class Plan:
         # batch before): content they take, and content their edits move away from a row.
         self._claimed: dict[ContentKey, str] = {}
         self._released: dict[ContentKey, str] = {}
+        self.written = 0  # new memories inserted so far
 
     def __enter__(self) -> Plan:
         return self
@@ -300,24 +330,24 @@ class Plan:
     def _insert(self, new: list[Record], vectors: Any) -> None:
         if not new:
             return
-        values = []
+        rows = []
         for rec in new:
             self._namespace(rec["namespace"])
-            values.append(
+            rows.append(
                 {
                     "namespace": rec["namespace"],
                     "id": rec["id"],
-                    "doc_type": "memory",
-                    "embedding": next(vectors),
-                    "created_at": moment(rec["created"]),
-                    "updated_at": moment(rec["updated"]),
+                    "embedding": _vector_text(next(vectors)),
+                    "created_at": moment(rec["created"]).isoformat(),
+                    "updated_at": moment(rec["updated"]).isoformat(),
                     **_columns(rec),
                 }
             )
-        # RETURNING makes it one multi-row INSERT per batch (insertmanyvalues), not one per
-        # row: the term-statistics triggers are per statement, and a long import's thousands
-        # of updates of the same lexemes in one transaction slowed every later insert.
-        self.session.execute(pg_insert(Chunk).returning(Chunk.id), values)
+        # One statement per batch, not one per row: the term-statistics triggers are per
+        # statement, and a long import's thousands of updates of the same lexemes in one
+        # transaction slowed every later insert.
+        self.session.execute(_INSERT, {"rows": json_text(rows)})
+        self.written += len(new)
         by_ns: dict[str, list[tuple[str, str]]] = {}
         for rec in new:
             by_ns.setdefault(rec["namespace"], []).append((rec["id"], rec["content"]))

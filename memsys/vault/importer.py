@@ -33,6 +33,13 @@ BATCH = 256
 # mention edge of the namespace per seed (benchmarks/README.md, "With mention edges").
 ANALYZE_AFTER = 1_000
 _ANALYZE = text("ANALYZE chunk, edge, entity")
+# Restore mode also refreshes them once early, when that many memories are written: planned
+# on the statistics of empty tables, the lookups of each batch (content held by another
+# memory, the entities it names) read every row of the namespace once PostgreSQL settles on
+# a generic plan, at its 11th batch, and an import slowed as it grew (10k memories: 2 s of
+# the server's CPU, mostly in the last batches). Elsewhere the ANALYZE's lock, held until
+# the import commits, would make a concurrent import's own ANALYZE wait.
+ANALYZE_EARLY = 1_000
 LOOKUP = 2000
 
 # Memories a purge erased: the event log keeps that it happened (and the id), nothing more.
@@ -310,6 +317,7 @@ def run(
         plan,
     ):
         batch: list[Record] = []
+        analyzed = not rebuild
         for rec in _checked(snapshot, _Seen(), []):
             if not _as_checked(rec, seen):
                 continue  # the file changed between the passes: only what was checked
@@ -318,6 +326,9 @@ def run(
                 if len(batch) >= BATCH:
                     plan.memories(batch)
                     batch = []
+                    if not analyzed and plan.written >= ANALYZE_EARLY:
+                        session.execute(_ANALYZE)
+                        analyzed = True
             elif rec["kind"] == "preference":
                 plan.preference(rec)
         if batch:

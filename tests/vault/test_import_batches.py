@@ -97,9 +97,17 @@ def test_vectors_land_on_their_own_memories(
     assert_each_vector_is_its_own(embedder)
 
 
+@pytest.mark.parametrize("restore", [False, True])
 def test_a_duplicate_of_a_batch_not_yet_written_is_found(
-    tmp_path: Path, embedder: Any, small_batches: None
+    tmp_path: Path,
+    embedder: Any,
+    small_batches: None,
+    restore: bool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # Restore mode refreshes the planner's statistics once early (here after batch one is
+    # written): the batches after it still find what the batches before wrote.
+    monkeypatch.setattr(importer, "ANALYZE_EARLY", 3)
     # Record 3 (second batch) repeats record 1 (first batch): when batch two is checked,
     # batch one is still being embedded, not written.
     records = [memory(i, body) for i, body in enumerate(TOPICS[:6])]
@@ -115,7 +123,7 @@ def test_a_duplicate_of_a_batch_not_yet_written_is_found(
         }
     )
     write_jsonl(tmp_path / "snap.jsonl", records)
-    report = import_(tmp_path / "snap.jsonl")
+    report = import_(tmp_path / "snap.jsonl", restore=restore)
     assert (report.memories.new, report.memories.duplicate) == (6, 1)
     assert report.edges.new == 1
     with session_scope() as s:
