@@ -21,12 +21,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from sqlalchemy import select, text
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from memsys import ids, secretscan
-from memsys.db import json_text, take_turns_all
-from memsys.models import Chunk
+from memsys.db import in_one_trip, json_text, turns_statement
 from memsys.schemas import MemoryStoreIn, MemoryStoreOut
 from memsys.services import mentions, namespaces
 from memsys.tokens import count_tokens_batch
@@ -39,7 +38,14 @@ def content_hash(content: str) -> str:
     return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
-_OUT = (Chunk.id, Chunk.content_hash, Chunk.memory_type, Chunk.confidence, Chunk.importance)
+# The live memories of some content hashes in a namespace: what a store answers as duplicates.
+_LIVE = text(
+    """
+    SELECT id, content_hash, memory_type, confidence, importance FROM chunk
+    WHERE namespace = :namespace AND doc_type = 'memory' AND valid_to IS NULL
+      AND content_hash = ANY(CAST(:digests AS text[]))
+    """
+)
 
 
 def _out(row: Any, namespace: str, duplicate: bool) -> MemoryStoreOut:
@@ -55,14 +61,15 @@ def _out(row: Any, namespace: str, duplicate: bool) -> MemoryStoreOut:
 
 
 def _live(session: Session, namespace: str, digests: list[str]) -> dict[str, Any]:
-    rows = session.execute(
-        select(*_OUT).where(
-            Chunk.namespace == namespace,
-            Chunk.doc_type == "memory",
-            Chunk.valid_to.is_(None),
-            Chunk.content_hash.in_(digests),
-        )
-    )
+    rows = session.execute(_LIVE, {"namespace": namespace, "digests": digests})
+    return {r.content_hash: r for r in rows}
+
+
+def _live_in_turn(session: Session, namespace: str, digests: list[str]) -> dict[str, Any]:
+    """Take the turns of these contents, then read their live memories: two statements (the
+    read sees what a writer we waited for committed), one round trip."""
+    turns = turns_statement([(namespace, "memory", d) for d in digests])
+    _, rows = in_one_trip(session, turns, (_LIVE, {"namespace": namespace, "digests": digests}))
     return {r.content_hash: r for r in rows}
 
 
@@ -135,8 +142,7 @@ def _store_namespace(
     duplicate check, the token counts, the entities the new memories name) runs first: the
     embedding may still be on its way (embeddings.embed_beside)."""
     digests = sorted({d for _, _, d in items})
-    take_turns_all(session, [(namespace, "memory", d) for d in digests])
-    found = _live(session, namespace, digests)
+    found = _live_in_turn(session, namespace, digests)
     first: dict[str, tuple[int, MemoryStoreIn]] = {}
     for position, item, digest in items:
         if digest not in found:

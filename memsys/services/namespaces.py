@@ -8,7 +8,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from memsys.config import get_settings
-from memsys.db import remember_transaction_time, take_turns_all
+from memsys.db import in_one_trip, remember_transaction_time, take_turns_all
 from memsys.errors import Busy, NotFound
 from memsys.models import Chunk
 from memsys.schemas import NamespaceInfo, NamespaceListOut
@@ -67,7 +67,8 @@ def ensure(session: Session, name: str) -> None:
     before their first write in the namespace; one that writes in several namespaces calls
     it for each, in sorted order (as write_alone takes them)."""
     params = {"name": name, "turn": _turn(name)}
-    if not session.scalar(_ENSURE, params):
+    # In one trip with the BEGIN psycopg sends first when it opens the transaction.
+    if not in_one_trip(session, (_ENSURE, params))[0][0].taken:
         _wait_for_turns(session, [name])
         session.execute(_ENSURE, params)  # the share is held now: taken again at once
 
