@@ -422,11 +422,24 @@ def take_turns_all(session: Session, keys: list[tuple[str, ...]], shared: bool =
         session.execute(*turns_statement(keys, shared))
 
 
+# The same, taken only while the shared turn of :holding is held (or can be had at once).
+_TAKE_ALL_HOLDING = text(
+    _ADVISORY_LOCKS.format(lock="pg_advisory_xact_lock")
+    + "WHERE (SELECT pg_try_advisory_xact_lock_shared(hashtextextended(:holding, 0)))"
+)
+
+
 def turns_statement(
-    keys: list[tuple[str, ...]], shared: bool = False
+    keys: list[tuple[str, ...]], shared: bool = False, holding: str | None = None
 ) -> tuple[TextClause, dict[str, Any]]:
-    """take_turns_all's statement and parameters, to send along with others (in_one_trip)."""
-    return _TAKE_ALL[shared], {"keys": ["\x1f".join(parts) for parts in keys]}
+    """take_turns_all's statement and parameters, to send along with others (in_one_trip).
+    `holding`: a key whose shared turn must come first; the exclusive turns are taken only
+    if it is held, or free at once (a statement sent before the caller knows it has it)."""
+    params = {"keys": ["\x1f".join(parts) for parts in keys]}
+    if holding is None:
+        return _TAKE_ALL[shared], params
+    assert not shared
+    return _TAKE_ALL_HOLDING, {**params, "holding": holding}
 
 
 Statement = tuple[TextClause, dict[str, Any]]

@@ -25,7 +25,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from memsys import ids, secretscan
-from memsys.db import in_one_trip, json_text, turns_statement
+from memsys.db import Statement, in_one_trip, json_text, turns_statement
 from memsys.schemas import MemoryStoreIn, MemoryStoreOut
 from memsys.services import mentions, namespaces
 from memsys.tokens import count_tokens_batch
@@ -65,11 +65,15 @@ def _live(session: Session, namespace: str, digests: list[str]) -> dict[str, Any
     return {r.content_hash: r for r in rows}
 
 
-def _live_in_turn(session: Session, namespace: str, digests: list[str]) -> dict[str, Any]:
+def _in_turn(namespace: str, digests: list[str], holding: str | None = None) -> list[Statement]:
     """Take the turns of these contents, then read their live memories: two statements (the
-    read sees what a writer we waited for committed), one round trip."""
-    turns = turns_statement([(namespace, "memory", d) for d in digests])
-    _, rows = in_one_trip(session, turns, (_LIVE, {"namespace": namespace, "digests": digests}))
+    read sees what a writer we waited for committed), sent in one round trip."""
+    turns = turns_statement([(namespace, "memory", d) for d in digests], holding=holding)
+    return [turns, (_LIVE, {"namespace": namespace, "digests": digests})]
+
+
+def _live_in_turn(session: Session, namespace: str, digests: list[str]) -> dict[str, Any]:
+    _, rows = in_one_trip(session, *_in_turn(namespace, digests))
     return {r.content_hash: r for r in rows}
 
 
@@ -136,13 +140,16 @@ def _store_namespace(
     namespace: str,
     items: list[tuple[int, MemoryStoreIn, str]],
     vectors: Callable[[], Sequence[np.ndarray]],
+    found: dict[str, Any] | None = None,
 ) -> dict[int, MemoryStoreOut]:
     """Store one namespace's share of a batch; (position, item, digest) in order, and
     `vectors()[position]` is an item's embedding. Everything that needs no vector (the
     duplicate check, the token counts, the entities the new memories name) runs first: the
-    embedding may still be on its way (embeddings.embed_beside)."""
+    embedding may still be on its way (embeddings.embed_beside). `found`: the live
+    duplicates, read under the contents' turns already."""
     digests = sorted({d for _, _, d in items})
-    found = _live_in_turn(session, namespace, digests)
+    if found is None:
+        found = _live_in_turn(session, namespace, digests)
     first: dict[str, tuple[int, MemoryStoreIn]] = {}
     for position, item, digest in items:
         if digest not in found:
@@ -197,6 +204,14 @@ def store_many(
     results: dict[int, MemoryStoreOut] = {}
     # Each namespace's write turn, then its rows, in sorted order: two batches that span the
     # same namespaces queue instead of deadlocking on their statistics.
+    if len(by_namespace) == 1:  # memory_store: its turns and duplicate read in one trip
+        [(namespace, batch)] = by_namespace.items()
+        digests = sorted({d for _, _, d in batch})
+        then = _in_turn(namespace, digests, holding=namespaces.turn_key(namespace))
+        rows = namespaces.ensure(session, namespace, *then)
+        found = None if rows is None else {r.content_hash: r for r in rows[1]}
+        results = _store_namespace(session, namespace, batch, wait, found)
+        return [results[i] for i in range(len(items))]
     for namespace in sorted(by_namespace):
         namespaces.ensure(session, namespace)
     for namespace in sorted(by_namespace):
