@@ -11,7 +11,9 @@ instead of deadlocking), one reads the live duplicates, two find or create the e
 new memories name, and one writes the new rows with their mention edges and events (ON
 CONFLICT DO NOTHING: a writer that stored the same content first wins, and its row is read
 back as a duplicate). All but the last need no embedding, so memory_store runs them while
-the model is still working on its content.
+the model is still working on its content, in two round trips (db.in_one_trip; for one
+namespace the first also carries the BEGIN and the namespace's turn): on two cores every
+round trip beside the model slows it down.
 """
 
 from __future__ import annotations
