@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Any, cast
 
 import orjson
+import psycopg
 from psycopg.pq import ConnStatus
+from psycopg.rows import namedtuple_row
 from sqlalchemy import (
     Connection,
     CursorResult,
@@ -40,6 +42,7 @@ from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import QueuePool
+from sqlalchemy.sql.elements import TextClause
 
 from memsys import deferred, tenancy
 from memsys.config import Settings, get_settings
@@ -416,7 +419,61 @@ def take_turns_all(session: Session, keys: list[tuple[str, ...]], shared: bool =
     point whatever the database's collation: Python's sorted() gives the same. `shared`:
     holders of a shared turn go together and wait only for an exclusive one."""
     if keys:
-        session.execute(_TAKE_ALL[shared], {"keys": ["\x1f".join(parts) for parts in keys]})
+        session.execute(*turns_statement(keys, shared))
+
+
+# The same, taken only while the shared turn of :holding is held (or can be had at once).
+_TAKE_ALL_HOLDING = text(
+    _ADVISORY_LOCKS.format(lock="pg_advisory_xact_lock")
+    + "WHERE (SELECT pg_try_advisory_xact_lock_shared(hashtextextended(:holding, 0)))"
+)
+
+
+def turns_statement(
+    keys: list[tuple[str, ...]], shared: bool = False, holding: str | None = None
+) -> tuple[TextClause, dict[str, Any]]:
+    """take_turns_all's statement and parameters, to send along with others (in_one_trip).
+    `holding`: a key whose shared turn must come first; the exclusive turns are taken only
+    if it is held, or free at once (a statement sent before the caller knows it has it)."""
+    params = {"keys": ["\x1f".join(parts) for parts in keys]}
+    if holding is None:
+        return _TAKE_ALL[shared], params
+    assert not shared
+    return _TAKE_ALL_HOLDING, {**params, "holding": holding}
+
+
+Statement = tuple[TextClause, dict[str, Any]]
+
+
+def in_one_trip(session: Session, *statements: Statement) -> list[list[Any]]:
+    """Run text() statements in the session's transaction one after another, each as its
+    own statement (its own snapshot: a read sees what a lock taken by the statement before
+    it waited for), as separate session.execute calls would, but sent to the server in one
+    round trip (psycopg's pipeline mode); the rows of each, with attribute access. The
+    first statement that fails fails the call, and the ones after it do not run. Without
+    pipeline support (another driver, an old libpq) they are executed one by one."""
+    connection = session.connection()
+    raw = connection.connection.driver_connection
+    if not isinstance(raw, psycopg.Connection) or not psycopg.Pipeline.is_supported():
+        return [list(session.execute(stmt, params)) for stmt, params in statements]
+    dialect = connection.dialect
+    sent: list[tuple[str, dict[str, Any]]] = []
+    try:
+        cursors = []
+        with raw.pipeline():
+            for stmt, params in statements:
+                sql = _compiled(stmt, dialect)
+                sent.append((sql, params))
+                cursors.append(raw.cursor(row_factory=namedtuple_row).execute(sql, params))
+        return [cursor.fetchall() if cursor.description else [] for cursor in cursors]
+    except psycopg.Error as exc:  # as SQLAlchemy raises it: session_scope maps DBAPIError
+        sql, params = sent[-1] if sent else ("", {})
+        raise DBAPIError.instance(sql, params, exc, psycopg.Error, dialect=dialect) from exc
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(stmt: TextClause, dialect: Any) -> str:
+    return str(stmt.compile(dialect=dialect))
 
 
 def rowcount(session: Session, statement: Executable) -> int:

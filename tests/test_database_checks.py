@@ -160,6 +160,33 @@ def test_a_call_waiting_on_another_transactions_lock_gives_up_and_says_so(
         other.dispose()
 
 
+def test_a_store_waiting_for_its_contents_turn_gives_up_and_says_so(short_limits: None) -> None:
+    # memory_store sends its turns and its duplicate read in one round trip (db.in_one_trip):
+    # a lock wait there ends as any other does, in the error every front end shows.
+    from memsys import db, runner
+    from memsys.errors import TimedOut
+    from memsys.schemas import MemoryCountIn, MemoryStoreIn
+    from memsys.services import memories, memory_batch
+
+    content = "written while its turn was held"
+    key = "\x1f".join(("global", "memory", memory_batch.content_hash(content)))
+    other = db.make_engine(db.database_url())
+    try:
+        before = runner.execute(memories.count, MemoryCountIn, {}).count
+        with other.connect() as holder:  # another writer of the same text, not done yet
+            holder.execute(
+                text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"), {"k": key}
+            )
+            with pytest.raises(TimedOut) as raised:
+                runner.execute(memories.store, MemoryStoreIn, {"content": content})
+            holder.rollback()
+        assert "held what this call needs for more than 0.3 s" in raised.value.message
+        assert runner.execute(memories.count, MemoryCountIn, {}).count == before
+        assert not runner.execute(memories.store, MemoryStoreIn, {"content": content}).duplicate
+    finally:
+        other.dispose()
+
+
 def test_a_statement_past_the_limit_is_cancelled_with_a_clear_error(short_limits: None) -> None:
     from memsys.db import session_scope
     from memsys.errors import TimedOut

@@ -11,7 +11,9 @@ instead of deadlocking), one reads the live duplicates, two find or create the e
 new memories name, and one writes the new rows with their mention edges and events (ON
 CONFLICT DO NOTHING: a writer that stored the same content first wins, and its row is read
 back as a duplicate). All but the last need no embedding, so memory_store runs them while
-the model is still working on its content.
+the model is still working on its content, in two round trips (db.in_one_trip; for one
+namespace the first also carries the BEGIN and the namespace's turn): on two cores every
+round trip beside the model slows it down.
 """
 
 from __future__ import annotations
@@ -21,12 +23,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from sqlalchemy import select, text
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from memsys import ids, secretscan
-from memsys.db import json_text, take_turns_all
-from memsys.models import Chunk
+from memsys.db import Statement, in_one_trip, json_text, turns_statement
 from memsys.schemas import MemoryStoreIn, MemoryStoreOut
 from memsys.services import mentions, namespaces
 from memsys.tokens import count_tokens_batch
@@ -39,7 +40,14 @@ def content_hash(content: str) -> str:
     return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
-_OUT = (Chunk.id, Chunk.content_hash, Chunk.memory_type, Chunk.confidence, Chunk.importance)
+# The live memories of some content hashes in a namespace: what a store answers as duplicates.
+_LIVE = text(
+    """
+    SELECT id, content_hash, memory_type, confidence, importance FROM chunk
+    WHERE namespace = :namespace AND doc_type = 'memory' AND valid_to IS NULL
+      AND content_hash = ANY(CAST(:digests AS text[]))
+    """
+)
 
 
 def _out(row: Any, namespace: str, duplicate: bool) -> MemoryStoreOut:
@@ -55,14 +63,19 @@ def _out(row: Any, namespace: str, duplicate: bool) -> MemoryStoreOut:
 
 
 def _live(session: Session, namespace: str, digests: list[str]) -> dict[str, Any]:
-    rows = session.execute(
-        select(*_OUT).where(
-            Chunk.namespace == namespace,
-            Chunk.doc_type == "memory",
-            Chunk.valid_to.is_(None),
-            Chunk.content_hash.in_(digests),
-        )
-    )
+    rows = session.execute(_LIVE, {"namespace": namespace, "digests": digests})
+    return {r.content_hash: r for r in rows}
+
+
+def _in_turn(namespace: str, digests: list[str], holding: str | None = None) -> list[Statement]:
+    """Take the turns of these contents, then read their live memories: two statements (the
+    read sees what a writer we waited for committed), sent in one round trip."""
+    turns = turns_statement([(namespace, "memory", d) for d in digests], holding=holding)
+    return [turns, (_LIVE, {"namespace": namespace, "digests": digests})]
+
+
+def _live_in_turn(session: Session, namespace: str, digests: list[str]) -> dict[str, Any]:
+    _, rows = in_one_trip(session, *_in_turn(namespace, digests))
     return {r.content_hash: r for r in rows}
 
 
@@ -129,14 +142,16 @@ def _store_namespace(
     namespace: str,
     items: list[tuple[int, MemoryStoreIn, str]],
     vectors: Callable[[], Sequence[np.ndarray]],
+    found: dict[str, Any] | None = None,
 ) -> dict[int, MemoryStoreOut]:
     """Store one namespace's share of a batch; (position, item, digest) in order, and
     `vectors()[position]` is an item's embedding. Everything that needs no vector (the
     duplicate check, the token counts, the entities the new memories name) runs first: the
-    embedding may still be on its way (embeddings.embed_beside)."""
+    embedding may still be on its way (embeddings.embed_beside). `found`: the live
+    duplicates, read under the contents' turns already."""
     digests = sorted({d for _, _, d in items})
-    take_turns_all(session, [(namespace, "memory", d) for d in digests])
-    found = _live(session, namespace, digests)
+    if found is None:
+        found = _live_in_turn(session, namespace, digests)
     first: dict[str, tuple[int, MemoryStoreIn]] = {}
     for position, item, digest in items:
         if digest not in found:
@@ -191,6 +206,14 @@ def store_many(
     results: dict[int, MemoryStoreOut] = {}
     # Each namespace's write turn, then its rows, in sorted order: two batches that span the
     # same namespaces queue instead of deadlocking on their statistics.
+    if len(by_namespace) == 1:  # memory_store: its turns and duplicate read in one trip
+        [(namespace, batch)] = by_namespace.items()
+        digests = sorted({d for _, _, d in batch})
+        then = _in_turn(namespace, digests, holding=namespaces.turn_key(namespace))
+        rows = namespaces.ensure(session, namespace, *then)
+        found = None if rows is None else {r.content_hash: r for r in rows[1]}
+        results = _store_namespace(session, namespace, batch, wait, found)
+        return [results[i] for i in range(len(items))]
     for namespace in sorted(by_namespace):
         namespaces.ensure(session, namespace)
     for namespace in sorted(by_namespace):

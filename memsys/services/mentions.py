@@ -19,6 +19,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from memsys import extraction, ids
+from memsys.db import in_one_trip
 
 MENTIONS = "mentions"
 SUBJECT_WEIGHT = 4.0
@@ -65,16 +66,18 @@ def upsert(session: Session, namespace: str, names: dict[str, str]) -> dict[str,
     The caller holds its share of the namespace's write turn (namespaces.ensure): a purge,
     which writes alone, never removes an entity a writer is naming."""
     keys = sorted(names)
-    session.execute(
-        _UPSERT,
-        {
-            "namespace": namespace,
-            "ids": [ids.new_id(ids.ENTITY) for _ in keys],
-            "keys": keys,
-            "names": [names[k] for k in keys],
-        },
+    new = {
+        "namespace": namespace,
+        "ids": [ids.new_id(ids.ENTITY) for _ in keys],
+        "keys": keys,
+        "names": [names[k] for k in keys],
+    }
+    # Two statements (the read sees an entity a concurrent writer committed while the
+    # upsert waited for it), one round trip.
+    _, resolved = in_one_trip(
+        session, (_UPSERT, new), (_RESOLVE, {"namespace": namespace, "keys": keys})
     )
-    return dict(session.execute(_RESOLVE, {"namespace": namespace, "keys": keys}).tuples().all())
+    return {row.key: row.id for row in resolved}
 
 
 def resolve(

@@ -2,13 +2,14 @@
 
 import time
 from collections.abc import Iterable
+from typing import Any
 
 from sqlalchemy import ColumnElement, SQLColumnExpression, String, func, literal, select, text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from memsys.config import get_settings
-from memsys.db import remember_transaction_time, take_turns_all
+from memsys.db import Statement, in_one_trip, remember_transaction_time, take_turns_all
 from memsys.errors import Busy, NotFound
 from memsys.models import Chunk
 from memsys.schemas import NamespaceInfo, NamespaceListOut
@@ -61,15 +62,29 @@ _ENSURE = text(
 )
 
 
-def ensure(session: Session, name: str) -> None:
+def ensure(session: Session, name: str, *then: Statement) -> list[list[Any]] | None:
     """Create the namespace if it does not exist yet (idempotent, safe under concurrency),
     and take a writer's share of its write turn until the transaction ends. Writers call it
     before their first write in the namespace; one that writes in several namespaces calls
-    it for each, in sorted order (as write_alone takes them)."""
+    it for each, in sorted order (as write_alone takes them).
+
+    `then`: statements sent in the same round trip (with the BEGIN that opens the
+    transaction); their rows when the share was taken at once. None when it had to be
+    waited for: they ran before the caller held it, so a lock among them must be taken only
+    under the share (db.turns_statement's `holding`, turn_key), and the caller runs them
+    again."""
     params = {"name": name, "turn": _turn(name)}
-    if not session.scalar(_ENSURE, params):
-        _wait_for_turns(session, [name])
-        session.execute(_ENSURE, params)  # the share is held now: taken again at once
+    first, *rest = in_one_trip(session, (_ENSURE, params), *then)
+    if first[0].taken:
+        return rest
+    _wait_for_turns(session, [name])
+    session.execute(_ENSURE, params)  # the share is held now: taken again at once
+    return None
+
+
+def turn_key(name: str) -> str:
+    """The key of a namespace's write turn (for db.turns_statement's `holding`)."""
+    return _turn(name)
 
 
 _TRY_SHARE = text("SELECT pg_try_advisory_xact_lock_shared(hashtextextended(:turn, 0))")

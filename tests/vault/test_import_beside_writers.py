@@ -23,7 +23,7 @@ from memsys.models import Chunk, Entity
 from memsys.schemas import MemoryForgetIn, MemoryStoreIn
 from memsys.schemas.learning import MemoryOutcomeIn
 from memsys.schemas.lifecycle import DecayIn, PinIn
-from memsys.services import decay, learning, memories, namespaces, pinning
+from memsys.services import decay, learning, memories, memory_batch, namespaces, pinning
 from memsys.vault import apply, service
 from tests.conftest import lock_waiters, lock_waits, until
 from tests.factories import store
@@ -120,6 +120,27 @@ def test_a_writer_waits_for_an_import_at_its_start_holding_nothing(
         ).all()
     expected = {"store": 2, "forget": 0, "pin": 1, "decay": 1}[write]
     assert len(live) == expected
+
+
+def test_a_store_waiting_for_an_import_holds_no_turn_of_its_content(embedder: Any) -> None:
+    # memory_store sends its content's turn in the round trip that tries the namespace's:
+    # taken while the import writes alone, it would close a cycle with an import of the
+    # same text (the import waiting for the content, the store for the namespace).
+    content = "Backups run at midnight"
+    with Session(get_engine()) as importer:
+        namespaces.write_alone(importer, ["global"])
+        done: list[Any] = []
+        writer = threading.Thread(target=lambda: done.append(store(content)))
+        writer.start()
+        assert until(lambda: lock_waiters() > 0, 20)
+        free = importer.scalar(
+            text("SELECT pg_try_advisory_xact_lock(hashtextextended(:key, 0))"),
+            {"key": "\x1f".join(("global", "memory", memory_batch.content_hash(content)))},
+        )
+        importer.commit()
+        writer.join(30)
+    assert free
+    assert len(done) == 1 and not done[0].duplicate
 
 
 def test_a_writer_gives_up_on_a_long_import_busy_and_writes_nothing(
