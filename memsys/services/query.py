@@ -51,8 +51,13 @@ _KEY_SPLIT = re.compile(r"[^a-z0-9]+")
 # The words a question about a preference asks with ("which editor do I use", "my preferred
 # theme"), as PostgreSQL's English analyser stems them: they name no more than the key does.
 _ASKING = frozenset(
-    {"use", "like", "prefer", "want", "favourit", "usual", "current", "set", "choos", "pick"}
+    {"use", "like", "prefer", "want", "favourit", "favorit", "usual", "current", "set"}
+    | {"choos", "pick"}
 )
+# What separates the words of a key or a question for that comparison: a key's `dark-mode` or
+# `café_order` is read as the question's `dark-mode` and `café` are (the analyser alone reads a
+# hyphenated word as one more lexeme, `dark-mod`, and _KEY_SPLIT drops letters beyond ASCII).
+_NOT_WORD = re.compile(r"[\W_]+")
 _LEXEMES = text(
     "SELECT k.i, array(SELECT lexeme FROM unnest(to_tsvector('english', k.t))) AS lexemes"
     " FROM unnest(CAST(:texts AS text[])) WITH ORDINALITY AS k(t, i) ORDER BY k.i"
@@ -111,7 +116,7 @@ def _asked_beyond(session: Session, query: str, keys: list[str]) -> dict[str, fl
     English analyser, stop words and asking words left out) that the key's words cover; 1.0
     when the question asks about the key and nothing else. A key the analyser reads as no
     words at all covers the whole question (as before this check)."""
-    texts = [query, *(_KEY_SPLIT.sub(" ", k.lower()) for k in keys)]
+    texts = [_NOT_WORD.sub(" ", t.lower()) for t in (query, *keys)]
     rows = session.execute(_LEXEMES, {"texts": texts}).all()
     wanted = set(rows[0].lexemes) - _ASKING
     out: dict[str, float] = {}

@@ -102,6 +102,27 @@ def test_a_question_about_more_than_a_whole_key_does_not_answer_alone(embedder) 
         assert whole.core_chunks[0].ground_truth and "Neovim" in whole.output
 
 
+@pytest.mark.parametrize(
+    ("key", "question"),
+    [
+        ("editor", "what is my favorite editor?"),  # favourite's US spelling
+        ("dark-mode", "do I use dark-mode?"),  # the key as it is written
+        ("café_order", "what is my café order?"),  # a letter beyond ASCII
+    ],
+)
+def test_a_key_named_in_full_answers_alone_however_the_question_spells_it(  # type: ignore[no-untyped-def]
+    embedder, key: str, question: str
+) -> None:
+    """The rule that a question asking more than a key does not answer alone read these as
+    asking more: `favorite` was not among the asking words (`favourite` was), a hyphenated
+    word was an extra lexeme (`dark-mod`), and a key's letters beyond ASCII were dropped
+    from its words (`caf`) but not from the question's (`café`)."""
+    set_preference(key, "the value asked for")
+    out = ask(question, mode="execution")
+    assert out.stores_queried == ["kv"], out.routing.notes
+    assert out.core_chunks[0].ground_truth and "the value asked for" in out.output
+
+
 def test_an_entity_type_in_the_question_does_not_hide_the_memories(embedder) -> None:  # type: ignore[no-untyped-def]
     from memsys.schemas.graph import CreateEntitiesIn
     from memsys.services import knowledge
