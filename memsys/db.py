@@ -467,7 +467,10 @@ def in_one_trip(session: Session, *statements: Statement) -> list[list[Any]]:
                 cursors.append(raw.cursor(row_factory=namedtuple_row).execute(sql, params))
         return [cursor.fetchall() if cursor.description else [] for cursor in cursors]
     except psycopg.Error as exc:  # as SQLAlchemy raises it: session_scope maps DBAPIError
-        sql, params = sent[-1] if sent else ("", {})
+        # A pipeline reports the first failure when it syncs, not which statement failed:
+        # the error names every statement of the trip (for logs; clients never see SQL).
+        sql = ";\n".join(s for s, _ in sent)
+        params = {k: v for _, p in sent for k, v in p.items()}
         raise DBAPIError.instance(sql, params, exc, psycopg.Error, dialect=dialect) from exc
 
 

@@ -52,7 +52,7 @@ _KEY_SPLIT = re.compile(r"[^a-z0-9]+")
 # theme"), as PostgreSQL's English analyser stems them: they name no more than the key does.
 _ASKING = frozenset(
     {"use", "like", "prefer", "want", "favourit", "favorit", "usual", "current", "set"}
-    | {"choos", "pick"}
+    | {"choos", "chosen", "pick", "default"}
 )
 # What separates the words of a key or a question for that comparison: a key's `dark-mode` or
 # `café_order` is read as the question's `dark-mode` and `café` are (the analyser alone reads a

@@ -108,6 +108,8 @@ def test_a_question_about_more_than_a_whole_key_does_not_answer_alone(embedder) 
         ("editor", "what is my favorite editor?"),  # favourite's US spelling
         ("dark-mode", "do I use dark-mode?"),  # the key as it is written
         ("café_order", "what is my café order?"),  # a letter beyond ASCII
+        ("editor", "what's my default editor?"),  # the router's own preference words
+        ("theme", "what is my chosen theme?"),
     ],
 )
 def test_a_key_named_in_full_answers_alone_however_the_question_spells_it(  # type: ignore[no-untyped-def]
