@@ -11,9 +11,8 @@
    preference whose key the query names in full and asks nothing beyond, an entity it
    names); a partial key, a question about more than the key ("my editor font size" and the
    key `editor`) or an entity type ("which services use Redis?") is an answer among others,
-   so the pipeline
-   runs too, and a kv or relational question that finds nothing there is answered by the
-   pipeline instead. The routing notes say which.
+   so the pipeline runs too, and a kv or relational question that finds nothing there is
+   answered by the pipeline instead. The routing notes say which.
 3. Verify (execution mode): memsys.retrieval.verify.
 4. Assemble: memsys.retrieval.assemble, within the token budget.
 The trace records the plan, mode, routing, verification and output; the memories handed out
