@@ -13,6 +13,7 @@ the preference service, which versions them itself.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -74,6 +75,11 @@ _INSERT = text(
              created_at timestamptz, updated_at timestamptz)
     """
 )
+# A JSON document of a batch's rows holds at most this many characters of content: jsonb
+# values are capped at 256 MB, and MEMSYS_MAX_CONTENT_CHARS allows memories of up to 10M
+# characters, so a batch of long memories goes in several statements (at most 4 bytes a
+# character: ≤ 128 MB each). A batch of ordinary memories (32,000 characters at most) is one.
+INSERT_CHARS = 32_000_000
 _HOLDER = text(
     """
     SELECT content_hash, id FROM chunk
@@ -87,6 +93,22 @@ def _vector_text(vector: np.ndarray) -> str:
     """pgvector's text form of a vector as float32 (as pgvector's own adapter casts it)."""
     flat = np.ascontiguousarray(vector, dtype=np.float32)
     return orjson.dumps(flat, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+
+
+def _parts(rows: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    """`rows` in order, in runs whose contents add up to at most INSERT_CHARS characters (a
+    longer row alone)."""
+    part: list[dict[str, Any]] = []
+    size = 0
+    for row in rows:
+        length = len(row["content"])
+        if part and size + length > INSERT_CHARS:
+            yield part
+            part, size = [], 0
+        part.append(row)
+        size += length
+    if part:
+        yield part
 
 
 def moment(value: str) -> datetime:
@@ -346,7 +368,8 @@ class Plan:
         # One statement per batch, not one per row: the term-statistics triggers are per
         # statement, and a long import's thousands of updates of the same lexemes in one
         # transaction slowed every later insert.
-        self.session.execute(_INSERT, {"rows": json_text(rows)})
+        for part in _parts(rows):
+            self.session.execute(_INSERT, {"rows": json_text(part)})
         self.written += len(new)
         by_ns: dict[str, list[tuple[str, str]]] = {}
         for rec in new:

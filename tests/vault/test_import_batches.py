@@ -220,3 +220,32 @@ def test_a_large_import_leaves_the_planner_statistics_current(
     assert live_rows("edge") > 0  # the topics name people and tools: mention edges
     for table in ("chunk", "edge", "entity"):
         assert planned_rows(table) == live_rows(table), table
+
+
+def test_a_batch_of_long_memories_is_written_whole_in_several_statements(
+    tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch's rows go in as one JSON document, and jsonb holds at most 256 MB: memories
+    long enough (MEMSYS_MAX_CONTENT_CHARS allows 10M characters) split a batch into several
+    statements. Here the cap is lowered to ~2.5 memories' worth."""
+    from memsys.vault import apply
+
+    monkeypatch.setattr(apply, "INSERT_CHARS", 150)
+    inserts: list[str] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if statement.lstrip().startswith("INSERT INTO chunk"):
+            inserts.append(statement)
+
+    event.listen(get_engine(), "before_cursor_execute", seen)
+    try:
+        records = [memory(i, body) for i, body in enumerate(TOPICS)]
+        write_jsonl(tmp_path / "snap.jsonl", records)
+        report = import_(tmp_path / "snap.jsonl")
+    finally:
+        event.remove(get_engine(), "before_cursor_execute", seen)
+    assert report.memories.new == len(TOPICS)
+    assert len(inserts) >= len(TOPICS) // 3  # the one batch in several statements
+    stored = {row_id: content for row_id, (content, _) in stored_vectors().items()}
+    assert stored == {f"mem_{i:016x}": body for i, body in enumerate(TOPICS)}
+    assert_each_vector_is_its_own(embedder)
