@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, or_, select
+from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from memsys.models import Edge, Entity
@@ -41,11 +41,30 @@ def read_graph(session: Session, params: ReadGraphIn) -> GraphOut:
 
 
 def _open_at(model: type[Entity] | type[Edge], at: datetime | None) -> ColumnElement[bool]:
-    """Live rows, or the rows not closed by `at` (an entity first stored later may still have
-    existed then, joined by a back-dated edge: the graph reads decide, temporal_graph._open)."""
+    """Live rows, or the rows not closed by `at`."""
     if at is None:
         return model.valid_to.is_(None)
     return or_(model.valid_to.is_(None), model.valid_to > at)
+
+
+def _there_at(at: datetime | None) -> ColumnElement[bool]:
+    """Live entities, or those that existed at `at` as temporal_graph._open has it: not closed
+    by then, and made by then or joined by an edge valid then (an episode may relate names
+    first stored today from a reference time last week). A name first stored later takes no
+    seat in a view of the past."""
+    if at is None:
+        return Entity.valid_to.is_(None)
+    joined = (
+        select(Edge.id)
+        .where(
+            Edge.namespace == Entity.namespace,
+            or_(Edge.source_id == Entity.id, Edge.target_id == Entity.id),
+            Edge.valid_from <= at,
+            _open_at(Edge, at),
+        )
+        .exists()
+    )
+    return and_(_open_at(Entity, at), or_(Entity.valid_from <= at, joined))
 
 
 def ranked_entities(
@@ -63,7 +82,7 @@ def ranked_entities(
     needle = f"%{escape_like(query.lower())}%"
     named = select(Entity).where(
         Entity.namespace == ns,
-        _open_at(Entity, as_of),
+        _there_at(as_of),
         or_(
             func.lower(Entity.name).like(needle, escape="\\"),
             func.lower(Entity.entity_type).like(needle, escape="\\"),
@@ -95,9 +114,7 @@ def ranked_entities(
         best[entity_id] = max(best.get(entity_id, 0.0), score[chunk_id])
     ordered = sorted((i for i in best if i not in chosen), key=lambda i: (-best[i], i))
     wanted = ordered[: max(0, limit - len(chosen))]
-    rows = select(Entity).where(
-        Entity.namespace == ns, Entity.id.in_(wanted), _open_at(Entity, as_of)
-    )
+    rows = select(Entity).where(Entity.namespace == ns, Entity.id.in_(wanted), _there_at(as_of))
     if memory_graph:
         rows = rows.where(Entity.key.startswith(KEY_PREFIX))
     by_id = {e.id: e for e in session.scalars(rows)}

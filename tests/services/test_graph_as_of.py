@@ -88,3 +88,17 @@ def test_query_graph_and_search_edges_as_of_match_what_was_there_then(
     assert edges[0]["score"] >= 0.5  # one end is the entity named
     # without as_of: today's graph, where Acme is gone
     assert "Acme" not in op("query_graph", query="Acme", depth=1)["scope"]
+
+
+def test_a_name_first_stored_later_takes_no_place_in_a_view_of_the_past(embedder: Any) -> None:
+    """An entity stored after `as_of` matched the query by name and took one of the
+    `max_results` seats before query_graph dropped it as not there then: the entity the
+    past's memories linked to the query never got the seat, and fewer came back."""
+    bob = {"name": "Bob", "entityType": "person", "observations": ["sells anvils for acme"]}
+    op("create_entities", entities=[ACME, bob])
+    then = datetime.now(UTC).isoformat()
+    op("create_entities", entities=[{"name": "Acme Labs", "entityType": "company"}])
+    asked = op("query_graph", query="Acme", as_of=then, max_results=2, depth=1)
+    assert asked["scope"] == ["Acme", "Bob"]
+    now = op("query_graph", query="Acme", max_results=2, depth=1)
+    assert now["scope"] == ["Acme", "Acme Labs"]  # today both names match first
