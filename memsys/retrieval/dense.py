@@ -8,6 +8,7 @@ candidates' features in the same statement (pipeline._FIRST), one round trip few
 from __future__ import annotations
 
 import numpy as np
+import orjson
 
 # The `pool` chunks nearest to :embedding under the caller's filters ({where}), with their
 # cosine distance. Iterative scans return them in relaxed order: whoever ranks them sorts.
@@ -21,7 +22,9 @@ LIMIT :pool
 
 
 def literal(vector: np.ndarray) -> str:
-    """The query's embedding in pgvector's text form. Written once per query and bound as
-    text by every statement that compares with it: formatting 384 floats costs ~0.2 ms, and
-    a recall runs up to five such statements."""
-    return "[" + ",".join(map(repr, vector.tolist())) + "]"
+    """A vector in pgvector's text form: the query's embedding, written once per query and
+    bound as text by every statement that compares with it (a recall runs up to five), and
+    an import's vectors. orjson writes each float32 as the shortest decimal that reads back
+    as the same float32 (pgvector stores float32), ~20x faster than formatting each float."""
+    flat = np.ascontiguousarray(vector, dtype=np.float32)
+    return orjson.dumps(flat, option=orjson.OPT_SERIALIZE_NUMPY).decode()
