@@ -8,6 +8,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import event, text
 
 from memsys import runner, tenancy
+from memsys.config import get_settings
 from memsys.db import get_engine, session_scope
 from memsys.errors import Conflict, InvalidInput, Protected
 from memsys.mcp.server import call
@@ -71,6 +73,68 @@ def test_restore_builds_the_vector_index_once_after_the_writes(
     dropped, built = statements.index("DROP INDEX"), statements.index("CREATE INDEX")
     assert dropped < inserts[0] < inserts[-1] < built
     assert vector_indexes() == before  # built again from its own definition
+    with session_scope() as s:
+        found = pipeline.retrieve(s, "which editor theme does Alice like", limit=3)
+    assert found.hits[0].content == TOPICS[2]
+
+
+@pytest.fixture
+def own_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Settings as `memsys serve` has them on its embedded server: no MEMSYS_DATABASE_URL
+    (the tests reach the same server through one)."""
+    monkeypatch.delenv("MEMSYS_DATABASE_URL")
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()  # read again once monkeypatch has put the URL back
+
+
+def test_the_build_gets_a_helper_per_spare_core_where_shared_memory_holds_it(
+    own_server: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    room = {"bytes": 24 * 2**30}
+    cores = {0, 1, 2, 3}
+    monkeypatch.setattr(restore.os, "sched_getaffinity", lambda pid: cores)
+    monkeypatch.setattr(
+        restore.os,
+        "statvfs",
+        lambda path: SimpleNamespace(f_bavail=room["bytes"] // 4096, f_frsize=4096),
+    )
+    assert restore.build_workers(1024) == 3
+    room["bytes"] = 64 * 2**20  # a container's usual /dev/shm: a parallel build would fail
+    assert restore.build_workers(1024) == 0
+    assert restore.build_workers(16) == 3
+    room["bytes"], cores = 24 * 2**30, {0}
+    assert restore.build_workers(1024) == 0
+
+
+def test_a_server_elsewhere_builds_without_helpers() -> None:
+    assert get_settings().database_url  # how the tests reach their server
+    assert restore.build_workers(64) == 0
+
+
+def test_restore_on_its_own_server_builds_the_index_in_parallel(
+    tmp_path: Path, embedder: Any, own_server: None
+) -> None:
+    """The build's helpers work inside the import's transaction, beside its uncommitted rows."""
+    workers = restore.build_workers(restore.build_memory())
+    notices: list[str] = []
+    with session_scope() as s:
+        # A test's table is far below the size that earns a parallel build by default.
+        s.execute(text("SET LOCAL min_parallel_table_scan_size = 0"))
+        s.execute(text("SET LOCAL client_min_messages = debug1"))
+        raw = s.connection().connection.driver_connection
+        heard = lambda d: notices.append(d.message_primary or "")  # noqa: E731
+        raw.add_notice_handler(heard)
+        try:
+            report = service.import_from(
+                s, snapshot(tmp_path / "snap.jsonl"), dry_run=False, partial=False, restore=True
+            )
+        finally:
+            raw.remove_notice_handler(heard)
+    assert report.applied and report.memories.new == len(TOPICS)
+    built = [n for n in notices if n.startswith("building index") and "chunk" in n]
+    wanted = f"with request for {workers} parallel workers" if workers else "serially"
+    assert built and all(wanted in n for n in built), built
     with session_scope() as s:
         found = pipeline.retrieve(s, "which editor theme does Alice like", limit=3)
     assert found.hits[0].content == TOPICS[2]
