@@ -83,7 +83,9 @@ def build_workers(memory_mb: int) -> int:
         return 0
     if stat.f_bavail * stat.f_frsize < 2 * memory_mb * 2**20:
         return 0
-    return max(0, min(len(os.sched_getaffinity(0)), 8) - 1)
+    affinity = getattr(os, "sched_getaffinity", None)  # Linux: the cores this process may use
+    cores = len(affinity(0)) if affinity else (os.cpu_count() or 1)
+    return max(0, min(cores, 8) - 1)
 
 
 @contextmanager
