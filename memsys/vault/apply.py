@@ -45,11 +45,12 @@ _COPY = text(
     """
     INSERT INTO chunk (namespace, id, doc_type, content, content_hash, token_count, embedding,
                        memory_type, importance, confidence, tags, metadata, lifecycle, stage,
-                       pinned, access_count, last_accessed_at, created_at, updated_at,
-                       valid_from, valid_to)
+                       pinned, access_count, last_accessed_at, occurred_at, created_at,
+                       updated_at, valid_from, valid_to)
     SELECT namespace, :copy, doc_type, content, content_hash, token_count, embedding,
            memory_type, importance, confidence, tags, metadata, lifecycle, stage, pinned,
-           access_count, last_accessed_at, created_at, updated_at, valid_from, now()
+           access_count, last_accessed_at, occurred_at, created_at, updated_at, valid_from,
+           now()
     FROM chunk WHERE namespace = :namespace AND id = :id AND valid_to IS NULL
     """
 )
@@ -64,15 +65,15 @@ _INSERT = text(
     """
     INSERT INTO chunk (namespace, id, doc_type, content, content_hash, token_count, embedding,
                        memory_type, importance, confidence, tags, metadata, lifecycle, stage,
-                       pinned, created_at, updated_at)
+                       pinned, occurred_at, created_at, updated_at)
     SELECT r.namespace, r.id, 'memory', r.content, r.content_hash, r.token_count,
            CAST(r.embedding AS vector), r.memory_type, r.importance, r.confidence, r.tags,
-           r.meta, r.lifecycle, r.stage, r.pinned, r.created_at, r.updated_at
+           r.meta, r.lifecycle, r.stage, r.pinned, r.occurred_at, r.created_at, r.updated_at
     FROM jsonb_to_recordset(CAST(:rows AS jsonb)) AS r(
              namespace text, id text, content text, content_hash text, token_count integer,
              embedding text, memory_type text, importance float8, confidence float8,
              tags text[], meta jsonb, lifecycle text, stage text, pinned boolean,
-             created_at timestamptz, updated_at timestamptz)
+             occurred_at timestamptz, created_at timestamptz, updated_at timestamptz)
     """
 )
 # A JSON document of a batch's rows holds at most this many characters of content: jsonb
@@ -120,6 +121,7 @@ def _fields(row: Chunk) -> dict[str, Any]:
         "stage": row.stage,
         "pinned": bool(row.pinned),
         "metadata": canonical(row.meta or {}),
+        "happened": None if row.occurred_at is None else timestamp(row.occurred_at),
         "created": timestamp(row.created_at),
     }
 
@@ -137,6 +139,7 @@ def _columns(rec: Record) -> dict[str, Any]:
         "lifecycle": rec["lifecycle"],
         "stage": rec["stage"],
         "pinned": rec["pinned"],
+        "occurred_at": None if rec["happened"] is None else moment(rec["happened"]),
     }
 
 
@@ -354,9 +357,10 @@ class Plan:
                     "namespace": rec["namespace"],
                     "id": rec["id"],
                     "embedding": dense.literal(next(vectors)),
+                    **_columns(rec),
+                    "occurred_at": rec["happened"],  # as text, like the times below
                     "created_at": moment(rec["created"]).isoformat(),
                     "updated_at": moment(rec["updated"]).isoformat(),
-                    **_columns(rec),
                 }
             )
         # One statement per batch, not one per row: the term-statistics triggers are per

@@ -25,7 +25,7 @@ PAGE = 1000
 _MEMORIES = text(
     """
     SELECT namespace, id, memory_type, content, content_hash, importance, confidence, tags,
-           lifecycle, stage, pinned, metadata, created_at, updated_at
+           lifecycle, stage, pinned, metadata, occurred_at, created_at, updated_at
     FROM chunk
     WHERE doc_type = 'memory' AND valid_to IS NULL
       AND (CAST(:namespace AS text) IS NULL OR namespace = :namespace)
@@ -123,6 +123,7 @@ def memory_record(row: Any, full: str | None = None) -> Record:
             "stage": row.stage,
             "pinned": bool(row.pinned),
             "metadata": canonical(row.metadata or {}),
+            "happened": None if row.occurred_at is None else timestamp(row.occurred_at),
             "created": timestamp(row.created_at),
             "updated": timestamp(row.updated_at),
         }

@@ -138,6 +138,8 @@ def render_memory(rec: Record, relations: list[Record]) -> str:
     ]
     if rec["metadata"]:
         lines.append(f"metadata: {scalar(rec['metadata'])}")
+    if rec.get("happened"):
+        lines.append(f"happened: {rec['happened']}")
     lines += [f"created: {rec['created']}", f"updated: {rec['updated']}"]
     if relations:
         lines.append("relations:")
@@ -302,7 +304,7 @@ def located(record: Record, source: str, lines: dict[str, int]) -> Located:
 
 
 MEMORY_FIELDS: tuple[str, ...] = ("id", "type", "namespace", "tags", "importance", "confidence")
-MEMORY_FIELDS += ("lifecycle", "stage", "pinned", "metadata", "created", "updated")
+MEMORY_FIELDS += ("lifecycle", "stage", "pinned", "metadata", "happened", "created", "updated")
 # Written for people and derived again on every export (the title from the content or
 # metadata.title, an edge's titles and its id from its ends): read, not stored.
 DERIVED_FIELDS = {"memory": ("title", "relations"), "edge": ("id", "from_title", "to_title")}

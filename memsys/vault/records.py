@@ -28,7 +28,7 @@ from memsys.schemas.common import CLOCK_SKEW, check_values
 from memsys.schemas.preferences import PreferenceSetIn
 from memsys.vocabulary import DEFAULT_LIFECYCLE, LIFECYCLES, MEMORY_TYPES
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 FORMAT = "memsys-export"
 
 Record = dict[str, Any]
@@ -47,6 +47,7 @@ MEMORY_KEYS = (
     "stage",
     "pinned",
     "metadata",
+    "happened",
     "created",
     "updated",
 )
@@ -67,7 +68,10 @@ KEYS = {"memory": MEMORY_KEYS, "edge": EDGE_KEYS, "preference": PREFERENCE_KEYS}
 _READER_KEYS = {"from_relation"}
 # Fields whose change makes a new version of a memory on import (times follow the change).
 VERSIONED: tuple[str, ...] = ("type", "content", "importance", "confidence", "tags")
-VERSIONED += ("lifecycle", "stage", "pinned", "metadata")
+VERSIONED += ("lifecycle", "stage", "pinned", "metadata", "happened")
+# Keys a record holds only when they have a value (a memory's `happened`: memory_store's
+# reference_time, when one was given).
+OPTIONAL = {"happened"}
 
 # What every record of one edge (its file, the relations naming it) must agree on.
 EDGE_AGREED = ("type", "strength", "context")
@@ -146,8 +150,13 @@ def timestamp(value: Any) -> str:
 
 
 def ordered(record: Record) -> Record:
-    """The record with its keys in the format's order (unknown keys dropped)."""
-    return {k: record[k] for k in KEYS[record["kind"]] if k in record}
+    """The record with its keys in the format's order (unknown keys dropped, and an optional
+    one without a value)."""
+    return {
+        k: record[k]
+        for k in KEYS[record["kind"]]
+        if k in record and not (k in OPTIONAL and record[k] is None)
+    }
 
 
 def _number(rec: Record, key: str, low: float, high: float, problems: list[str]) -> None:
@@ -240,6 +249,10 @@ def check_memory(rec: Record) -> list[tuple[str, str]]:
         found.append(("metadata", problem))
     else:
         field("metadata", lambda p: _limited(rec, "metadata", memories_schema.metadata_map, p))
+    # When the remembered thing happened (memory_store's reference_time): what a question
+    # naming a date matches; absent, when it was written.
+    rec.setdefault("happened", None)
+    field("happened", lambda p: _time(rec, "happened", p, required=False))
     field("created", lambda p: _time(rec, "created", p))
     rec.setdefault("updated", rec.get("created"))
     field("updated", lambda p: _time(rec, "updated", p))

@@ -8,6 +8,8 @@ History:
 - 0.9: records shaped like `memsys list --json` items (memory_type, created_at,
   updated_at; edges with source_id, target_id, relation, weight).
 - 1.0: S003's names (type, created, updated; edges with from_id, to_id, type, strength).
+- 1.1: a memory's `happened` (memory_store's reference_time), written when it has one; a 1.0
+  file has none to give, so its records read unchanged.
 """
 
 from __future__ import annotations
@@ -41,9 +43,13 @@ def _from_0_9(record: Record) -> Record:
     return renamed if known is None else {k: v for k, v in renamed.items() if k in known}
 
 
+def _from_1_0(record: Record) -> Record:
+    return record
+
+
 # version → (next version, the step from it)
-STEPS: dict[str, tuple[str, Step]] = {"0.9": ("1.0", _from_0_9)}
-VERSIONS = ("0.9", "1.0")
+STEPS: dict[str, tuple[str, Step]] = {"0.9": ("1.0", _from_0_9), "1.0": ("1.1", _from_1_0)}
+VERSIONS = ("0.9", "1.0", "1.1")
 
 
 def key(version: str) -> tuple[int, ...]:

@@ -16,6 +16,9 @@ from memsys.vault import service
 from tests.conftest import tables
 from tests.factories import set_preference, store
 
+# When the seeded problem happened (memory_store's reference_time), as exports write it.
+HAPPENED = "2026-03-01T09:30:00+00:00"
+
 
 def seed() -> dict[str, str]:
     """Memories of several types and namespaces (one pinned, one with metadata and unicode),
@@ -27,7 +30,11 @@ def seed() -> dict[str, str]:
             tags=["redis", "production"],
             importance=0.8,
         ).id,
-        "problem": store("Redis connections drop under load", memory_type="problem").id,
+        "problem": store(
+            "Redis connections drop under load",
+            memory_type="problem",
+            reference_time=HAPPENED,
+        ).id,
         "decision": store(
             "# Use WebSockets\nWebSockets over polling: lower latency — café ☕",
             memory_type="decision",
@@ -51,6 +58,16 @@ def seed() -> dict[str, str]:
     set_preference("editor", "helix")
     set_preference("theme", {"dark": True, "size": 14}, namespace="project:game")
     return ids
+
+
+def happened(memory_id: str) -> str | None:
+    """When a live memory happened, as exports write it (None: it has no reference time)."""
+    with session_scope() as s:
+        when = s.execute(
+            text("SELECT occurred_at FROM chunk WHERE id = :id AND valid_to IS NULL"),
+            {"id": memory_id},
+        ).scalar_one()
+    return None if when is None else str(when.isoformat())
 
 
 def empty_database() -> None:

@@ -17,7 +17,7 @@ def test_export_to_stdout_and_import_from_a_file(tmp_path: Path, embedder: objec
     out = run("export", "--format", "jsonl")
     assert out.exit_code == 0, out.output
     lines = out.stdout.splitlines()
-    assert json.loads(lines[0])["schema_version"] == "1.0"
+    assert json.loads(lines[0])["schema_version"] == "1.1"
     assert sum(json.loads(line)["kind"] == "memory" for line in lines[1:]) == 4
     (tmp_path / "snap.jsonl").write_text(out.stdout)
     empty_database()
@@ -260,9 +260,9 @@ def test_migrate_dry_run_prints_sql_and_migrate_upgrades_files(tmp_path: Path) -
         + "\n]}\n"
     )
     result = run("migrate", "--file", str(old), "--output", str(tmp_path / "new.json"))
-    assert result.exit_code == 0 and "from schema 0.9 to 1.0" in result.stdout
+    assert result.exit_code == 0 and "from schema 0.9 to 1.1" in result.stdout
     text = (tmp_path / "new.json").read_text()
-    assert '"schema_version": "1.0"' in text and '"type": "fact"' in text
+    assert '"schema_version": "1.1"' in text and '"type": "fact"' in text
     assert '"memory_type"' not in text
     # An output that is some other file is refused, as export refuses it (was overwritten).
     notes = tmp_path / "notes.txt"

@@ -9,13 +9,24 @@ import re
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
 from memsys import runner
+from memsys.db import session_scope
 from memsys.errors import InvalidInput
 from tests.cli.helpers import fails, run, run_json
 from tests.conftest import table_counts
 from tests.factories import store
-from tests.vault.helpers import diff, empty_database, export, import_, seed, tree
+from tests.vault.helpers import (
+    HAPPENED,
+    diff,
+    empty_database,
+    export,
+    happened,
+    import_,
+    seed,
+    tree,
+)
 
 
 def one(root: Path, folder: str) -> Path:
@@ -297,6 +308,36 @@ def test_a_creation_time_edited_by_hand_is_a_problem_not_ignored(
     edit(fix, r"^created: .*$", "created: 2026-01-02T03:04:05+00:00")
     found = problems(tmp_path / "v")
     assert "created: 2026-01-02T03:04:05+00:00 is not when" in found and ":12 " in found, found
+
+
+def test_when_a_memory_happened_edited_by_hand_is_a_new_version(
+    tmp_path: Path, embedder: object
+) -> None:
+    problem = exported(tmp_path, "graph/problems")
+    memory_id = problem.read_text().split("id: ", 1)[1].split("\n", 1)[0]
+    edit(problem, r"^happened: .*$", "happened: 2026-02-14T08:00:00+01:00")
+    report = import_(tmp_path / "v")
+    assert report.applied and [v.id for v in report.versions] == [memory_id]
+    assert happened(memory_id) == "2026-02-14T07:00:00+00:00"
+    # The version before keeps when it said the memory happened.
+    with session_scope() as s:
+        before = s.execute(
+            text("SELECT occurred_at FROM chunk WHERE id = :id"),
+            {"id": report.versions[0].previous},
+        ).scalar_one()
+    assert before.isoformat() == HAPPENED
+
+
+def test_a_happened_time_that_is_no_time_or_in_the_future_is_a_problem(
+    tmp_path: Path, embedder: object
+) -> None:
+    problem = exported(tmp_path, "graph/problems")
+    edit(problem, r"^happened: .*$", "happened: next tuesday")
+    found = problems(tmp_path / "v")
+    assert "happened: expected an ISO 8601 timestamp" in found, found
+    edit(problem, r"^happened: .*$", "happened: 2999-01-01T00:00:00+00:00")
+    found = problems(tmp_path / "v")
+    assert "happened: 2999-01-01T00:00:00+00:00 is in the future" in found, found
 
 
 def test_a_new_memory_was_updated_when_it_was_created_not_before(embedder: object) -> None:

@@ -18,18 +18,31 @@ from memsys.schemas.edges import MemoryRelateIn
 from memsys.services import edges, memories
 from tests.conftest import table_counts
 from tests.factories import set_preference, store
-from tests.vault.helpers import empty_database, export, import_, live_count, seed, tree
+from tests.vault.helpers import (
+    HAPPENED,
+    empty_database,
+    export,
+    happened,
+    import_,
+    live_count,
+    seed,
+    tree,
+)
 
 
 @pytest.mark.parametrize("name", ["snap.json", "snap.jsonl"])
 def test_json_round_trip_is_byte_identical(tmp_path: Path, embedder: object, name: str) -> None:
-    seed()
+    ids = seed()
     first = export(tmp_path / name)
     assert (first.memories, first.edges, first.preferences) == (4, 2, 2)
+    assert f'"happened": "{HAPPENED}"' in (tmp_path / name).read_text()
     empty_database()
     report = import_(tmp_path / name)
     assert report.applied and report.problem_count == 0
     assert (report.memories.new, report.edges.new, report.preferences.new) == (4, 2, 2)
+    # When a memory happened comes back (a question naming its date finds it), and only
+    # on the memory that had one.
+    assert happened(ids["problem"]) == HAPPENED and happened(ids["fix"]) is None
     again = export(tmp_path / f"again-{name}")
     assert (tmp_path / name).read_bytes() == (tmp_path / f"again-{name}").read_bytes()
     assert again.bytes == first.bytes
@@ -58,9 +71,12 @@ def test_vault_round_trip_is_byte_identical(tmp_path: Path, embedder: object) ->
     links = re.findall(r"\]\(([^)\s]+\.md)\)", files["CORE.md"].decode())
     assert links and all(link in files for link in links)  # each opens the exported file
     assert "REFLECTION.md" in files
+    problem = next(v for p, v in files.items() if p.startswith("graph/problems/")).decode()
+    assert f"happened: {HAPPENED}" in problem and "happened" not in fix
     empty_database()
     report = import_(tmp_path / "vault")
     assert (report.memories.new, report.edges.new, report.preferences.new) == (4, 2, 2)
+    assert happened(ids["problem"]) == HAPPENED
     export(tmp_path / "again")
     assert tree(tmp_path / "again") == files
 
@@ -221,8 +237,9 @@ def test_frontmatter_fast_path_reads_what_yaml_reads(tmp_path: Path, embedder: o
         fast = markdown._fast(lines[1:end])
         assert fast is not None, path  # memsys's own files never need the YAML parser
         slow = yaml.load("\n".join(lines[1:end]), Loader=markdown._Loader)
-        for key in ("created", "updated"):
-            slow[key] = records.timestamp(slow[key])
+        for key in ("happened", "created", "updated"):
+            if key in slow:
+                slow[key] = records.timestamp(slow[key])
         assert fast == slow, path
     hand_written = ["id: mem_1", "tags: [redis, timeout]", "created: 2025-12-06"]
     assert markdown._fast(hand_written) is None  # S003's unquoted lists go through YAML
