@@ -34,7 +34,7 @@ from memsys.services import mentions, namespaces, preferences
 from memsys.services.history import full_texts
 from memsys.tokens import count_tokens
 from memsys.vault.live import canonical
-from memsys.vault.records import VERSIONED, Located, Problem, Record, timestamp
+from memsys.vault.records import HAPPENED_UNKNOWN, VERSIONED, Located, Problem, Record, timestamp
 from memsys.vocabulary import EDITED_COPY
 
 if TYPE_CHECKING:
@@ -234,6 +234,8 @@ class Plan:
         new, changed = [], []
         for rec in batch:
             fields = rows.get(rec["id"])
+            if fields is not None and rec.pop(HAPPENED_UNKNOWN, False):
+                rec["happened"] = fields["happened"]  # an older file's silence changes nothing
             if fields is None:
                 new.append(rec)
             elif fields["created"] != rec["created"]:  # a version keeps its memory's birth

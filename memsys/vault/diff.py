@@ -65,6 +65,8 @@ def read(session: Session, source: str, namespace: str | None) -> dict[tuple[str
         found[key] = records.ordered(item)
         if relation_only:  # a relation holds no time: the one read is its memory's
             found[key]["created"] = UNKNOWN
+        if item.get(records.HAPPENED_UNKNOWN):  # a file from before `happened` existed
+            found[key]["happened"] = UNKNOWN
     if problems:
         shown = "; ".join(str(p) for p in problems[:SHOWN_PROBLEMS])
         more = (

@@ -64,8 +64,11 @@ EDGE_KEYS = (
 )
 PREFERENCE_KEYS = ("kind", "namespace", "key", "value", "lifecycle")
 KEYS = {"memory": MEMORY_KEYS, "edge": EDGE_KEYS, "preference": PREFERENCE_KEYS}
+# A memory read from a file of a schema version before `happened` (1.0): the file cannot say
+# when it happened, so import keeps what the database holds and diff sees no change.
+HAPPENED_UNKNOWN = "happened_unknown"
 # Keys the readers add themselves (a relation read from a memory file's frontmatter).
-_READER_KEYS = {"from_relation"}
+_READER_KEYS = {"from_relation", HAPPENED_UNKNOWN}
 # Fields whose change makes a new version of a memory on import (times follow the change).
 VERSIONED: tuple[str, ...] = ("type", "content", "importance", "confidence", "tags")
 VERSIONED += ("lifecycle", "stage", "pinned", "metadata", "happened")
@@ -252,7 +255,8 @@ def check_memory(rec: Record) -> list[tuple[str, str]]:
     # When the remembered thing happened (memory_store's reference_time): what a question
     # naming a date matches; absent, when it was written.
     rec.setdefault("happened", None)
-    field("happened", lambda p: _time(rec, "happened", p, required=False))
+    if not rec.get(HAPPENED_UNKNOWN):
+        field("happened", lambda p: _time(rec, "happened", p, required=False))
     field("created", lambda p: _time(rec, "created", p))
     rec.setdefault("updated", rec.get("created"))
     field("updated", lambda p: _time(rec, "updated", p))

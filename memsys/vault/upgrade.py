@@ -8,8 +8,10 @@ History:
 - 0.9: records shaped like `memsys list --json` items (memory_type, created_at,
   updated_at; edges with source_id, target_id, relation, weight).
 - 1.0: S003's names (type, created, updated; edges with from_id, to_id, type, strength).
-- 1.1: a memory's `happened` (memory_store's reference_time), written when it has one; a 1.0
-  file has none to give, so its records read unchanged.
+- 1.1: a memory's `happened` (memory_store's reference_time), written when it has one. A 1.0
+  file could not hold it: its memories are read as not saying (import keeps the stored
+  time, diff shows no change), not as having none. `migrate --file` writes them without
+  one, as 1.1 says a memory with no reference time.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from memsys.errors import InvalidInput
-from memsys.vault.records import KEYS, SCHEMA_VERSION, Record
+from memsys.vault.records import HAPPENED_UNKNOWN, KEYS, SCHEMA_VERSION, Record
 
 Step = Callable[[Record], Record]
 
@@ -44,7 +46,9 @@ def _from_0_9(record: Record) -> Record:
 
 
 def _from_1_0(record: Record) -> Record:
-    return record
+    if record.get("kind", "memory") != "memory" or "happened" in record:
+        return record
+    return {**record, HAPPENED_UNKNOWN: True}
 
 
 # version → (next version, the step from it)

@@ -20,6 +20,7 @@ from tests.conftest import table_counts
 from tests.factories import set_preference, store
 from tests.vault.helpers import (
     HAPPENED,
+    diff,
     empty_database,
     export,
     happened,
@@ -79,6 +80,28 @@ def test_vault_round_trip_is_byte_identical(tmp_path: Path, embedder: object) ->
     assert happened(ids["problem"]) == HAPPENED
     export(tmp_path / "again")
     assert tree(tmp_path / "again") == files
+
+
+def test_a_file_from_before_happened_existed_leaves_the_stored_time_alone(
+    tmp_path: Path, embedder: object
+) -> None:
+    """A 1.0 export could not hold when a memory happened: its silence is not "never"."""
+    ids = seed()
+    export(tmp_path / "snap.jsonl")
+    old = tmp_path / "old.jsonl"
+    old.write_text(
+        (tmp_path / "snap.jsonl")
+        .read_text()
+        .replace('"schema_version": "1.1"', '"schema_version": "1.0"')
+        .replace(f'"happened": "{HAPPENED}", ', "")
+    )
+    assert "happened" not in old.read_text()
+    assert diff(str(old)).identical
+    report = import_(old)
+    assert report.applied and report.memories.changed == 0 and not report.versions
+    assert happened(ids["problem"]) == HAPPENED
+    empty_database()  # into an empty database the file gives no time: none is stored
+    assert import_(old).memories.new == 4 and happened(ids["problem"]) is None
 
 
 # Where str.splitlines() breaks a line and a JSON line does not: a value may hold them.
