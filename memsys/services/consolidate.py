@@ -6,7 +6,10 @@ one with the most earned standing (golden or pinned first, then confidence, acce
 each other one gets a `supersedes` edge from the survivor and is closed (history kept, so
 replay still sees it), and one `episode` event records the merge — REFLECTION.md's
 consolidation history and the daily episode log read those. Golden rules, pinned memories
-and ground truth are never merged away (they can survive a merge).
+and ground truth are never merged away (they can survive a merge). Two memories that
+contradict each other by memory_check_supersedes' rules ("auth.ts depends on token.ts" /
+"auth.ts no longer depends on token.ts": a correction, as alike in meaning as a repeat) are
+not the same memory and are never merged: a merge could keep the stale one.
 
 Work is incremental: each run looks at memories created since the previous run's watermark
 (an event), oldest first, so a run cut short by its time budget resumes where it stopped
@@ -20,6 +23,7 @@ from datetime import datetime
 from sqlalchemy import select, text, tuple_
 from sqlalchemy.orm import Session
 
+from memsys import contradiction
 from memsys.models import Chunk, Event
 from memsys.schemas.edges import MemoryRelateIn
 from memsys.services import decay, edges, events
@@ -144,7 +148,7 @@ def merge_one(session: Session, chunk: Chunk, now: datetime, ids: list[str]) -> 
         .where(Chunk.namespace == chunk.namespace, Chunk.id.in_(ids), Chunk.valid_to.is_(None))
         .with_for_update(skip_locked=True)
     )
-    group: list[Chunk] = [held, *others]
+    group: list[Chunk] = [held, *(o for o in others if not _opposed(held.content, o.content))]
     survivor = max(group, key=_standing)
     merged = [c for c in group if c is not survivor and not decay.exempt(c)]
     for other in merged:
@@ -169,6 +173,11 @@ def merge_one(session: Session, chunk: Chunk, now: datetime, ids: list[str]) -> 
             },
         )
     return [c.id for c in merged]
+
+
+def _opposed(a: str, b: str) -> bool:
+    """Whether either statement contradicts the other (contradiction.py's rules)."""
+    return contradiction.reason(a, b) is not None or contradiction.reason(b, a) is not None
 
 
 def advance(session: Session, last: Chunk, merges: int, namespace: str | None = None) -> None:

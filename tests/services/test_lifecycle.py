@@ -386,6 +386,18 @@ def test_near_duplicates_are_consolidated_once(embedder: Any) -> None:
     assert maintain.run(now=days(0)).merged == 0
 
 
+def test_a_correction_is_never_merged_into_the_statement_it_corrects(embedder: Any) -> None:
+    """As alike in meaning as a repeat, but the opposite: a merge kept the older, stale one."""
+    stale = store("auth.ts depends on token.ts", memory_type="fact").id
+    fixed = store("auth.ts no longer depends on token.ts", memory_type="fact").id
+    twin = store("auth.ts no longer depends on token.ts.", memory_type="fact").id
+    report = maintain.run(now=days(0))
+    assert report.merged == 1  # the repeat of the correction still goes
+    with session_scope() as s:
+        live = set(s.scalars(memories.live_memories().with_only_columns(Chunk.id)))
+    assert stale in live and len(live & {fixed, twin}) == 1
+
+
 def test_maintain_embeds_queued_memories_then_consolidates_them(embedder: Any) -> None:
     """Where no server's worker runs (the CLI alone, after an upgrade queued long memories),
     `memsys maintain` gives queued memories their vectors first; consolidation, which compares
