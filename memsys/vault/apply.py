@@ -34,7 +34,15 @@ from memsys.services import mentions, namespaces, preferences
 from memsys.services.history import full_texts
 from memsys.tokens import count_tokens
 from memsys.vault.live import canonical
-from memsys.vault.records import HAPPENED_UNKNOWN, VERSIONED, Located, Problem, Record, timestamp
+from memsys.vault.records import (
+    HAPPENED_UNKNOWN,
+    UNEDITED,
+    VERSIONED,
+    Located,
+    Problem,
+    Record,
+    timestamp,
+)
 from memsys.vocabulary import EDITED_COPY
 
 if TYPE_CHECKING:
@@ -238,6 +246,8 @@ class Plan:
                 rec["happened"] = fields["happened"]  # an older file's silence changes nothing
             if fields is None:
                 new.append(rec)
+            elif rec.get(UNEDITED):  # the file as memsys wrote it: the database's is newer
+                self.report.memories.unchanged += 1
             elif fields["created"] != rec["created"]:  # a version keeps its memory's birth
                 self._problem(
                     rec,

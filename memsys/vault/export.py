@@ -7,7 +7,6 @@ export time inside), which is what lets a vault live in git and a round trip be 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -55,10 +54,6 @@ class Exported:
     digests: dict[str, str] = field(default_factory=dict)  # path → sha256 of what was written
 
 
-def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def to_stream(
     session: Session, out: TextIO, form: str, namespace: str | None = None
 ) -> dict[str, int]:
@@ -74,7 +69,7 @@ class _Writer:
         """Write `relative`; `held`: the digest of what the file holds now, when already
         read (_Places.edited), so that it is not read a second time."""
         data = text.encode("utf-8")
-        digest = _digest(data)
+        digest = files.digest(data)
         _write(self.root, relative, data, None if held is None else held == digest)
         self.done.written.add(relative)
         self.done.digests[relative] = digest
@@ -145,7 +140,7 @@ def _no_pending_preferences(root: Path, text: str) -> None:
     if known is None or not path.is_file() or path.is_symlink():
         return
     data = regular_files.read_bytes(path, files.PREFERENCES_FILE)
-    if _digest(data) == known:
+    if files.digest(data) == known:
         return
 
     def lines(body: str) -> list[str]:
@@ -279,7 +274,7 @@ class _Places:
             path = _vault_path(self.root, relative)
             if known is None or not path.is_file() or path.is_symlink():
                 return False
-            self.current[relative] = _digest(regular_files.read_bytes(path, relative))
+            self.current[relative] = files.digest(regular_files.read_bytes(path, relative))
         except (OSError, InvalidInput):
             return False
         return self.current[relative] != known
@@ -363,7 +358,7 @@ def _relinked(text: str, linked: dict[str, str]) -> str:
     return _LINK.sub(lambda m: f"]({linked.get(m.group(1), m.group(1))})", text)
 
 
-INDEX = "_index.json"  # derived, gitignored: the paths the last export wrote
+INDEX = files.INDEX
 
 
 def note_imported(root: Path) -> None:
@@ -380,7 +375,7 @@ def note_imported(root: Path) -> None:
         try:
             path = _vault_path(root, relative)
             if path.is_file() and not path.is_symlink():
-                fresh[relative] = _digest(regular_files.read_bytes(path, relative))
+                fresh[relative] = files.digest(regular_files.read_bytes(path, relative))
         except (OSError, InvalidInput):
             continue
     if fresh != digests:

@@ -8,6 +8,7 @@ any other way is read whole.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -21,7 +22,15 @@ import yaml
 from memsys import regular_files
 from memsys.errors import InvalidInput
 from memsys.vault import markdown, upgrade
-from memsys.vault.records import FORMAT, SCHEMA_VERSION, Located, Problem, Record, ordered
+from memsys.vault.records import (
+    FORMAT,
+    SCHEMA_VERSION,
+    UNEDITED,
+    Located,
+    Problem,
+    Record,
+    ordered,
+)
 
 Form = Literal["json", "jsonl", "vault"]
 Item = Located | Problem
@@ -30,8 +39,25 @@ PREFERENCES_FILE = "vault/preferences.yaml"
 ARRAYS = {"memory": "memories", "edge": "edges", "preference": "preferences"}
 TOP_KEYS = ("format", "schema_version", *ARRAYS.values())  # of the JSON document
 DERIVED = ("CORE.md", "REFLECTION.md")  # written from the memories, never read back
+INDEX = "_index.json"  # derived, gitignored: the paths the last export wrote, and digests
 # What makes a folder without a manifest a vault (S003's layout, written by hand).
 VAULT_PARTS = ("graph", "vault", "episodes", *DERIVED)
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def written_digests(root: Path) -> dict[str, str]:
+    """Path → digest of each vault file as memsys last wrote it (an export) or read it (an
+    import that committed), from the vault's index; empty without one (a clone of a vault
+    repository: the index is not in git)."""
+    try:
+        found = json.loads(regular_files.read_bytes(root / INDEX))
+    except (OSError, ValueError, InvalidInput):
+        return {}
+    digests = found.get("digests") if isinstance(found, dict) else None
+    return digests if isinstance(digests, dict) else {}
 
 
 def dumps(record: Record) -> str:
@@ -348,6 +374,7 @@ LINKED_FOLDER = "a link to a folder: not read (memsys reads and writes no file t
 
 def _vault_items(root: Path) -> Iterator[Item]:
     resolved_root = root.resolve(strict=True)
+    written = written_digests(root)
     for folder in linked_folders(root):
         yield Problem(folder, None, LINKED_FOLDER)
     for path, role in vault_files(root):
@@ -359,11 +386,15 @@ def _vault_items(root: Path) -> Iterator[Item]:
             yield Problem(source, None, "a link to a file outside the vault: not read")
             continue
         try:
-            text = path.read_text(encoding="utf-8-sig")
+            data = path.read_bytes()
+            text = data.decode("utf-8-sig")
             if role == "edge":
                 yield markdown.parse_edge(text, source)
-            else:
-                yield from markdown.parse_memory(text, source, pinned_dir=role == "pinned")
+                continue
+            found = markdown.parse_memory(text, source, pinned_dir=role == "pinned")
+            if written.get(PurePath(source).as_posix()) == digest(data):
+                found[0][UNEDITED] = True  # as memsys wrote it: no edit of the user's
+            yield from found
         except markdown.BadFile as exc:
             yield Problem(source, exc.line, str(exc))
         except UnicodeDecodeError:

@@ -67,8 +67,12 @@ KEYS = {"memory": MEMORY_KEYS, "edge": EDGE_KEYS, "preference": PREFERENCE_KEYS}
 # A memory read from a file of a schema version before `happened` (1.0): the file cannot say
 # when it happened, so import keeps what the database holds and diff sees no change.
 HAPPENED_UNKNOWN = "happened_unknown"
+# A memory read from a vault file byte for byte as memsys last wrote or imported it: nobody
+# edited it, so an import changes nothing of the memory (what the database learned since —
+# confidence from outcomes, a stage from maintenance — is not undone by an untouched file).
+UNEDITED = "unedited"
 # Keys the readers add themselves (a relation read from a memory file's frontmatter).
-_READER_KEYS = {"from_relation", HAPPENED_UNKNOWN}
+_READER_KEYS = {"from_relation", HAPPENED_UNKNOWN, UNEDITED}
 # Fields whose change makes a new version of a memory on import (times follow the change).
 VERSIONED: tuple[str, ...] = ("type", "content", "importance", "confidence", "tags")
 VERSIONED += ("lifecycle", "stage", "pinned", "metadata", "happened")

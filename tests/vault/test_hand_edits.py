@@ -340,6 +340,35 @@ def test_a_happened_time_that_is_no_time_or_in_the_future_is_a_problem(
     assert "happened: 2999-01-01T00:00:00+00:00 is in the future" in found, found
 
 
+def test_an_untouched_file_does_not_undo_what_the_database_learned_since(
+    tmp_path: Path, embedder: object
+) -> None:
+    """An outcome raised a memory's confidence after the export; importing the vault again,
+    that memory's file untouched, set it back (a "new version" nobody wrote)."""
+    from memsys.schemas.learning import MemoryOutcomeIn
+    from memsys.services import learning
+
+    ids = seed()
+    export(tmp_path / "v")
+    runner.execute(learning.outcome, MemoryOutcomeIn, {"memory_id": ids["fix"], "success": True})
+
+    def confidence() -> float:
+        with session_scope() as s:
+            query = "SELECT confidence FROM chunk WHERE id = :id AND valid_to IS NULL"
+            return float(s.execute(text(query), {"id": ids["fix"]}).scalar_one())
+
+    learned = confidence()
+    assert learned > 0.3
+    report = import_(tmp_path / "v")
+    assert report.applied and not report.versions and report.memories.unchanged == 4
+    assert confidence() == learned
+    # An edited file is an edit still: the whole file, as the person left it.
+    edit(one(tmp_path / "v", "graph/fixes"), r"^importance: .*$", "importance: 0.9")
+    report = import_(tmp_path / "v")
+    assert [v.id for v in report.versions] == [ids["fix"]]
+    assert import_(tmp_path / "v").memories.unchanged == 4  # imported, it is no edit again
+
+
 def test_a_new_memory_was_updated_when_it_was_created_not_before(embedder: object) -> None:
     """updated_at took the transaction's clock and created_at the statement's: every export
     showed a memory updated a few milliseconds before it was created."""
