@@ -154,7 +154,7 @@ CORE_OPERATIONS: tuple[Operation, ...] = (
             help="Store every memory of a JSON-lines file (any size), embedded in batches: "
             "every line is checked first, then batches of 500 are stored, each all or "
             "nothing. Like `memsys store --from-file`, which also takes the fields a line "
-            "leaves out as options (--type, --tags, …).",
+            "leaves out as options (--type, --tag, …).",
         ),
     ),
     Operation(

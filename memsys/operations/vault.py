@@ -20,7 +20,8 @@ VAULT_OPERATIONS: tuple[Operation, ...] = (
         name="memory_export",
         summary="Export memories, edges and preferences to a file on the memsys host: a JSON "
         "document, JSON lines, or a markdown vault folder (one file per memory, for git and "
-        "Obsidian). The same database always gives the same bytes.",
+        "Obsidian). The same database always gives the same memory, edge and preference files "
+        "(a vault's CORE.md and REFLECTION.md carry the day's date).",
         service=f"{SERVICE}:export",
         input=v.ExportIn,
         output=v.ExportOut,
