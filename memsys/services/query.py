@@ -73,9 +73,11 @@ def _preference_items(
 ) -> list[Item]:
     """Stored preferences whose key words the query names (half of them or more), best
     first; only one whose key it names in full is ground truth (`test_runner` does not
-    answer "what is my test plan")."""
+    answer "what is my test plan"). A key the namespace sets itself hides the user's
+    `global` value of it (two values of one setting, both ground truth, answered nothing)."""
     asked = _words(query)
     named: list[tuple[Any, float]] = []
+    keys: set[str] = set()
     for ns in dict.fromkeys([n for n in (namespace, PREFERENCE_NAMESPACE) if n]):
         try:
             found = preferences.list_values(
@@ -83,7 +85,11 @@ def _preference_items(
             ).preferences
         except NotFound:  # a namespace with no preferences at all
             continue
+        shadowed = set(keys)
+        keys.update(pref.key for pref in found)
         for pref in found:
+            if pref.key in shadowed:
+                continue
             words = [w for w in _KEY_SPLIT.split(pref.key.lower()) if w]
             share = sum(w in asked for w in words) / len(words) if words else 0.0
             if share >= 0.5:

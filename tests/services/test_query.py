@@ -60,6 +60,24 @@ def test_kv_question_is_answered_from_preferences_and_verified(embedder) -> None
     assert out.verification.ground_truth_match == top.id
 
 
+def test_a_namespace_preference_hides_the_global_one_of_its_key(embedder) -> None:  # type: ignore[no-untyped-def]
+    """Both values of one key were handed back as ground truth ("theme: solarized" and
+    "theme: light"): the namespace's own setting is the answer there."""
+    set_preference("theme", "light")
+    set_preference("editor", "helix")
+    set_preference("theme", "dark", namespace="project:p")
+    before = datetime.now(UTC)
+    set_preference("theme", "solarized", namespace="project:p")
+    out = ask("what's my theme?", namespace="project:p")
+    assert [c.id for c in out.core_chunks] == ["pref:project:p:theme"]
+    assert out.output == "theme: solarized"
+    assert ask("what's my theme?").output == "theme: light"
+    # a key the namespace does not set still answers from global; as of a past time, the
+    # namespace's value of then
+    assert ask("what's my editor?", namespace="project:p").output == "editor: helix"
+    assert ask("what's my theme?", namespace="project:p", as_of=before).output == "theme: dark"
+
+
 def test_kv_question_with_no_matching_preference_falls_back_to_retrieval(notes) -> None:  # type: ignore[no-untyped-def]
     out = ask("what's my deploy day?", namespace="project:ops")
     assert out.stores_queried == ["kv", "vector"]
