@@ -63,9 +63,22 @@ _LEXEMES = text(
 )
 
 
+# Plurals the router asks with ("list all people", "which companies") whose singular, the
+# entity type, is not the word less its "s".
+_IRREGULAR = {"people": "person", "children": "child", "men": "man", "women": "woman"}
+
+
 def _words(text: str) -> set[str]:
+    """The query's words and their singulars ("clients" → "client", "companies" → "company",
+    "people" → "person"): an entity type or a key word is singular."""
     words = set(_WORD.findall(plan.normalise(text)))
-    return words | {w[:-1] for w in words if len(w) > 3 and w.endswith("s")}
+    singular = {w[:-1] for w in words if len(w) > 3 and w.endswith("s")}
+    singular |= {w[:-3] + "y" for w in words if len(w) > 4 and w.endswith("ies")}
+    singular |= {
+        w[:-2] for w in words if len(w) > 4 and w.endswith(("sses", "xes", "ches", "shes"))
+    }
+    singular |= {_IRREGULAR[w] for w in words if w in _IRREGULAR}
+    return words | singular
 
 
 def _preference_items(

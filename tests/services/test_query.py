@@ -170,6 +170,7 @@ def test_relational_question_lists_entities_by_type(embedder) -> None:  # type: 
     assert out.stores_queried == ["relational", "vector"]  # a type is no exact match
     listed = [c for c in out.core_chunks if c.source == "entity"]
     assert {c.snippet.split(" (")[0] for c in listed} == {"Acme Corp", "Globex"}
+
     # the observations they quote are not handed out a second time as memories
     assert not {"Pays net 30", "Renewal in June"} & {c.snippet for c in out.core_chunks}
     named = ask("who is Globex?")
@@ -184,6 +185,29 @@ def test_relational_question_lists_entities_by_type(embedder) -> None:  # type: 
     then = ask("who is Globex?", as_of=before_note.isoformat())
     assert then.core_chunks[0].snippet == "Globex (client); Renewal in June"
     assert ask("List all clients", as_of=entities_made_before_them()).core_chunks == []
+
+
+@pytest.mark.parametrize(
+    ("question", "entity_type", "names"),
+    [
+        ("which companies do we work with?", "company", ["Initech", "Umbrella"]),
+        ("list all people", "person", ["Ada", "Grace"]),
+        ("list all entities", "entity", ["Thing one", "Thing two"]),
+    ],
+)
+def test_a_type_asked_for_in_a_plural_not_ending_in_s_lists_its_entities(  # type: ignore[no-untyped-def]
+    embedder, question: str, entity_type: str, names: list[str]
+) -> None:
+    """The router read "companies" and "people" as asking for entities of a type, but only
+    the word less its "s" was compared with the types: no company or person was listed."""
+    from memsys.schemas.graph import CreateEntitiesIn
+    from memsys.services import knowledge
+
+    entities = [{"name": n, "entityType": entity_type, "observations": []} for n in names]
+    runner.execute(knowledge.create_entities, CreateEntitiesIn, {"entities": entities})
+    out = ask(question)
+    listed = [c for c in out.core_chunks if c.source == "entity"]
+    assert {c.snippet.split(" (")[0] for c in listed} == set(names), out.core_chunks
 
 
 def entities_made_before_them() -> str:
