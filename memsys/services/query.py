@@ -52,6 +52,7 @@ _KEY_SPLIT = re.compile(r"[^a-z0-9]+")
 _ASKING = frozenset(
     {"use", "like", "prefer", "want", "favourit", "favorit", "usual", "current", "set"}
     | {"choos", "chosen", "pick", "default"}
+    | {"user"}  # "which editor does the user use": whom an agent asks about, as "my" is
 )
 # What separates the words of a key or a question for that comparison: a key's `dark-mode` or
 # `café_order` is read as the question's `dark-mode` and `café` are (the analyser alone reads a

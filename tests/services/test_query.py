@@ -78,6 +78,16 @@ def test_a_namespace_preference_hides_the_global_one_of_its_key(embedder) -> Non
     assert ask("what's my theme?", namespace="project:p", as_of=before).output == "theme: dark"
 
 
+def test_a_question_about_the_user_in_the_third_person_is_answered_from_preferences(  # type: ignore[no-untyped-def]
+    embedder,
+) -> None:
+    set_preference("editor", "helix")
+    store("The team reviews every pull request within a day", memory_type="fact")
+    out = ask("Which editor does the user use?")
+    assert out.stores_queried == ["kv"] and out.output == "editor: helix"
+    assert out.core_chunks[0].ground_truth
+
+
 def test_kv_question_with_no_matching_preference_falls_back_to_retrieval(notes) -> None:  # type: ignore[no-untyped-def]
     out = ask("what's my deploy day?", namespace="project:ops")
     assert out.stores_queried == ["kv", "vector"]
