@@ -60,6 +60,13 @@ RULES: tuple[Rule, ...] = tuple(
         r"\bhow do i (?:like|prefer|want)\b",
         r"\bwhich (?:[\w-]+ ){0,3}do i (?:prefer|like|use|want)\b",
         r"\bi (?:usually|normally) (?:use|prefer|want)\b",
+        # An agent asks about its user in the third person ("which editor does the user
+        # use?", "the user's preferred theme"): the same settings.
+        r"\b(?:do|does|did) (?:the |my )?user (?:prefer|like|want|use)\b",
+        r"\bwhat(?:'s| is| are|'re) (?:the |my )?user'?s\b",
+        r"\b(?:the |my )?user'?s (?:preferred|favou?rite|default|usual|chosen)\b",
+        r"\b(?:the |my )?user'?s (?:[\w-]+ )?(?:preferences?|settings?|config(?:uration)?)\b",
+        r"\bthe user (?:usually|normally) (?:uses|prefers|wants)\b",
     )
     + _rules(
         "relational",

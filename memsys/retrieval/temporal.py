@@ -278,6 +278,8 @@ def find(query: str, now: datetime | None = None) -> list[Span]:
                 resolved = _resolve(kind, m, now)
             except (ValueError, KeyError):  # "31 February": not a date
                 resolved = None
+            except OverflowError:  # "9999-12-31", "the last 99999999 days": past year 9999 or 1
+                resolved = None
             if resolved is not None:
                 found.append((m.start(), m.end(), *resolved))
                 taken.append((m.start(), m.end()))
@@ -303,9 +305,13 @@ def find(query: str, now: datetime | None = None) -> list[Span]:
                 end = max(now, end)
             else:
                 step = relativedelta(**{UNITS[rel.group("unit")]: 1})
-                start, end = (
-                    (end, end + step) if rel.group("dir") == "after" else (start - step, start)
-                )
+                try:
+                    start, end = (
+                        (end, end + step) if rel.group("dir") == "after" else (start - step, start)
+                    )
+                except OverflowError:  # "the day after 9999-12-30": no such day
+                    i += 1
+                    continue
         spans.append(Span(text_[a:b], start, end))
         i += 1
     return spans

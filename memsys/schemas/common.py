@@ -324,6 +324,20 @@ def limited(limit: int, what: str | None = None) -> Rule:
 NOTE_CHARS = 8_000  # a note, a context, an error message: a paragraph or a stack trace head
 
 
+def _in_utc_range(value: date, name: str) -> date:
+    """A time whose offset takes it out of the years 1-9999 in UTC ("0001-01-01T00:00+14:00")
+    is refused: every reader turns it into UTC (and PostgreSQL would store a year BC that
+    no read of the memory could give back)."""
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        try:
+            value.astimezone(UTC)
+        except OverflowError:
+            raise ValueError(
+                f"{name} {value.isoformat()} is outside the years 1-9999 in UTC"
+            ) from None
+    return value
+
+
 def _iso(kind: type[date], what: str, form: str) -> Callable[[Any, ValidationInfo], Any]:
     """A day or a time is ISO 8601 text (or the Python object from Python callers): pydantic
     would also read a number, or text such as "0" or "0.5", as seconds since 1970, which no
@@ -331,12 +345,14 @@ def _iso(kind: type[date], what: str, form: str) -> Callable[[Any, ValidationInf
 
     def parse(value: Any, info: ValidationInfo) -> Any:
         if isinstance(value, kind):
-            return value
+            return _in_utc_range(value, info.field_name or what)
         if isinstance(value, str):
             try:
-                return kind.fromisoformat(value.strip())
+                parsed = kind.fromisoformat(value.strip())
             except ValueError:
                 pass
+            else:
+                return _in_utc_range(parsed, info.field_name or what)
         raise ValueError(f"Invalid {info.field_name or what}: {value!r}. Use {form}")
 
     return parse

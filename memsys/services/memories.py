@@ -226,6 +226,7 @@ def forget(session: Session, params: MemoryForgetIn) -> MemoryForgetOut:
             chosen = [h for h in found.hits if _similarity(h, query) >= params.min_similarity]
             rows = (session.get(Chunk, (h.namespace, h.id)) for h in chosen)
             targets = [c for c in rows if c is not None]
+            targets += _copies(session, targets, params.namespace)
             tracing.write(session, t, retrieved=[{"id": h.id, "score": h.score} for h in chosen])
 
     protected = [c for c in targets if c.golden and not params.force]
@@ -240,6 +241,21 @@ def forget(session: Session, params: MemoryForgetIn) -> MemoryForgetOut:
         protected_ids=[c.id for c in protected],
         purged=params.purge and bool(doomed),
     )
+
+
+def _copies(session: Session, found: list[Chunk], namespace: str | None) -> list[Chunk]:
+    """The live memories holding the text of one `found` in another namespace in scope:
+    retrieval lists a text once (its dedup by content hash), so a forget by query over all
+    namespaces closed one copy and the next recall showed the other, the same text."""
+    if not found:
+        return []
+    stmt = live_memories().where(
+        Chunk.content_hash.in_({c.content_hash for c in found}),
+        Chunk.id.not_in([c.id for c in found]),
+    )
+    if namespace:
+        stmt = stmt.where(Chunk.namespace == namespace)
+    return list(session.scalars(stmt.order_by(Chunk.namespace, Chunk.id)))
 
 
 def _similarity(hit: search.Hit, query: str) -> float:

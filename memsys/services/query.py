@@ -52,6 +52,7 @@ _KEY_SPLIT = re.compile(r"[^a-z0-9]+")
 _ASKING = frozenset(
     {"use", "like", "prefer", "want", "favourit", "favorit", "usual", "current", "set"}
     | {"choos", "chosen", "pick", "default"}
+    | {"user"}  # "which editor does the user use": whom an agent asks about, as "my" is
 )
 # What separates the words of a key or a question for that comparison: a key's `dark-mode` or
 # `café_order` is read as the question's `dark-mode` and `café` are (the analyser alone reads a
@@ -63,9 +64,22 @@ _LEXEMES = text(
 )
 
 
+# Plurals the router asks with ("list all people", "which companies") whose singular, the
+# entity type, is not the word less its "s".
+_IRREGULAR = {"people": "person", "children": "child", "men": "man", "women": "woman"}
+
+
 def _words(text: str) -> set[str]:
+    """The query's words and their singulars ("clients" → "client", "companies" → "company",
+    "people" → "person"): an entity type or a key word is singular."""
     words = set(_WORD.findall(plan.normalise(text)))
-    return words | {w[:-1] for w in words if len(w) > 3 and w.endswith("s")}
+    singular = {w[:-1] for w in words if len(w) > 3 and w.endswith("s")}
+    singular |= {w[:-3] + "y" for w in words if len(w) > 4 and w.endswith("ies")}
+    singular |= {
+        w[:-2] for w in words if len(w) > 4 and w.endswith(("sses", "xes", "ches", "shes"))
+    }
+    singular |= {_IRREGULAR[w] for w in words if w in _IRREGULAR}
+    return words | singular
 
 
 def _preference_items(
@@ -73,9 +87,11 @@ def _preference_items(
 ) -> list[Item]:
     """Stored preferences whose key words the query names (half of them or more), best
     first; only one whose key it names in full is ground truth (`test_runner` does not
-    answer "what is my test plan")."""
+    answer "what is my test plan"). A key the namespace sets itself hides the user's
+    `global` value of it (two values of one setting, both ground truth, answered nothing)."""
     asked = _words(query)
     named: list[tuple[Any, float]] = []
+    keys: set[str] = set()
     for ns in dict.fromkeys([n for n in (namespace, PREFERENCE_NAMESPACE) if n]):
         try:
             found = preferences.list_values(
@@ -83,7 +99,11 @@ def _preference_items(
             ).preferences
         except NotFound:  # a namespace with no preferences at all
             continue
+        shadowed = set(keys)
+        keys.update(pref.key for pref in found)
         for pref in found:
+            if pref.key in shadowed:
+                continue
             words = [w for w in _KEY_SPLIT.split(pref.key.lower()) if w]
             share = sum(w in asked for w in words) / len(words) if words else 0.0
             if share >= 0.5:

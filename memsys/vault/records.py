@@ -147,7 +147,10 @@ def moment(value: Any) -> datetime:
         raise ValueError(f"not a timestamp: {value!r}")
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
-    utc: datetime = value.astimezone(UTC)
+    try:
+        utc: datetime = value.astimezone(UTC)
+    except OverflowError:  # "0001-01-01T00:00:00+14:00": a year BC in UTC
+        raise ValueError(f"{value.isoformat()} is outside the years 1-9999 in UTC") from None
     return utc
 
 
@@ -192,7 +195,9 @@ def _time(rec: Record, key: str, problems: list[str], required: bool = True) -> 
     try:
         when = moment(rec.get(key))
     except (TypeError, ValueError):
-        problems.append(f"{key}: expected an ISO 8601 timestamp, got {rec.get(key)!r}")
+        problems.append(
+            f"{key}: expected an ISO 8601 timestamp in the years 1-9999 (UTC), got {rec.get(key)!r}"
+        )
         return
     rec[key] = when.isoformat()
     if when > _latest():

@@ -94,6 +94,19 @@ CASES = [
         {"content": "x", "reference_time": "2999-01-01T00:00:00Z"},
         "reference_time 2999-01-01T00:00:00+00:00 is in the future",
     ),
+    # a time whose offset takes it before year 1 in UTC: stored as a year BC that no read
+    # could give back (every recall of its namespace was "Internal error"), or a crash
+    (
+        "memory_store",
+        {"content": "x", "reference_time": "0001-01-01T00:00:00+14:00"},
+        "reference_time 0001-01-01T00:00:00+14:00 is outside the years 1-9999 in UTC",
+    ),
+    (
+        "memory_query",
+        {"query": "deploy", "as_of": "0001-01-01T00:00:00+14:00"},
+        "outside the years 1-9999 in UTC",
+    ),
+    ("query_graph", {"query": "q", "as_of": "0001-01-01T00:00:00+01:00"}, "years 1-9999"),
     ("debug_why", {"trace_id": "t", "memory_id": " "}, "memory_id cannot be empty"),
     (
         "debug_feedback",

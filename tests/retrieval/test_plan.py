@@ -75,6 +75,26 @@ def test_several_stores_at_once_in_s004_order() -> None:
     assert "time expression" in routing.reasoning or "event_log" in routing.reasoning
 
 
+@pytest.mark.parametrize(
+    ("query", "stores"),
+    [
+        ("Which editor does the user use?", ["kv"]),
+        ("what is the user's preferred theme", ["kv"]),
+        ("does the user prefer tabs or spaces?", ["kv"]),
+        ("the user's notification settings", ["kv"]),
+        ("How does the user service validate tokens?", ["vector"]),
+        ("user preferences page is slow", ["vector"]),
+        ("did users like the new onboarding?", ["vector"]),
+    ],
+)
+def test_an_agent_asking_about_its_user_in_the_third_person_reads_the_settings(
+    query: str, stores: list[str]
+) -> None:
+    # Only "my"/"I" were read as the user's settings: an agent's "which editor does the
+    # user use?" never reached the preferences, even with one named `editor`.
+    assert plan.route(query).stores == stores
+
+
 def test_execution_mode_keeps_only_explicit_probability() -> None:
     assert plan.route("how likely is a timeout", "planning").stores == ["bayesian"]
     vague = plan.route("how likely is a timeout", "execution")

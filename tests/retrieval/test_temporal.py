@@ -86,6 +86,22 @@ def test_words_that_are_not_dates_are_left_alone(query: str) -> None:
     assert temporal.find(query, NOW) == []
 
 
+@pytest.mark.parametrize(
+    ("query", "now"),
+    [
+        ("what happened on 9999-12-31", NOW),
+        ("in the last 999999999 days", NOW),
+        ("99999999 years ago", NOW),
+        ("the day after 9999-12-30", NOW),
+        ("the day before 0001-01-01", NOW),
+        ("what happened yesterday", day(1, 1, 1)),
+    ],
+)
+def test_a_range_past_the_calendar_is_no_range(query: str, now: datetime) -> None:
+    # was OverflowError: memory_query and memory_recall answered "Internal error"
+    assert temporal.find(query, now) == []
+
+
 def test_an_impossible_day_falls_back_to_its_month() -> None:
     spans = temporal.find("on 31 February, 2023", NOW)
     assert [(s.start, s.end) for s in spans] == [(day(2023, 2, 1), day(2023, 3, 1))]

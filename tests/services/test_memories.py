@@ -293,6 +293,23 @@ def test_forget_by_query_takes_a_memory_waiting_for_its_vector(embedder) -> None
     assert out.deleted_ids == [gone.id]
 
 
+def test_forget_by_query_takes_every_copy_recall_lists_once(embedder) -> None:
+    """Recall lists a text stored in two namespaces once (dedup by content hash): a forget by
+    query over all namespaces closed that one, and the next recall showed the other copy."""
+    first = store("Alpha service runs on port 8080", namespace="project:a")
+    second = store("Alpha service runs on port 8080", namespace="project:b")
+    kept = store("The office coffee machine is on floor three", namespace="project:b")
+    out = forget(query="Alpha service runs on port 8080")
+    assert sorted(out.deleted_ids) == sorted([first.id, second.id])
+    assert [m.id for m in recall("alpha service port").memories] == [kept.id]
+    # within one namespace, only its copy
+    again = store("Alpha service runs on port 8080", namespace="project:a")
+    other = store("Alpha service runs on port 8080", namespace="project:b")
+    out = forget(query="Alpha service runs on port 8080", namespace="project:b")
+    assert out.deleted_ids == [other.id]
+    assert [m.id for m in recall("alpha service port", n_results=1).memories] == [again.id]
+
+
 def test_forget_input_value_detects_ids_and_queries(embedder) -> None:
     a = store("Build artifacts are cached in S3")
     b = store("Feature flags are read from LaunchDarkly")

@@ -60,6 +60,34 @@ def test_kv_question_is_answered_from_preferences_and_verified(embedder) -> None
     assert out.verification.ground_truth_match == top.id
 
 
+def test_a_namespace_preference_hides_the_global_one_of_its_key(embedder) -> None:  # type: ignore[no-untyped-def]
+    """Both values of one key were handed back as ground truth ("theme: solarized" and
+    "theme: light"): the namespace's own setting is the answer there."""
+    set_preference("theme", "light")
+    set_preference("editor", "helix")
+    set_preference("theme", "dark", namespace="project:p")
+    before = datetime.now(UTC)
+    set_preference("theme", "solarized", namespace="project:p")
+    out = ask("what's my theme?", namespace="project:p")
+    assert [c.id for c in out.core_chunks] == ["pref:project:p:theme"]
+    assert out.output == "theme: solarized"
+    assert ask("what's my theme?").output == "theme: light"
+    # a key the namespace does not set still answers from global; as of a past time, the
+    # namespace's value of then
+    assert ask("what's my editor?", namespace="project:p").output == "editor: helix"
+    assert ask("what's my theme?", namespace="project:p", as_of=before).output == "theme: dark"
+
+
+def test_a_question_about_the_user_in_the_third_person_is_answered_from_preferences(  # type: ignore[no-untyped-def]
+    embedder,
+) -> None:
+    set_preference("editor", "helix")
+    store("The team reviews every pull request within a day", memory_type="fact")
+    out = ask("Which editor does the user use?")
+    assert out.stores_queried == ["kv"] and out.output == "editor: helix"
+    assert out.core_chunks[0].ground_truth
+
+
 def test_kv_question_with_no_matching_preference_falls_back_to_retrieval(notes) -> None:  # type: ignore[no-untyped-def]
     out = ask("what's my deploy day?", namespace="project:ops")
     assert out.stores_queried == ["kv", "vector"]
@@ -152,6 +180,7 @@ def test_relational_question_lists_entities_by_type(embedder) -> None:  # type: 
     assert out.stores_queried == ["relational", "vector"]  # a type is no exact match
     listed = [c for c in out.core_chunks if c.source == "entity"]
     assert {c.snippet.split(" (")[0] for c in listed} == {"Acme Corp", "Globex"}
+
     # the observations they quote are not handed out a second time as memories
     assert not {"Pays net 30", "Renewal in June"} & {c.snippet for c in out.core_chunks}
     named = ask("who is Globex?")
@@ -166,6 +195,29 @@ def test_relational_question_lists_entities_by_type(embedder) -> None:  # type: 
     then = ask("who is Globex?", as_of=before_note.isoformat())
     assert then.core_chunks[0].snippet == "Globex (client); Renewal in June"
     assert ask("List all clients", as_of=entities_made_before_them()).core_chunks == []
+
+
+@pytest.mark.parametrize(
+    ("question", "entity_type", "names"),
+    [
+        ("which companies do we work with?", "company", ["Initech", "Umbrella"]),
+        ("list all people", "person", ["Ada", "Grace"]),
+        ("list all entities", "entity", ["Thing one", "Thing two"]),
+    ],
+)
+def test_a_type_asked_for_in_a_plural_not_ending_in_s_lists_its_entities(  # type: ignore[no-untyped-def]
+    embedder, question: str, entity_type: str, names: list[str]
+) -> None:
+    """The router read "companies" and "people" as asking for entities of a type, but only
+    the word less its "s" was compared with the types: no company or person was listed."""
+    from memsys.schemas.graph import CreateEntitiesIn
+    from memsys.services import knowledge
+
+    entities = [{"name": n, "entityType": entity_type, "observations": []} for n in names]
+    runner.execute(knowledge.create_entities, CreateEntitiesIn, {"entities": entities})
+    out = ask(question)
+    listed = [c for c in out.core_chunks if c.source == "entity"]
+    assert {c.snippet.split(" (")[0] for c in listed} == set(names), out.core_chunks
 
 
 def entities_made_before_them() -> str:

@@ -341,6 +341,29 @@ def test_what_the_other_writers_refuse_is_a_problem_in_a_file_too(
     assert import_(path).edges.new == 1
 
 
+def test_a_time_outside_the_calendar_in_utc_is_a_problem(tmp_path: Path, embedder: object) -> None:
+    """'0001-01-01T00:00:00+14:00' is a year BC in UTC: import, lint and diff stopped with an
+    OverflowError (a traceback from the CLI, "Internal error" from MCP and REST)."""
+    lines = [
+        '{"kind": "header", "format": "memsys-export", "schema_version": "1.0"}',
+        memory_line(1, created="0001-01-01T00:00:00+14:00"),
+        memory_line(2, updated="9999-12-31T23:00:00-05:00"),
+    ]
+    path = tmp_path / "calendar.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    before = table_counts()
+    report = import_(path)
+    by_line = {p.line: p.message for p in report.problems}
+    assert sorted(by_line) == [2, 3], report.problems
+    assert "timestamp in the years 1-9999 (UTC), got '0001-01-01T00:00:00+14:00'" in by_line[2]
+    assert "updated: expected an ISO 8601 timestamp in the years 1-9999" in by_line[3]
+    assert not report.applied and table_counts() == before
+    linted = lint.lint(files.open_snapshot(path).items(), lint.load_schema())
+    assert {f.line for f in linted.findings if f.severity == "error"} == {2, 3}
+    with pytest.raises(InvalidInput, match=r"calendar\.jsonl:2: created: expected an ISO 8601"):
+        diff(str(path))
+
+
 def test_a_purged_memory_is_not_brought_back_by_an_older_snapshot(
     tmp_path: Path, embedder: object
 ) -> None:
