@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
@@ -16,6 +16,7 @@ from memsys.schemas.common import (
     QueryText,
     Timestamp,
     TokenBudget,
+    check_as_of,
     within,
 )
 
@@ -38,16 +39,6 @@ def check_routable(value: str) -> str:
             f"Query has no words to route: {value!r}. Ask in words (e.g. 'what led to the outage?')"
         )
     return value
-
-
-def check_past(value: datetime) -> datetime:
-    moment = value if value.tzinfo else value.replace(tzinfo=UTC)
-    if moment > datetime.now(UTC):
-        raise ValueError(
-            f"as_of is in the future ({moment.isoformat()}): give a past time, or leave it "
-            "out to query the memory as it is now"
-        )
-    return moment
 
 
 class QueryIn(Input):
@@ -88,7 +79,7 @@ class QueryIn(Input):
         ),
     ] = DEFAULT_BUDGET
     as_of: Annotated[
-        Annotated[Timestamp, AfterValidator(check_past)] | None,
+        Annotated[Timestamp, AfterValidator(check_as_of)] | None,
         Field(
             description="ISO 8601 time: answer from the memory as it was then (dates in the "
             "query are resolved against it)"

@@ -311,6 +311,14 @@ def test_bad_input_is_refused(fields: dict[str, Any], message: str) -> None:
         runner.execute(query_service.query, QueryIn, fields)
 
 
+def test_as_of_a_moment_ahead_is_a_clock_apart_not_the_future(embedder) -> None:  # type: ignore[no-untyped-def]
+    """A client's clock a minute ahead of the server's: every other tool takes its as_of as
+    now (CLOCK_SKEW); memory_query refused it."""
+    store("The cache TTL is 30 seconds", namespace="project:skew")
+    ahead = (datetime.now(UTC) + timedelta(minutes=1)).isoformat()
+    assert ask("cache TTL", namespace="project:skew", as_of=ahead).core_chunks
+
+
 def test_as_of_answers_from_the_past(embedder) -> None:  # type: ignore[no-untyped-def]
     before = datetime.now(UTC)
     store("The cache TTL is 30 seconds", namespace="project:past")
