@@ -20,7 +20,7 @@ import yaml
 
 from memsys import regular_files
 from memsys.errors import InvalidInput
-from memsys.vault import markdown, upgrade
+from memsys.vault import markdown, records, upgrade
 from memsys.vault.records import FORMAT, SCHEMA_VERSION, Located, Problem, Record, ordered
 
 Form = Literal["json", "jsonl", "vault"]
@@ -172,7 +172,7 @@ def _loads(text: str | bytes) -> Any:
     """json.loads; ValueError for whatever it cannot read: bad JSON, text that is not UTF-8,
     an integer of more digits than Python converts, nesting deeper than its stack."""
     try:
-        return json.loads(text)
+        return records.loads(text)
     except RecursionError:
         raise ValueError("nested too deeply to read") from None
 

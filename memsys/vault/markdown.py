@@ -15,7 +15,7 @@ import yaml
 
 from memsys.models.chunk import STAGES
 from memsys.vault.live import title
-from memsys.vault.records import Located, Record
+from memsys.vault.records import Located, Record, loads
 from memsys.vocabulary import LIFECYCLES, MEMORY_TYPES
 
 # S003's type directories, and the same rule (plural, dashes) for memsys's other types.
@@ -185,7 +185,7 @@ def _fast_value(text: str) -> Any:
     """A value as memsys writes it (JSON, a number, a bare word, a timestamp), or _NOT_FAST."""
     if text[0] in '"[{':
         try:
-            return json.loads(text)
+            return loads(text)  # a key given twice: YAML's loader names it
         except ValueError:
             return _NOT_FAST
     if text in ("true", "false"):

@@ -266,6 +266,44 @@ def test_what_memory_store_refuses_is_a_problem_in_a_file_too(
     assert import_(path, dry_run=True).problem_count == 8  # a dry run finds the same
 
 
+def test_a_key_given_twice_is_a_problem_not_the_last_one_kept(
+    tmp_path: Path, embedder: object
+) -> None:
+    """JSON keeps the last of two equal keys: a second `"value"` typed into a line of
+    vault/preferences.yaml, a metadata key repeated in a frontmatter, a record of an export
+    edited by hand, imported the other value without a word (YAML's were refused)."""
+    seed()
+    export(tmp_path / "v")
+    prefs = tmp_path / "v/vault/preferences.yaml"
+    text = prefs.read_text()
+    prefs.write_text(text.replace('"value": "helix"', '"value": "vim", "value": "helix"'))
+    line = text[: text.index('"helix"')].count("\n") + 1
+    note = next((tmp_path / "v/graph/fixes").glob("*.md"))
+    note.write_text(
+        note.read_text().replace("pinned: false", 'pinned: false\nmetadata: {"a": 1, "a": 2}')
+    )
+    before = table_counts()
+    report = import_(tmp_path / "v")
+    found = {(p.source, p.line): p.message for p in report.problems}
+    assert "given twice" in found[("vault/preferences.yaml", line)], report.problems
+    assert "'a' is given twice" in found[(str(note.relative_to(tmp_path / "v")), 12)], found
+    assert len(found) == 2 and not report.applied and table_counts() == before
+    lines = ['{"kind": "header", "format": "memsys-export", "schema_version": "1.0"}']
+    lines.append(memory_line(1)[:-1] + ', "importance": 0.9}')
+    (tmp_path / "twice.jsonl").write_text("\n".join(lines) + "\n")
+    (problem,) = import_(tmp_path / "twice.jsonl").problems
+    assert problem.line == 2 and "the key 'importance' is given twice" in problem.message
+    with pytest.raises(InvalidInput, match="the key 'memories' is given twice"):
+        diff(_two_arrays(tmp_path / "twice.json"))
+
+
+def _two_arrays(path: Path) -> str:
+    """A JSON document with two `memories` arrays: json kept the second, the first's
+    records left out."""
+    path.write_text('{"schema_version": "1.0",\n"memories": [],\n"memories": []}\n')
+    return str(path)
+
+
 def test_a_vault_link_to_a_file_outside_it_is_not_read(tmp_path: Path, embedder: object) -> None:
     outside = tmp_path / "secret.md"
     outside.write_text(GOOD.split("relations:")[0] + "---\nNot the vault's.\n")
