@@ -201,26 +201,30 @@ def _jsonl_items(path: Path) -> Iterator[Item]:
                 yield _record_line(line, str(path), n)
 
 
-_STRUCTURE = {'"memories": [', '"edges": [', '"preferences": [', "],", "]}", "]"}
+_STRUCTURE = {b'"memories": [', b'"edges": [', b'"preferences": [', b"],", b"]}", b"]"}
+
+
+def _export_layout(lines: Iterable[bytes]) -> bool:
+    """Whether every line is one of an export's own: a record (an object on its line), a
+    bracket of the arrays, or blank. A valid document laid out otherwise (its header line
+    alike, `"memories": [{…},` after it) is read whole, not refused line by line."""
+    return all(not t or t.startswith(b"{") or t in _STRUCTURE for t in map(bytes.strip, lines))
 
 
 def _json_items(path: Path) -> Iterator[Item]:
     with path.open("rb") as f:
         first = f.readline()
         line_mode = first.rstrip().endswith(b",") and first.startswith(b'{"format"')
-        if line_mode:
+        if line_mode and _export_layout(f):
+            f.seek(len(first))
             for n, raw in enumerate(f, start=2):
                 try:
                     text = raw.decode("utf-8").strip()
                 except UnicodeDecodeError:
                     yield Problem(str(path), n, "not UTF-8 text")
                     continue
-                if not text or text in _STRUCTURE:
-                    continue
-                if not text.startswith("{"):
-                    yield Problem(str(path), n, "unexpected line in a memsys JSON export")
-                    continue
-                yield _record_line(text.rstrip(","), str(path), n)
+                if text.startswith("{"):  # a record; the other lines are brackets or blank
+                    yield _record_line(text.rstrip(","), str(path), n)
             return
     yield from _whole_json(path)
 

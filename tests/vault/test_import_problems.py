@@ -195,6 +195,25 @@ def test_a_reformatted_json_document_is_read_whole(tmp_path: Path, embedder: obj
     assert import_(tmp_path / "pretty.json").memories.changed == 1
 
 
+def test_a_document_headed_like_an_export_but_laid_out_otherwise_is_read_whole(
+    tmp_path: Path, embedder: object
+) -> None:
+    """A header line like an export's, then `"memories": [{…}, …],` on a line: valid JSON,
+    refused as "unexpected line in a memsys JSON export" (read line by line)."""
+    seed()
+    export(tmp_path / "snap.json")
+    data = json.loads((tmp_path / "snap.json").read_text())
+    head = json.dumps({"format": data["format"], "schema_version": data["schema_version"]})
+    arrays = ",\n".join(f'"{k}": {json.dumps(data[k])}' for k in TOP_ARRAYS)
+    (tmp_path / "laid.json").write_text(head[:-1] + ",\n" + arrays + "}\n")
+    report = import_(tmp_path / "laid.json", dry_run=True)
+    assert report.problems == [] and report.memories.unchanged == len(data["memories"])
+    assert diff(str(tmp_path / "laid.json")).identical
+
+
+TOP_ARRAYS = ("memories", "edges", "preferences")
+
+
 def test_a_misspelt_key_of_a_json_document_is_a_problem_not_its_records_dropped(
     tmp_path: Path, embedder: object
 ) -> None:
