@@ -235,8 +235,9 @@ def migrate(revision: str, dry_run: bool) -> dict[str, Any]:
     }
 
 
-def upgrade_file(source: Path, out: TextIO) -> dict[str, Any]:
-    """Rewrite an exported .json/.jsonl file in this memsys's schema version."""
+def upgrade_file(source: Path, out: TextIO, output: str = "-") -> dict[str, Any]:
+    """Rewrite an exported .json/.jsonl file in this memsys's schema version: as the output's
+    name says (.json, .jsonl), else in the form the file had."""
     snapshot = files.open_snapshot(source)
     if snapshot.form == "vault":
         raise InvalidInput("a vault is upgraded by importing it (import reads older versions)")
@@ -249,7 +250,9 @@ def upgrade_file(source: Path, out: TextIO) -> dict[str, Any]:
         upgraded.append(records.ordered(dict(item)) if item.get("kind") in records.KEYS else item)
     order = {"memory": 0, "edge": 1, "preference": 2}
     upgraded.sort(key=lambda r: order.get(r.get("kind", ""), 3))
-    counts = files.write(out, snapshot.form, upgraded)
+    suffix = Path(output).suffix
+    form = "jsonl" if suffix == ".jsonl" else "json" if suffix == ".json" else snapshot.form
+    counts = files.write(out, form, upgraded)
     return {
         "from_version": snapshot.version,
         "to_version": SCHEMA_VERSION,

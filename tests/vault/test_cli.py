@@ -277,6 +277,20 @@ def test_migrate_dry_run_prints_sql_and_migrate_upgrades_files(tmp_path: Path) -
     assert again.exit_code == 0, again.output  # an earlier export is replaced
 
 
+def test_migrate_writes_the_form_its_output_is_named_for(tmp_path: Path, embedder: object) -> None:
+    """`-o new.jsonl` of a JSON document wrote a JSON document into new.jsonl (the input's
+    form), which a tool reading JSON lines cannot read; export goes by the name."""
+    seed()
+    run("export", str(tmp_path / "snap.json"))
+    run("export", str(tmp_path / "snap.jsonl"))
+    for source, target in (("snap.json", "new.jsonl"), ("snap.jsonl", "new.json")):
+        done = run("migrate", "--file", str(tmp_path / source), "-o", str(tmp_path / target))
+        assert done.exit_code == 0, done.output
+        assert (tmp_path / target).read_bytes() == (
+            tmp_path / f"snap{Path(target).suffix}"
+        ).read_bytes()
+
+
 def test_a_failed_migrate_or_export_leaves_the_file_it_would_replace(
     tmp_path: Path, embedder: object
 ) -> None:
