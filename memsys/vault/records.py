@@ -153,7 +153,10 @@ def moment(value: Any) -> datetime:
         raise ValueError(f"not a timestamp: {value!r}")
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
-    utc: datetime = value.astimezone(UTC)
+    try:
+        utc: datetime = value.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00:00+05:00 is a moment before year 1 in UTC
+        raise ValueError(f"{value.isoformat()} is outside the years 1 to 9999 in UTC") from None
     return utc
 
 

@@ -323,6 +323,29 @@ def _two_arrays(path: Path) -> str:
     return str(path)
 
 
+def test_a_time_outside_the_years_utc_holds_is_a_problem_not_a_crash(
+    tmp_path: Path, embedder: object
+) -> None:
+    """Year 1 east of UTC (or 9999 west of it) is no moment in UTC: converting it raised
+    OverflowError through import, lint and diff (a traceback, HTTP 500)."""
+    lines = ['{"kind": "header", "format": "memsys-export", "schema_version": "1.0"}']
+    lines.append(memory_line(1, created="0001-01-01T00:00:00+05:00"))
+    lines.append(memory_line(2, created="2026-01-01T00:00:00Z", updated="9999-12-31T23:00-05:00"))
+    path = tmp_path / "far.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    report = import_(path)
+    assert [(p.line, p.message.split(":")[0]) for p in report.problems] == [
+        (2, "created"),
+        (2, "updated"),  # it takes created's time when it has none
+        (3, "updated"),
+    ], report.problems
+    assert not report.applied and table_counts()["chunk"] == 0
+    linted = lint.lint(files.open_snapshot(path).items(), lint.load_schema())
+    assert len([f for f in linted.findings if f.severity == "error"]) == 3
+    with pytest.raises(InvalidInput, match="expected an ISO 8601 timestamp"):
+        diff(str(path))
+
+
 def test_a_vault_link_to_a_file_outside_it_is_not_read(tmp_path: Path, embedder: object) -> None:
     outside = tmp_path / "secret.md"
     outside.write_text(GOOD.split("relations:")[0] + "---\nNot the vault's.\n")
