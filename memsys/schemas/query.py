@@ -16,6 +16,7 @@ from memsys.schemas.common import (
     QueryText,
     Timestamp,
     TokenBudget,
+    in_utc,
     within,
 )
 
@@ -42,6 +43,7 @@ def check_routable(value: str) -> str:
 
 def check_past(value: datetime) -> datetime:
     moment = value if value.tzinfo else value.replace(tzinfo=UTC)
+    in_utc(moment, "as_of")
     if moment > datetime.now(UTC):
         raise ValueError(
             f"as_of is in the future ({moment.isoformat()}): give a past time, or leave it "
