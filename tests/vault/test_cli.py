@@ -201,6 +201,33 @@ def test_lint_refuses_a_schema_whose_rules_cannot_be_checked(tmp_path: Path) -> 
         assert "preference." in fails("lint", "--schema", str(schema)), said
 
 
+def test_lint_refuses_a_schema_it_would_crash_on_or_fix_by(tmp_path: Path) -> None:
+    """What load_schema let through: a retention that is no number of days (a TypeError or
+    OverflowError mid-lint, exit 1 with a traceback), an edge or preference section that is
+    no mapping (AttributeError), min above max (--fix clamped a valid 0.5 to 0.0), a default
+    that breaks its own rule (--fix would write it)."""
+    from memsys.vault.lint import default_schema_path
+
+    shipped = default_schema_path().read_text()
+    vault = tmp_path / "v" / "graph" / "facts"
+    vault.mkdir(parents=True)
+    (vault / "a-aaaaaa.md").write_text(
+        "---\nid: mem_0000000000000001\ntype: fact\nimportance: 0.5\n"
+        "created: 2020-01-01T00:00:00+00:00\n---\nA fact\n"
+    )
+    for wrong, said, where in (
+        ("retention_days: 30", 'retention_days: "30"', "fact: retention_days"),
+        ("retention_days: 30", "retention_days: 99999999999", "fact: retention_days"),
+        ("relationship:\n", "relationship: 5\nunused:\n", "relationship: expected"),
+        ("min: 0.0, max: 1.0, default: 0.5", "min: 1.0, max: 0.0", "min 1.0 is above max"),
+        ("min: 0.0, max: 1.0, default: 0.5", 'min: 0.0, max: 1.0, default: "x"', "default"),
+    ):
+        assert wrong in shipped, wrong
+        schema = tmp_path / "schema.yaml"
+        schema.write_text(shipped.replace(wrong, said, 1))
+        assert where in fails("lint", str(tmp_path / "v"), "--schema", str(schema)), said
+
+
 def test_lint_flags_retention_and_a_user_schema(tmp_path: Path) -> None:
     vault = tmp_path / "v" / "graph" / "facts"
     vault.mkdir(parents=True)
