@@ -135,6 +135,8 @@ def _vault_version(root: Path) -> tuple[str, str, int]:
         data = yaml.safe_load(manifest.read_text(encoding="utf-8")) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"{manifest}:1: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):  # a list or a word: no schema_version to read
+        raise InvalidInput(f"{manifest}:1: expected fields (format, schema_version), not {data!r}")
     return str(data.get("schema_version", "")), str(manifest), 1
 
 

@@ -159,6 +159,15 @@ def test_future_schema_version_is_refused(tmp_path: Path) -> None:
         import_(path)
 
 
+def test_a_vault_manifest_that_is_no_mapping_is_refused_not_a_crash(tmp_path: Path) -> None:
+    """memsys-vault.yaml holding a list or a word: AttributeError in import, lint and diff."""
+    write(tmp_path / "v", "graph/general/fine-ffffff.md", GOOD.split("relations:")[0] + "---\nx\n")
+    for text in ("[1, 2]\n", "hello\n"):
+        (tmp_path / "v/memsys-vault.yaml").write_text(text)
+        with pytest.raises(InvalidInput, match=r"memsys-vault.yaml:1: expected fields"):
+            files.open_snapshot(tmp_path / "v")
+
+
 def test_older_schema_version_is_upgraded_on_read(tmp_path: Path, embedder: object) -> None:
     path = tmp_path / "old.jsonl"
     rows = [
