@@ -243,7 +243,7 @@ class Linter:
         before = len(self.report.findings)
         if kind == "memory":
             self._memory(rec, values)
-        elif kind in SECTIONS:
+        elif isinstance(kind, str) and kind in SECTIONS:  # `"kind": []`: check() names it
             self._fields(rec, values, (self.schema.get(SECTIONS[kind]) or {}).get("schema", {}))
         errors = [f for f in self.report.findings[before:] if f.severity == "error"]
         edge = self._as_import(rec, normal, found, {f.message.split(":")[0] for f in errors})
@@ -305,7 +305,8 @@ class Linter:
         return None
 
     def _memory(self, rec: Located | Record, values: Record) -> None:
-        spec = self.schema["memory_types"].get(values.get("type"))
+        named = values.get("type")  # `type: [a, b]` in a frontmatter is no name
+        spec = self.schema["memory_types"].get(named) if isinstance(named, str) else None
         if spec is None:
             self._add(rec, "type", "error", f"type: unknown memory type {values.get('type')!r}")
             return

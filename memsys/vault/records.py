@@ -369,7 +369,7 @@ def check(rec: Record) -> list[tuple[str, str]]:
     if found:
         return found
     kind = rec.get("kind")
-    if kind not in CHECKS:
+    if not isinstance(kind, str) or kind not in CHECKS:  # `"kind": []` is no key of CHECKS
         return [("kind", f"kind: expected memory, edge or preference, got {kind!r}")]
     unknown = [str(k) for k in rec if k not in KEYS[kind] and k not in _READER_KEYS]
     if unknown:  # refused, never dropped: a misspelt field would lose what it held

@@ -355,6 +355,25 @@ def test_a_time_outside_the_years_utc_holds_is_a_problem_not_a_crash(
         diff(str(path))
 
 
+def test_a_list_where_a_name_is_meant_is_a_problem_not_a_crash(
+    tmp_path: Path, embedder: object
+) -> None:
+    """`"kind": [1, 2]` in a record and `type: [a, b]` in a frontmatter: TypeError
+    (unhashable type) in import, lint, diff and migrate --file, where a word was looked up."""
+    path = tmp_path / "kind.jsonl"
+    header = '{"kind": "header", "format": "memsys-export", "schema_version": "0.9"}'
+    path.write_text(header + "\n" + memory_line(1, kind=[1, 2]) + "\n")
+    (problem,) = import_(path).problems
+    assert problem.line == 2 and problem.message.startswith("kind: expected memory"), problem
+    linted = lint.lint(files.open_snapshot(path).items(), lint.load_schema())
+    assert [f.line for f in linted.findings] == [2]
+    with pytest.raises(InvalidInput, match="kind: expected memory"):
+        diff(str(path))
+    write(tmp_path / "v", "graph/general/a-aaaaaa.md", GOOD.replace("type: solution", "type: [a]"))
+    linted = lint.lint(files.open_snapshot(tmp_path / "v").items(), lint.load_schema())
+    assert any("unknown memory type ['a']" in f.message for f in linted.findings), linted
+
+
 def test_a_vault_link_to_a_file_outside_it_is_not_read(tmp_path: Path, embedder: object) -> None:
     outside = tmp_path / "secret.md"
     outside.write_text(GOOD.split("relations:")[0] + "---\nNot the vault's.\n")
