@@ -318,6 +318,22 @@ def test_migrate_writes_the_form_its_output_is_named_for(tmp_path: Path, embedde
         ).read_bytes()
 
 
+def test_migrate_refuses_what_it_would_leave_out_of_the_file(tmp_path: Path) -> None:
+    """A field of no 1.0 record (a misspelt `tgas`) was dropped from the upgraded file
+    without a word, and a record of no kind crashed the write (KeyError)."""
+    header = '{"kind": "header", "format": "memsys-export", "schema_version": "1.0"}\n'
+    record = {"kind": "memory", "id": "mem_0000000000000001", "type": "fact", "content": "x"}
+    for extra, said in (
+        ({"tgas": ["a"]}, "tgas: unknown field"),
+        ({"kind": "x"}, "kind: expected"),
+    ):
+        old = tmp_path / "old.jsonl"
+        old.write_text(header + json.dumps({**record, **extra}) + "\n")
+        error = fails("migrate", "--file", str(old), "--output", str(tmp_path / "new.jsonl"))
+        assert f"old.jsonl:2: {said}" in error, error
+        assert not (tmp_path / "new.jsonl").exists()
+
+
 def test_a_failed_migrate_or_export_leaves_the_file_it_would_replace(
     tmp_path: Path, embedder: object
 ) -> None:
