@@ -43,10 +43,9 @@ FENCE = "---"
 
 _PLAIN = re.compile(r"^(mem|edge|ent|fact|chk)_[0-9a-f]+$")
 _BARE_WORDS = set(MEMORY_TYPES) | set(LIFECYCLES) | set(STAGES)
-# Characters YAML refuses anywhere in a stream; JSON leaves some of them raw.
-_NON_PRINTABLE = re.compile(
-    "[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
-)
+# Characters YAML refuses anywhere in a stream, which JSON leaves some of raw, and NEL
+# (U+0085), which YAML reads as a line break and folds into a space in a quoted value: escaped.
+_NON_PRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 class _Loader(yaml.CSafeLoader):  # type: ignore[misc]

@@ -261,6 +261,22 @@ def test_an_edge_context_with_windows_line_breaks_round_trips(
     assert json.loads(lines[3])["context"] == "pasted line one\nline two\nline three"
 
 
+def test_a_next_line_character_survives_a_frontmatter_read_as_yaml(
+    tmp_path: Path, embedder: object
+) -> None:
+    """NEL (U+0085) was written raw in a quoted value; a frontmatter the fast reader leaves
+    to YAML (a comment added, tags as a block list) read it as a line break folded into a
+    space: the metadata imported changed and the relation disagreed with its edge file."""
+    first = store("Deploys freeze on Fridays", metadata={"note": "p\x85q"}).id
+    second = store("Rollbacks need a ticket").id
+    run_json("relate", first, second, "relates_to", "--context", "before \x85 after")
+    export(tmp_path / "v")
+    noted = next(p for p in (tmp_path / "v/graph").rglob("deploys-*.md") if "edges" not in p.parts)
+    edit(noted, r"^pinned: false$", "pinned: false\n# read by YAML now")
+    report = import_(tmp_path / "v", dry_run=True)
+    assert report.problems == [] and report.memories.changed == 0, report
+
+
 def test_a_field_given_twice_is_a_problem_not_the_last_one_silently(
     tmp_path: Path, embedder: object
 ) -> None:
