@@ -228,6 +228,26 @@ def test_lint_fix_changes_the_fixed_field_and_keeps_an_unknown_one(tmp_path: Pat
     assert error["message"].startswith("tag: unknown field"), error
 
 
+def test_lint_fix_keeps_a_windows_files_line_breaks_and_bom(tmp_path: Path) -> None:
+    """lint --fix read a file with universal newlines and wrote it back with \n and no BOM:
+    every line of a note saved on Windows changed (a whole-file diff in git), where the fix
+    is one line."""
+    folder = tmp_path / "v" / "graph" / "facts"
+    folder.mkdir(parents=True)
+    note = "---\nid: f1\ntype: fact\nnamespace: global\ncreated: 2026-11-20T10:00:00Z\n"
+    (folder / "f.md").write_bytes(
+        b"\xef\xbb\xbf" + (note + "---\nDated\n").replace("\n", "\r\n").encode()
+    )
+    (folder / "g.md").write_bytes(
+        (note.replace("f1", "f2") + "importance: 7\n---\nx\n").replace("\n", "\r\n").encode()
+    )
+    assert run("lint", str(tmp_path / "v"), "--fix").exit_code == 0
+    fixed = (folder / "f.md").read_bytes()
+    assert fixed.startswith(b"\xef\xbb\xbf---\r\n") and b"\r\nimportance: 0.5\r\n---\r\n" in fixed
+    assert fixed.count(b"\n") == fixed.count(b"\r\n") == 8
+    assert b"\r\nimportance: 1.0\r\n" in (folder / "g.md").read_bytes()
+
+
 def test_windows_line_breaks_are_stored_as_the_file_reads_them(
     tmp_path: Path, embedder: object
 ) -> None:
