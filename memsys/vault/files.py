@@ -210,7 +210,11 @@ def _export_layout(lines: Iterable[bytes]) -> bool:
     """Whether every line is one of an export's own: a record (an object on its line), a
     bracket of the arrays, or blank. A valid document laid out otherwise (its header line
     alike, `"memories": [{…},` after it) is read whole, not refused line by line."""
-    return all(not t or t.startswith(b"{") or t in _STRUCTURE for t in map(bytes.strip, lines))
+    return all(not t or t in _STRUCTURE or _one_record(t) for t in map(bytes.strip, lines))
+
+
+def _one_record(line: bytes) -> bool:
+    return line.startswith(b"{") and line.endswith((b"}", b"},"))  # not `{…}],`
 
 
 def _json_items(path: Path) -> Iterator[Item]:

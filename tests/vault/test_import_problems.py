@@ -214,10 +214,15 @@ def test_a_document_headed_like_an_export_but_laid_out_otherwise_is_read_whole(
     data = json.loads((tmp_path / "snap.json").read_text())
     head = json.dumps({"format": data["format"], "schema_version": data["schema_version"]})
     arrays = ",\n".join(f'"{k}": {json.dumps(data[k])}' for k in TOP_ARRAYS)
-    (tmp_path / "laid.json").write_text(head[:-1] + ",\n" + arrays + "}\n")
-    report = import_(tmp_path / "laid.json", dry_run=True)
-    assert report.problems == [] and report.memories.unchanged == len(data["memories"])
-    assert diff(str(tmp_path / "laid.json")).identical
+    # or a record per line with the bracket closing on the last one: `{…}],`
+    closed = ",\n".join(
+        f'"{k}": [\n' + ",\n".join(json.dumps(r) for r in data[k]) + "]" for k in TOP_ARRAYS
+    )
+    for body in (arrays, closed):
+        (tmp_path / "laid.json").write_text(head[:-1] + ",\n" + body + "}\n")
+        report = import_(tmp_path / "laid.json", dry_run=True)
+        assert report.problems == [] and report.memories.unchanged == len(data["memories"])
+        assert diff(str(tmp_path / "laid.json")).identical
 
 
 TOP_ARRAYS = ("memories", "edges", "preferences")
