@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from memsys import regular_files
 from memsys.errors import InvalidInput
+from memsys.jsonvalue import same
 from memsys.services import briefs as summaries
 from memsys.vault import files, live, markdown, records
 from memsys.vault.records import FORMAT, SCHEMA_VERSION, Record
@@ -347,7 +348,7 @@ def _same(path: Path, rec: Record, rendered: str | None = None) -> bool:
     if records.check(mine):
         return False
     names = records.VERSIONED if rec["kind"] == "memory" else ("type", "strength", "context")
-    return all(mine.get(n) == rec.get(n) for n in (*names, "namespace", "created"))
+    return all(same(mine.get(n), rec.get(n)) for n in (*names, "namespace", "created"))
 
 
 def _relations(found: Iterable[Record]) -> list[tuple[str, ...]]:

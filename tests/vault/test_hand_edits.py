@@ -297,6 +297,31 @@ def test_a_next_line_character_survives_a_frontmatter_read_as_yaml(
     assert report.problems == [] and report.memories.changed == 0, report
 
 
+def test_json_values_compare_as_stored_not_as_python_compares_them(
+    tmp_path: Path, embedder: object
+) -> None:
+    """A value edited from 1 to true imported as "unchanged" (and diff saw nothing, and an
+    export wrote over the edit), while a file's 1e300, which jsonb keeps as 10^300, made a
+    new version on every import of the unchanged file."""
+    from tests.vault.test_import_problems import memory_line
+
+    header = '{"kind": "header", "format": "memsys-export", "schema_version": "1.0"}'
+    pref = '{"kind": "preference", "namespace": "global", "key": "k", "value": %s}'
+    path = tmp_path / "snap.jsonl"
+
+    def imported(value: str, meta: object) -> tuple[int, int]:
+        path.write_text(f"{header}\n{memory_line(1, metadata={'m': meta})}\n{pref % value}\n")
+        report = import_(path)
+        drift = [set(c.fields) for c in diff(str(path)).changed]
+        assert report.problems == [] and drift in ([], [{"updated"}]), (report, drift)
+        return report.memories.changed, report.preferences.changed
+
+    imported("1", 1)
+    assert imported("true", True) == (1, 1)
+    assert imported("1e300", 1e300) == (1, 1)
+    assert imported("1e300", 1e300) == (0, 0)
+
+
 def test_a_field_given_twice_is_a_problem_not_the_last_one_silently(
     tmp_path: Path, embedder: object
 ) -> None:
