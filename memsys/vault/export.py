@@ -229,7 +229,9 @@ class _Places:
     def __init__(self, root: Path) -> None:
         self.root = root
         before = _previous(root)
-        self.indexed: set[str] = set(before.get("paths", []))
+        paths = before.get("paths")  # a derived file: what is usable of it, as of `ids` below
+        listed = paths if isinstance(paths, list) else []
+        self.indexed: set[str] = {p for p in listed if isinstance(p, str)}
         ids = before.get("ids")
         self.placed: dict[str, str] = dict(ids) if isinstance(ids, dict) else {}
         self.by_hand = self._by_hand() if root.is_dir() else {}
@@ -421,6 +423,8 @@ def _remove_stale(root: Path, done: Exported, namespace: str | None, places: _Pl
     written = done.written
     for relative in sorted(places.indexed - written):
         path = root / relative
+        if not files.written_by_export(PurePosixPath(relative)):
+            continue
         if path.is_file() and path.resolve().is_relative_to(root.resolve()):
             if copies and _file_id(path) in copies:
                 continue

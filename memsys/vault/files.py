@@ -307,6 +307,13 @@ def _role(rel: PurePath) -> str | None:
     return None
 
 
+def written_by_export(rel: PurePath) -> bool:
+    """Whether an export may have written the file at `rel`: a memory's, an edge's, a brief.
+    The only files an export removes when their records are gone (the index naming any
+    other, `.git/config` or a note of the user's, is no reason to delete it)."""
+    return bool(_role(rel)) or rel.as_posix() in DERIVED
+
+
 def linked_folders(root: Path) -> Iterator[str]:
     """Links to folders where a vault import reads (graph/…, vault/), relative to the vault.
     rglob enters no linked folder, so their files would be passed over without a word, and
