@@ -239,7 +239,7 @@ def check_memory(rec: Record) -> list[tuple[str, str]]:
     field("importance", lambda p: _number(rec, "importance", 0.0, 1.0, p))
     rec.setdefault("confidence", 0.3)
     field("confidence", lambda p: _number(rec, "confidence", 0.0, 1.0, p))
-    rec["tags"] = rec.get("tags") or []
+    rec["tags"] = [] if rec.get("tags") is None else rec["tags"]  # `tags: no` is no list
     if not isinstance(rec["tags"], list) or not all(isinstance(t, str) for t in rec["tags"]):
         found.append(("tags", "tags: expected a list of strings"))
     else:  # what memory_store allows, cleaned as it cleans them
@@ -253,7 +253,7 @@ def check_memory(rec: Record) -> list[tuple[str, str]]:
     rec.setdefault("pinned", False)
     if not isinstance(rec["pinned"], bool):
         found.append(("pinned", "pinned: expected true or false"))
-    rec["metadata"] = rec.get("metadata") or {}
+    rec["metadata"] = {} if rec.get("metadata") is None else rec["metadata"]
     if not isinstance(rec["metadata"], dict):
         found.append(("metadata", "metadata: expected a mapping"))
     elif (problem := json_problem(rec["metadata"], "metadata")) is not None:

@@ -322,6 +322,22 @@ def test_json_values_compare_as_stored_not_as_python_compares_them(
     assert imported("1e300", 1e300) == (0, 0)
 
 
+def test_a_falsy_value_for_tags_or_metadata_is_a_problem_not_an_empty_one(
+    tmp_path: Path, embedder: object
+) -> None:
+    """`tags: no` (YAML's false), `tags: ''`, `metadata: []` were read as no tags and no
+    metadata without a word (lint called them errors; import took them)."""
+    folder = tmp_path / "v" / "graph" / "facts"
+    folder.mkdir(parents=True)
+    head = "---\nid: f{n}\ntype: fact\nimportance: 0.5\ncreated: 2026-11-20T10:00:00Z\n"
+    for n, field in enumerate(("tags: no", "tags: ''", "metadata: []", "metadata: 0")):
+        (folder / f"f{n}.md").write_text(head.format(n=n) + field + "\n---\nFact {n}\n")
+    found = import_(tmp_path / "v").problems
+    assert sorted((p.source, p.line) for p in found) == [
+        (f"graph/facts/f{n}.md", 6) for n in range(4)
+    ], found
+
+
 def test_a_field_given_twice_is_a_problem_not_the_last_one_silently(
     tmp_path: Path, embedder: object
 ) -> None:
