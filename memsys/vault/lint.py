@@ -221,6 +221,7 @@ class Linter:
         self._edge_files: dict[str, str] = {}  # edge id: the file that wrote it first
         # edge id: its first record, as read and as checked
         self._edge_records: dict[str, tuple[Located | Record, Record]] = {}
+        self._namespaces: dict[str, str] = {}  # memory id: its namespace
 
     def _add(
         self, rec: Located | Record, key: str | None, severity: str, message: str, fix: Any = None
@@ -243,6 +244,8 @@ class Linter:
         before = len(self.report.findings)
         if kind == "memory":
             self._memory(rec, values)
+            if isinstance(normal.get("id"), str) and isinstance(normal.get("namespace"), str):
+                self._namespaces.setdefault(normal["id"], normal["namespace"])
         elif isinstance(kind, str) and kind in SECTIONS:  # `"kind": []`: check() names it
             self._fields(rec, values, (self.schema.get(SECTIONS[kind]) or {}).get("schema", {}))
         errors = [f for f in self.report.findings[before:] if f.severity == "error"]
@@ -252,6 +255,24 @@ class Linter:
                 return
             self._edges.add(edge)
         self.report.checked[str(kind)] = self.report.checked.get(str(kind), 0) + 1
+
+    def finish(self) -> Report:
+        """What only the whole snapshot shows, as import checks it: an edge whose memories
+        are in another namespace (refused), or one the snapshot does not hold (the database
+        must: else the edge dangles)."""
+        for rec, checked in self._edge_records.values():
+            for end in (checked["from_id"], checked["to_id"]):
+                owner, ns = self._namespaces.get(end), checked["namespace"]
+                if owner is None:
+                    said = f"memory {end} is not in this snapshot: import needs it in the database"
+                    self._add(rec, None, "warning", said)
+                    break
+                if owner != ns:
+                    self._add(
+                        rec, None, "error", f"edge in namespace {ns} but memory {end} is in {owner}"
+                    )
+                    break
+        return self.report
 
     def _as_import(
         self,
@@ -352,7 +373,7 @@ def lint(
             linter.report.findings.append(Finding("error", item.source, item.line, item.message))
         else:
             linter.record(item)
-    return linter.report
+    return linter.finish()
 
 
 def fixes_by_file(report: Report) -> Iterator[tuple[str, list[Finding]]]:

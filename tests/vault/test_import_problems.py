@@ -379,6 +379,33 @@ def test_a_list_where_a_name_is_meant_is_a_problem_not_a_crash(
     assert any("unknown memory type ['a']" in f.message for f in linted.findings), linted
 
 
+def test_lint_checks_an_edges_memories_as_import_does(tmp_path: Path, embedder: object) -> None:
+    """An edge in one namespace between memories of another linted clean, and import refused
+    it; an edge to a memory the snapshot lacks said nothing (import needs it stored)."""
+    edge = {"kind": "edge", "type": "relates_to", "created": "2026-01-01T00:00:00+00:00"}
+    lines = ['{"kind": "header", "format": "memsys-export", "schema_version": "1.0"}']
+    lines += [memory_line(1), memory_line(2)]
+    lines.append(
+        json.dumps(
+            {**edge, "namespace": "other", "from_id": "mem_0000000000000001"}
+            | {"to_id": "mem_0000000000000002"}
+        )
+    )
+    lines.append(
+        json.dumps(
+            {**edge, "namespace": "global", "from_id": "mem_0000000000000001"}
+            | {"to_id": "mem_0000000000000009"}
+        )
+    )
+    path = tmp_path / "edges.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    linted = lint.lint(files.open_snapshot(path).items(), lint.load_schema())
+    said = {(f.line, f.severity): f.message for f in linted.findings}
+    assert said[(4, "error")].startswith("edge in namespace other but memory"), said
+    assert "mem_0000000000000009 is not in this snapshot" in said[(5, "warning")], said
+    assert {p.line for p in import_(path, dry_run=True).problems} == {4, 5}
+
+
 def test_a_vault_link_to_a_file_outside_it_is_not_read(tmp_path: Path, embedder: object) -> None:
     outside = tmp_path / "secret.md"
     outside.write_text(GOOD.split("relations:")[0] + "---\nNot the vault's.\n")
