@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from memsys import relations
-from memsys.errors import bounded
+from memsys.errors import bounded, encodable
 from memsys.models.chunk import STAGES
 from memsys.schemas import edges as edges_schema
 from memsys.schemas import memories as memories_schema
@@ -102,6 +102,7 @@ class Problem:
 
     def __post_init__(self) -> None:  # a message echoing a field's value: never megabytes
         object.__setattr__(self, "message", bounded(self.message))
+        object.__setattr__(self, "source", encodable(self.source))  # a file name not UTF-8
 
     def __str__(self) -> str:
         where = self.source if self.line is None else f"{self.source}:{self.line}"

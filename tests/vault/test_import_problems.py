@@ -406,6 +406,26 @@ def test_lint_checks_an_edges_memories_as_import_does(tmp_path: Path, embedder: 
     assert {p.line for p in import_(path, dry_run=True).problems} == {4, 5}
 
 
+def test_a_vault_file_name_that_is_not_utf8_is_named_so_json_can_carry_it(
+    tmp_path: Path, embedder: object
+) -> None:
+    """A note whose name holds a byte that is not UTF-8, with a problem: its name (a lone
+    surrogate as Python reads it) in the problem failed the JSON answer (HTTP 500)."""
+    import os
+
+    write(tmp_path / "v", "graph/general/fine-ffffff.md", GOOD.split("relations:")[0] + "---\nx\n")
+    folder = os.path.join(os.fsencode(tmp_path), b"v", b"graph", b"general")
+    with open(os.path.join(folder, b"\xfe-note.md"), "w") as f:
+        f.write("---\nid: [\n---\nbody\n")
+    report = import_(tmp_path / "v", dry_run=True)
+    (problem,) = report.problems
+    assert problem.source == "graph/general/\\udcfe-note.md", problem
+    report.model_dump_json().encode("utf-8")  # what POST /v1/import/file answers
+    with pytest.raises(InvalidInput) as refused:
+        diff(str(tmp_path / "v"))
+    refused.value.message.encode("utf-8")
+
+
 def test_a_vault_link_to_a_file_outside_it_is_not_read(tmp_path: Path, embedder: object) -> None:
     outside = tmp_path / "secret.md"
     outside.write_text(GOOD.split("relations:")[0] + "---\nNot the vault's.\n")
