@@ -426,6 +426,25 @@ def test_a_vault_file_name_that_is_not_utf8_is_named_so_json_can_carry_it(
     refused.value.message.encode("utf-8")
 
 
+def test_a_memory_under_a_document_chunks_id_is_a_problem_not_a_crash(
+    tmp_path: Path, embedder: object
+) -> None:
+    """A document's chunk holds the (namespace, id) a snapshot's memory names: the dry run
+    counted it new, and the import failed on the key (UniqueViolation, SQL in a traceback)."""
+    from tests.factories import index
+
+    (tmp_path / "doc.md").write_text("# Runbook\nRestart the worker.\n")
+    taken = index(tmp_path / "doc.md", namespace="global").chunk_ids[0]
+    path = tmp_path / "snap.jsonl"
+    header = '{"kind": "header", "format": "memsys-export", "schema_version": "1.0"}'
+    path.write_text(f"{header}\n{memory_line(1, id=taken, namespace='global')}\n")
+    before = table_counts()
+    for dry_run in (True, False):
+        (problem,) = import_(path, dry_run=dry_run).problems
+        assert problem.line == 2 and f"id {taken} is a document chunk's" in problem.message
+    assert table_counts() == before
+
+
 def test_a_vault_link_to_a_file_outside_it_is_not_read(tmp_path: Path, embedder: object) -> None:
     outside = tmp_path / "secret.md"
     outside.write_text(GOOD.split("relations:")[0] + "---\nNot the vault's.\n")
