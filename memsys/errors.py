@@ -109,9 +109,17 @@ MESSAGE_LIMIT = 2_000  # characters of an error message; the rest of a huge echo
 CLAUSE_LIMIT = 10  # problems listed in one message (of a list of 20,000 bad items, say)
 
 
+def encodable(text: str) -> str:
+    """`text` as UTF-8 can carry it: a lone surrogate (how Python reads a byte of a file
+    name that is not UTF-8) written as its escape, \\udcff, where a JSON answer holding it
+    failed to encode (HTTP 500)."""
+    return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode()
+
+
 def bounded(message: str) -> str:
     """`message` whole when short; else its start and its end (the hint of what to do
     instead) around a note of what was cut: an echoed input can be megabytes."""
+    message = encodable(message)
     if len(message) <= MESSAGE_LIMIT:
         return message
     cut = len(message) - 1_500 - 300

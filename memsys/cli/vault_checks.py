@@ -120,7 +120,7 @@ def migrate_command(
         else:
             service.check_replaceable(Path(output).expanduser(), output)
             with regular_files.replaced(Path(output).expanduser(), output) as out:
-                result = service.upgrade_file(Path(file), out)
+                result = service.upgrade_file(Path(file), out, output)
         if output != "-":
             if as_json:
                 emit(result, True, None)

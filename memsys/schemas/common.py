@@ -329,12 +329,7 @@ def _in_utc_range(value: date, name: str) -> date:
     is refused: every reader turns it into UTC (and PostgreSQL would store a year BC that
     no read of the memory could give back)."""
     if isinstance(value, datetime) and value.tzinfo is not None:
-        try:
-            value.astimezone(UTC)
-        except OverflowError:
-            raise ValueError(
-                f"{name} {value.isoformat()} is outside the years 1-9999 in UTC"
-            ) from None
+        in_utc(value, name)
     return value
 
 
@@ -372,6 +367,15 @@ def check_past(value: datetime | None, info: ValidationInfo) -> datetime | None:
     return value
 
 
+def in_utc(value: datetime, name: str) -> datetime:
+    """`value` in UTC, as every reader takes it; 0001-01-01T00:00:00+05:00 is before year 1
+    there (OverflowError, an HTTP 500, where a ValueError refuses it)."""
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{name} {value.isoformat()} is outside the years 1-9999 in UTC") from None
+
+
 def check_as_of(value: datetime | None, info: ValidationInfo) -> datetime | None:
     """An instant in the past (a naive time is UTC); the future is refused, not guessed at,
     with the field's name (as_of, reference_time, valid_from)."""
@@ -379,6 +383,7 @@ def check_as_of(value: datetime | None, info: ValidationInfo) -> datetime | None
         return None
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
+    in_utc(value, info.field_name or "time")
     if value > datetime.now(UTC) + CLOCK_SKEW:
         raise ValueError(
             f"{info.field_name or 'time'} {value.isoformat()} is in the future; give a past "

@@ -25,7 +25,7 @@ from memsys import chunking, ids
 from memsys.config import get_settings
 from memsys.db import session_scope, take_turns
 from memsys.embeddings import get_embedder
-from memsys.errors import OUTSIDE_ROOTS, InvalidInput, MemsysError, NotFound
+from memsys.errors import OUTSIDE_ROOTS, InvalidInput, MemsysError, NotFound, encodable
 from memsys.models import Chunk, Document
 from memsys.runner import before_transaction
 from memsys.schemas import (
@@ -49,6 +49,9 @@ SYNC_EMBED_BLOCK = 256
 MIN_EMBED_BLOCK = 32
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
+
+# A file whose name holds a byte that is not UTF-8: no path memsys can store or answer with.
+NOT_UTF8_NAME = "its name is not UTF-8 text: rename the file"
 
 
 # Set while the CLI runs a call in its own process: the paths are its user's own, read with
@@ -268,6 +271,9 @@ def index_directory(
     failed: list[FailedFile] = []
     new_chunk_ids: list[str] = []
     for n, path in enumerate(files, start=1):
+        if encodable(str(path)) != str(path):  # a byte of its name is not UTF-8
+            failed.append(FailedFile(file=encodable(str(path)), error=NOT_UTF8_NAME))
+            continue
         try:
             with session.begin_nested():  # one bad file rolls back only itself
                 result = index_file(

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from memsys.db import clock, take_turns
 from memsys.errors import NotFound
+from memsys.jsonvalue import same
 from memsys.models import Preference
 from memsys.schemas import (
     PreferenceDeleteOut,
@@ -60,9 +61,10 @@ def set_value(session: Session, params: PreferenceSetIn) -> PreferenceSetOut:
             Preference.namespace == params.namespace, Preference.key == params.key
         )
     ).first()
-    unchanged = current is not None and (current.value, current.lifecycle) == (
-        params.value,
-        params.lifecycle,
+    unchanged = (
+        current is not None
+        and same(current.value, params.value)  # true is no 1, 1e300 is the 10^300 jsonb kept
+        and current.lifecycle == params.lifecycle
     )
     if unchanged:
         assert current is not None

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 from memsys import ids
 from memsys.db import json_text
 from memsys.embeddings import get_embedder
+from memsys.jsonvalue import same
 from memsys.models import Chunk, Edge, Event, Preference
 from memsys.models.chunk import AGED
 from memsys.retrieval import dense
@@ -255,7 +256,7 @@ class Plan:
                     f"created: {rec['created']} is not when {rec['id']} was created "
                     f"({fields['created']}), and that cannot change: put it back",
                 )
-            elif any(fields[k] != rec[k] for k in VERSIONED):
+            elif any(not same(fields[k], rec[k]) for k in VERSIONED):
                 changed.append((rec, fields))
             else:
                 self.report.memories.unchanged += 1
@@ -427,7 +428,7 @@ class Plan:
                 context=EDITED_COPY,
             )
         )
-        fields = sorted(k for k in VERSIONED if old[k] != rec[k])
+        fields = sorted(k for k in VERSIONED if not same(old[k], rec[k]))
         self._events([(ns, "edit", rec["id"], {"previous": copy, "fields": fields})])
         self.report.versions.append({"id": rec["id"], "previous": copy})
 
@@ -503,11 +504,10 @@ class Plan:
                 Preference.valid_to.is_(None),
             )
         ).first()
-        current = None if row is None else (canonical(row.value), row.lifecycle)
-        if current is not None and current == (canonical(rec["value"]), rec["lifecycle"]):
+        if row is not None and same(row.value, rec["value"]) and row.lifecycle == rec["lifecycle"]:
             self.report.preferences.unchanged += 1
             return
-        if current is None:
+        if row is None:
             self.report.preferences.new += 1
         else:
             self.report.preferences.changed += 1

@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from memsys.errors import InvalidInput
+from memsys.jsonvalue import same
 from memsys.vault import files, live, records
 from memsys.vault.records import Located, Problem, Record
 
@@ -84,7 +85,7 @@ def changed_fields(a: Record, b: Record) -> dict[str, dict[str, Any]]:
     return {
         name: {"before": a.get(name), "after": b.get(name)}
         for name in names
-        if a.get(name) != b.get(name) and UNKNOWN not in (a.get(name), b.get(name))
+        if not same(a.get(name), b.get(name)) and UNKNOWN not in (a.get(name), b.get(name))
     }
 
 

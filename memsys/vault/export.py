@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from memsys import regular_files
 from memsys.errors import InvalidInput
+from memsys.jsonvalue import same
 from memsys.services import briefs as summaries
 from memsys.vault import files, live, markdown, records
 from memsys.vault.records import FORMAT, SCHEMA_VERSION, Record
@@ -223,7 +224,9 @@ class _Places:
     def __init__(self, root: Path) -> None:
         self.root = root
         before = _previous(root)
-        self.indexed: set[str] = set(before.get("paths", []))
+        paths = before.get("paths")  # a derived file: what is usable of it, as of `ids` below
+        listed = paths if isinstance(paths, list) else []
+        self.indexed: set[str] = {p for p in listed if isinstance(p, str)}
         ids = before.get("ids")
         self.placed: dict[str, str] = dict(ids) if isinstance(ids, dict) else {}
         self.by_hand = self._by_hand() if root.is_dir() else {}
@@ -342,7 +345,7 @@ def _same(path: Path, rec: Record, rendered: str | None = None) -> bool:
     if records.check(mine):
         return False
     names = records.VERSIONED if rec["kind"] == "memory" else ("type", "strength", "context")
-    return all(mine.get(n) == rec.get(n) for n in (*names, "namespace", "created"))
+    return all(same(mine.get(n), rec.get(n)) for n in (*names, "namespace", "created"))
 
 
 def _relations(found: Iterable[Record]) -> list[tuple[str, ...]]:
@@ -415,6 +418,8 @@ def _remove_stale(root: Path, done: Exported, namespace: str | None, places: _Pl
     written = done.written
     for relative in sorted(places.indexed - written):
         path = root / relative
+        if not files.written_by_export(PurePosixPath(relative)):
+            continue
         if path.is_file() and path.resolve().is_relative_to(root.resolve()):
             if copies and _file_id(path) in copies:
                 continue

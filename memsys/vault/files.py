@@ -21,7 +21,7 @@ import yaml
 
 from memsys import regular_files
 from memsys.errors import InvalidInput
-from memsys.vault import markdown, upgrade
+from memsys.vault import markdown, records, upgrade
 from memsys.vault.records import (
     FORMAT,
     SCHEMA_VERSION,
@@ -161,6 +161,8 @@ def _vault_version(root: Path) -> tuple[str, str, int]:
         data = yaml.safe_load(manifest.read_text(encoding="utf-8")) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"{manifest}:1: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):  # a list or a word: no schema_version to read
+        raise InvalidInput(f"{manifest}:1: expected fields (format, schema_version), not {data!r}")
     return str(data.get("schema_version", "")), str(manifest), 1
 
 
@@ -198,7 +200,7 @@ def _loads(text: str | bytes) -> Any:
     """json.loads; ValueError for whatever it cannot read: bad JSON, text that is not UTF-8,
     an integer of more digits than Python converts, nesting deeper than its stack."""
     try:
-        return json.loads(text)
+        return records.loads(text)
     except RecursionError:
         raise ValueError("nested too deeply to read") from None
 
@@ -227,26 +229,34 @@ def _jsonl_items(path: Path) -> Iterator[Item]:
                 yield _record_line(line, str(path), n)
 
 
-_STRUCTURE = {'"memories": [', '"edges": [', '"preferences": [', "],", "]}", "]"}
+_STRUCTURE = {b'"memories": [', b'"edges": [', b'"preferences": [', b"],", b"]}", b"]"}
+
+
+def _export_layout(lines: Iterable[bytes]) -> bool:
+    """Whether every line is one of an export's own: a record (an object on its line), a
+    bracket of the arrays, or blank. A valid document laid out otherwise (its header line
+    alike, `"memories": [{…},` after it) is read whole, not refused line by line."""
+    return all(not t or t in _STRUCTURE or _one_record(t) for t in map(bytes.strip, lines))
+
+
+def _one_record(line: bytes) -> bool:
+    return line.startswith(b"{") and line.endswith((b"}", b"},"))  # not `{…}],`
 
 
 def _json_items(path: Path) -> Iterator[Item]:
     with path.open("rb") as f:
         first = f.readline()
         line_mode = first.rstrip().endswith(b",") and first.startswith(b'{"format"')
-        if line_mode:
+        if line_mode and _export_layout(f):
+            f.seek(len(first))
             for n, raw in enumerate(f, start=2):
                 try:
                     text = raw.decode("utf-8").strip()
                 except UnicodeDecodeError:
                     yield Problem(str(path), n, "not UTF-8 text")
                     continue
-                if not text or text in _STRUCTURE:
-                    continue
-                if not text.startswith("{"):
-                    yield Problem(str(path), n, "unexpected line in a memsys JSON export")
-                    continue
-                yield _record_line(text.rstrip(","), str(path), n)
+                if text.startswith("{"):  # a record; the other lines are brackets or blank
+                    yield _record_line(text.rstrip(","), str(path), n)
             return
     yield from _whole_json(path)
 
@@ -321,6 +331,13 @@ def _role(rel: PurePath) -> str | None:
     if len(parts) == 1 and rel.stem.lower() in REPOSITORY_DOCS:
         return ""
     return None
+
+
+def written_by_export(rel: PurePath) -> bool:
+    """Whether an export may have written the file at `rel`: a memory's, an edge's, a brief.
+    The only files an export removes when their records are gone (the index naming any
+    other, `.git/config` or a note of the user's, is no reason to delete it)."""
+    return bool(_role(rel)) or rel.as_posix() in DERIVED
 
 
 def linked_folders(root: Path) -> Iterator[str]:

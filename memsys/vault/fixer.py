@@ -24,8 +24,27 @@ def apply(snapshot: Snapshot, report: Report) -> int:
     return written
 
 
+_BOM = "\ufeff"
+
+
+def _lines(path: Path) -> tuple[str, list[str]]:
+    """The file's BOM (or "") and its lines, split at \n with any \r kept: a fix writes
+    the file back as it was (a Windows editor's \r\n and BOM too) but for its own lines."""
+    text = path.read_bytes().decode("utf-8")
+    bom = _BOM if text.startswith(_BOM) else ""
+    return bom, text[len(bom) :].split("\n")
+
+
+def _write(path: Path, bom: str, lines: list[str]) -> None:
+    path.write_bytes((bom + "\n".join(lines)).encode("utf-8"))
+
+
+def _ending(line: str) -> str:
+    return "\r" if line.endswith("\r") else ""
+
+
 def _frontmatter(path: Path, findings: list[Finding]) -> int:
-    lines = path.read_text(encoding="utf-8-sig").split("\n")
+    bom, lines = _lines(path)
     end = next((i for i in range(1, len(lines)) if lines[i].rstrip() == markdown.FENCE), None)
     if end is None:
         return 0
@@ -36,16 +55,16 @@ def _frontmatter(path: Path, findings: list[Finding]) -> int:
         text = f"{key}: {markdown.scalar(value)}"
         at = (f.line or 0) - 1
         if 0 < at < end and lines[at].startswith(f"{key}:"):
-            lines[at] = text
+            lines[at] = text + _ending(lines[at])
         elif not any(line.startswith(f"{key}:") for line in lines[1:end]):
-            added.append(text)
+            added.append(text + _ending(lines[end]))
     lines[end:end] = added
-    path.write_text("\n".join(lines), encoding="utf-8")
+    _write(path, bom, lines)
     return len(findings)
 
 
 def _json_lines(path: Path, findings: list[Finding]) -> int:
-    lines = path.read_text(encoding="utf-8-sig").split("\n")
+    bom, lines = _lines(path)
     done = 0
     for f in findings:
         assert f.fix is not None and f.line is not None
@@ -56,7 +75,8 @@ def _json_lines(path: Path, findings: list[Finding]) -> int:
         except json.JSONDecodeError:
             raise InvalidInput(f"{path}:{f.line}: changed since lint read it") from None
         record[f.fix[0]] = f.fix[1]  # the rest as it was: an unknown field stays (reported)
-        lines[f.line - 1] = json.dumps(record, ensure_ascii=False) + ("," if comma else "")
+        fixed = json.dumps(record, ensure_ascii=False) + ("," if comma else "")
+        lines[f.line - 1] = fixed + _ending(raw)
         done += 1
-    path.write_text("\n".join(lines), encoding="utf-8")
+    _write(path, bom, lines)
     return done

@@ -50,6 +50,14 @@ _PURGED = text(
       AND subject_id = ANY(CAST(:ids AS text[]))
     """
 )
+# A document's chunks share the memories' ids (the key is namespace and id): a memory under
+# one of their ids would fail the insert (UniqueViolation, the whole import rolled back).
+_TAKEN = text(
+    """
+    SELECT DISTINCT id, namespace FROM chunk
+    WHERE doc_type <> 'memory' AND id = ANY(CAST(:ids AS text[]))
+    """
+)
 _KNOWN = text(
     """
     SELECT id, namespace, valid_to IS NULL AS live FROM chunk
@@ -174,6 +182,15 @@ def _check_database(session: Session, seen: _Seen, problems: list[Problem]) -> N
             if row.live or row.id not in known:
                 known[row.id] = (row.namespace, row.live)
         purged.update(session.scalars(_PURGED, part))
+        for row in session.execute(_TAKEN, part):
+            ns, where = seen.memories[row.id]
+            if row.namespace == ns:
+                problems.append(
+                    _at(
+                        where, f"id {row.id} is a document chunk's here: give the memory another id"
+                    )
+                )
+                seen.bad.add(row.id)
     for memory_id, (ns, where) in seen.memories.items():
         if memory_id in purged and memory_id not in known:
             problems.append(

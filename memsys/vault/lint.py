@@ -73,12 +73,52 @@ def load_schema(path: str | Path | None = None) -> dict[str, Any]:
         raise InvalidInput(f"{where}: expected `memory_types`, each with a `schema` of fields")
     if "version" not in schema:
         raise InvalidInput(f"{where}: the schema has no `version`")
-    for type_name, spec in types.items():
-        for field_name, rule in spec["schema"].items():
-            problem = _rule_problem(rule)
-            if problem is not None:
-                raise InvalidInput(f"{where}: {type_name}.{field_name}: {problem}")
+    specs = dict(types)
+    for section in SECTIONS.values():  # edges' and preferences' rules: optional
+        found = schema.get(section)
+        if found is not None and not (
+            isinstance(found, dict) and isinstance(found.get("schema", {}), dict)
+        ):
+            raise InvalidInput(f"{where}: {section}: expected a mapping with a `schema` of fields")
+        if found is not None:
+            specs[section] = {**found, "schema": found.get("schema", {})}
+    for name, spec in specs.items():
+        problem = _spec_problem(spec)
+        if problem is not None:
+            raise InvalidInput(f"{where}: {name}{problem}")
     return dict(schema)
+
+
+def _spec_problem(spec: dict[str, Any]) -> str | None:
+    """`: why` a type's settings, or `.field: why` one of its rules, cannot be checked
+    against, or None."""
+    problem = _type_problem(spec)
+    if problem is not None:
+        return f": {problem}"
+    for field_name, rule in spec["schema"].items():
+        problem = _rule_problem(rule)
+        if problem is None and rule.get("default") is not None:
+            broken = check_field("default", rule["default"], rule)
+            problem = broken[0][0] if broken else None
+        if problem is not None:
+            return f".{field_name}: {problem}"
+    return None
+
+
+MAX_RETENTION_DAYS = 999_999_999  # the most days a timedelta holds
+
+
+def _type_problem(spec: dict[str, Any]) -> str | None:
+    """Why a type's own settings cannot be used (a retention that is no number of days, a
+    lifecycle that is no name), or None: they were read as they are, mid-lint."""
+    days = spec.get("retention_days")
+    if days is not None and (
+        not isinstance(days, int) or isinstance(days, bool) or not 0 <= days <= MAX_RETENTION_DAYS
+    ):
+        return f"retention_days must be a whole number 0..{MAX_RETENTION_DAYS}, got {days!r}"
+    if spec.get("lifecycle") is not None and not isinstance(spec["lifecycle"], str):
+        return f"lifecycle must be a name, got {spec['lifecycle']!r}"
+    return None
 
 
 FIELD_TYPES = ("string", "id", "float", "int", "boolean", "array", "enum", "timestamp", "json")
@@ -100,6 +140,9 @@ def _rule_problem(rule: Any) -> str | None:
             not isinstance(value, int) or isinstance(value, bool) or value < 0
         ):
             return f"{count} must be a whole number >= 0, got {value!r}"
+    low, high = rule.get("min"), rule.get("max")
+    if low is not None and high is not None and low > high:  # --fix would clamp to either
+        return f"min {low} is above max {high}"
     if rule.get("type") == "enum" and not isinstance(rule.get("values"), list):
         return "an enum needs a list of `values`"
     return None
@@ -178,6 +221,7 @@ class Linter:
         self._edge_files: dict[str, str] = {}  # edge id: the file that wrote it first
         # edge id: its first record, as read and as checked
         self._edge_records: dict[str, tuple[Located | Record, Record]] = {}
+        self._namespaces: dict[str, str] = {}  # memory id: its namespace
 
     def _add(
         self, rec: Located | Record, key: str | None, severity: str, message: str, fix: Any = None
@@ -200,7 +244,9 @@ class Linter:
         before = len(self.report.findings)
         if kind == "memory":
             self._memory(rec, values)
-        elif kind in SECTIONS:
+            if isinstance(normal.get("id"), str) and isinstance(normal.get("namespace"), str):
+                self._namespaces.setdefault(normal["id"], normal["namespace"])
+        elif isinstance(kind, str) and kind in SECTIONS:  # `"kind": []`: check() names it
             self._fields(rec, values, (self.schema.get(SECTIONS[kind]) or {}).get("schema", {}))
         errors = [f for f in self.report.findings[before:] if f.severity == "error"]
         edge = self._as_import(rec, normal, found, {f.message.split(":")[0] for f in errors})
@@ -209,6 +255,24 @@ class Linter:
                 return
             self._edges.add(edge)
         self.report.checked[str(kind)] = self.report.checked.get(str(kind), 0) + 1
+
+    def finish(self) -> Report:
+        """What only the whole snapshot shows, as import checks it: an edge whose memories
+        are in another namespace (refused), or one the snapshot does not hold (the database
+        must: else the edge dangles)."""
+        for rec, checked in self._edge_records.values():
+            for end in (checked["from_id"], checked["to_id"]):
+                owner, ns = self._namespaces.get(end), checked["namespace"]
+                if owner is None:
+                    said = f"memory {end} is not in this snapshot: import needs it in the database"
+                    self._add(rec, None, "warning", said)
+                    break
+                if owner != ns:
+                    self._add(
+                        rec, None, "error", f"edge in namespace {ns} but memory {end} is in {owner}"
+                    )
+                    break
+        return self.report
 
     def _as_import(
         self,
@@ -262,7 +326,8 @@ class Linter:
         return None
 
     def _memory(self, rec: Located | Record, values: Record) -> None:
-        spec = self.schema["memory_types"].get(values.get("type"))
+        named = values.get("type")  # `type: [a, b]` in a frontmatter is no name
+        spec = self.schema["memory_types"].get(named) if isinstance(named, str) else None
         if spec is None:
             self._add(rec, "type", "error", f"type: unknown memory type {values.get('type')!r}")
             return
@@ -308,7 +373,7 @@ def lint(
             linter.report.findings.append(Finding("error", item.source, item.line, item.message))
         else:
             linter.record(item)
-    return linter.report
+    return linter.finish()
 
 
 def fixes_by_file(report: Report) -> Iterator[tuple[str, list[Finding]]]:

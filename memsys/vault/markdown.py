@@ -15,7 +15,7 @@ import yaml
 
 from memsys.models.chunk import STAGES
 from memsys.vault.live import title
-from memsys.vault.records import Located, Record
+from memsys.vault.records import Located, Record, loads
 from memsys.vocabulary import LIFECYCLES, MEMORY_TYPES
 
 # S003's type directories, and the same rule (plural, dashes) for memsys's other types.
@@ -43,10 +43,9 @@ FENCE = "---"
 
 _PLAIN = re.compile(r"^(mem|edge|ent|fact|chk)_[0-9a-f]+$")
 _BARE_WORDS = set(MEMORY_TYPES) | set(LIFECYCLES) | set(STAGES)
-# Characters YAML refuses anywhere in a stream; JSON leaves some of them raw.
-_NON_PRINTABLE = re.compile(
-    "[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
-)
+# Characters YAML refuses anywhere in a stream, which JSON leaves some of raw, and NEL
+# (U+0085), which YAML reads as a line break and folds into a space in a quoted value: escaped.
+_NON_PRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 class _Loader(yaml.CSafeLoader):  # type: ignore[misc]
@@ -187,7 +186,7 @@ def _fast_value(text: str) -> Any:
     """A value as memsys writes it (JSON, a number, a bare word, a timestamp), or _NOT_FAST."""
     if text[0] in '"[{':
         try:
-            return json.loads(text)
+            return loads(text)  # a key given twice: YAML's loader names it
         except ValueError:
             return _NOT_FAST
     if text in ("true", "false"):

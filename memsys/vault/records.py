@@ -12,6 +12,7 @@ databases; its integer database id is not exported.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,7 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from memsys import relations
-from memsys.errors import bounded
+from memsys.errors import bounded, encodable
 from memsys.models.chunk import STAGES
 from memsys.schemas import edges as edges_schema
 from memsys.schemas import memories as memories_schema
@@ -112,6 +113,7 @@ class Problem:
 
     def __post_init__(self) -> None:  # a message echoing a field's value: never megabytes
         object.__setattr__(self, "message", bounded(self.message))
+        object.__setattr__(self, "source", encodable(self.source))  # a file name not UTF-8
 
     def __str__(self) -> str:
         where = self.source if self.line is None else f"{self.source}:{self.line}"
@@ -127,6 +129,22 @@ class Located(dict[str, Any]):
     def at(self, key: str | None = None) -> int | None:
         lines = getattr(self, "lines", {})
         return lines.get(key or "", lines.get(""))
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise ValueError(f"the key {key!r} is given twice")
+        found[key] = value
+    return found
+
+
+def loads(text: str | bytes) -> Any:
+    """json.loads refusing an object that gives a key twice: json keeps the last one, so an
+    edit above it (a second `"value"` in a preference line, a second `"memories"` array)
+    would be lost without a word, as YAML's would in a frontmatter."""
+    return json.loads(text, object_pairs_hook=_once)
 
 
 def content_hash(content: str) -> str:
@@ -240,7 +258,7 @@ def check_memory(rec: Record) -> list[tuple[str, str]]:
     field("importance", lambda p: _number(rec, "importance", 0.0, 1.0, p))
     rec.setdefault("confidence", 0.3)
     field("confidence", lambda p: _number(rec, "confidence", 0.0, 1.0, p))
-    rec["tags"] = rec.get("tags") or []
+    rec["tags"] = [] if rec.get("tags") is None else rec["tags"]  # `tags: no` is no list
     if not isinstance(rec["tags"], list) or not all(isinstance(t, str) for t in rec["tags"]):
         found.append(("tags", "tags: expected a list of strings"))
     else:  # what memory_store allows, cleaned as it cleans them
@@ -254,7 +272,7 @@ def check_memory(rec: Record) -> list[tuple[str, str]]:
     rec.setdefault("pinned", False)
     if not isinstance(rec["pinned"], bool):
         found.append(("pinned", "pinned: expected true or false"))
-    rec["metadata"] = rec.get("metadata") or {}
+    rec["metadata"] = {} if rec.get("metadata") is None else rec["metadata"]
     if not isinstance(rec["metadata"], dict):
         found.append(("metadata", "metadata: expected a mapping"))
     elif (problem := json_problem(rec["metadata"], "metadata")) is not None:
@@ -375,7 +393,7 @@ def check(rec: Record) -> list[tuple[str, str]]:
     if found:
         return found
     kind = rec.get("kind")
-    if kind not in CHECKS:
+    if not isinstance(kind, str) or kind not in CHECKS:  # `"kind": []` is no key of CHECKS
         return [("kind", f"kind: expected memory, edge or preference, got {kind!r}")]
     unknown = [str(k) for k in rec if k not in KEYS[kind] and k not in _READER_KEYS]
     if unknown:  # refused, never dropped: a misspelt field would lose what it held

@@ -32,7 +32,7 @@ from memsys.services.indexing import check_root
 from memsys.vault import diff as diffing
 from memsys.vault import export as exporting
 from memsys.vault import files, importer, records
-from memsys.vault.records import SCHEMA_VERSION, Problem, Record
+from memsys.vault.records import SCHEMA_VERSION, Located, Problem, Record
 
 
 def resolved(path: str) -> Path:
@@ -235,8 +235,26 @@ def migrate(revision: str, dry_run: bool) -> dict[str, Any]:
     }
 
 
-def upgrade_file(source: Path, out: TextIO) -> dict[str, Any]:
-    """Rewrite an exported .json/.jsonl file in this memsys's schema version."""
+def _writable(item: Located) -> Record:
+    """An upgraded record as upgrade_file writes it, or InvalidInput naming what it cannot
+    write without a loss: what no input may hold, a kind it has no array for, a field
+    ordered() would leave out (import refuses each as a problem)."""
+    for key, problem in records.unstorable(item):  # NUL, lone surrogates, …
+        raise InvalidInput(f"{item.source}:{item.at(key) or 1}: {problem}")
+    kind = item.get("kind")
+    if not isinstance(kind, str) or kind not in records.KEYS:
+        where = f"{item.source}:{item.at('kind') or 1}"
+        raise InvalidInput(f"{where}: kind: expected memory, edge or preference, got {kind!r}")
+    for key in item:
+        if key not in records.KEYS[kind]:
+            where = f"{item.source}:{item.at(str(key)) or 1}"
+            raise InvalidInput(f"{where}: {key}: unknown field of a {kind} record")
+    return dict(item)
+
+
+def upgrade_file(source: Path, out: TextIO, output: str = "-") -> dict[str, Any]:
+    """Rewrite an exported .json/.jsonl file in this memsys's schema version: as the output's
+    name says (.json, .jsonl), else in the form the file had."""
     snapshot = files.open_snapshot(source)
     if snapshot.form == "vault":
         raise InvalidInput("a vault is upgraded by importing it (import reads older versions)")
@@ -244,12 +262,12 @@ def upgrade_file(source: Path, out: TextIO) -> dict[str, Any]:
     for item in snapshot.items():
         if isinstance(item, Problem):
             raise InvalidInput(str(item))
-        for key, problem in records.unstorable(item):  # NUL, lone surrogates, …
-            raise InvalidInput(f"{item.source}:{item.at(key) or 1}: {problem}")
-        upgraded.append(records.ordered(dict(item)) if item.get("kind") in records.KEYS else item)
+        upgraded.append(records.ordered(_writable(item)))
     order = {"memory": 0, "edge": 1, "preference": 2}
     upgraded.sort(key=lambda r: order.get(r.get("kind", ""), 3))
-    counts = files.write(out, snapshot.form, upgraded)
+    suffix = Path(output).suffix
+    form = "jsonl" if suffix == ".jsonl" else "json" if suffix == ".json" else snapshot.form
+    counts = files.write(out, form, upgraded)
     return {
         "from_version": snapshot.version,
         "to_version": SCHEMA_VERSION,

@@ -39,6 +39,8 @@ def _from_0_9(record: Record) -> Record:
     """Renamed to 1.0's fields; what a `memsys list` item carried besides (access_count,
     last_accessed_at, …) has no field in 1.0 and is left behind, as export leaves it out."""
     kind = record.get("kind", "memory")
+    if not isinstance(kind, str):  # `"kind": []`: the record's check names it
+        return record
     renames = RENAMES_0_9.get(kind, {})
     renamed = {renames.get(k, k): v for k, v in record.items()}
     known = KEYS.get(kind)

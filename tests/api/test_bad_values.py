@@ -118,6 +118,9 @@ CASES = [
         {"memory_id": "mem_x", "edge_types": ["no;such"]},
         "Invalid edge type: 'no;such'",
     ),
+    # year 1 east of UTC is before year 1 in UTC: reading as of it raised OverflowError (500)
+    ("memory_query", {"query": "x", "as_of": "0001-01-01T00:00:00+05:00"}, "years 1-9999"),
+    ("preference_list", {"as_of": "0001-01-01T00:00:00+05:00"}, "outside the years 1-9999"),
     # What an error echoes is bounded: a huge value is cut, a list of bad items summed up.
     ("memory_store", {"content": "x", "namespace": "n" * 100_000}, "Invalid namespace: 'nnn"),
     ("memory_store_batch", {"memories": [1] * 20_000}, "… and 19,990 more"),

@@ -154,6 +154,22 @@ def test_index_directory_continues_past_bad_files(tmp_path, embedder) -> None:
     assert again.files_indexed == 0 and again.skipped_duplicates == len(files)
 
 
+def test_a_file_name_that_is_not_utf8_is_a_failed_file_not_a_crash(tmp_path, embedder) -> None:
+    """A name with a byte that is not UTF-8 (Python reads it as a lone surrogate) failed
+    IndexFileIn's check, a ValidationError that was no MemsysError: HTTP 500, nothing
+    indexed. It is a failed file, named so that a JSON answer can carry it."""
+    import os
+
+    files = write_docs(tmp_path)
+    with open(os.path.join(os.fsencode(tmp_path), b"\xff-notes.md"), "w") as f:
+        f.write("# Notes\nA file whose name is Latin-1.\n")
+    out = index_dir(tmp_path, async_mode=False)
+    assert out.files_indexed == len(files)
+    (failed,) = out.failed_files
+    assert failed.file.endswith("\\udcff-notes.md") and "not UTF-8" in failed.error
+    out.model_dump_json().encode("utf-8")  # what the REST answer writes
+
+
 def test_index_directory_not_recursive(tmp_path, embedder) -> None:
     write_docs(tmp_path)
     out = index_dir(tmp_path, recursive=False, async_mode=False)

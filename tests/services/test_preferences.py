@@ -33,6 +33,19 @@ def test_set_get_and_versions() -> None:
     assert history.versions[0].valid_to == history.versions[1].valid_from
 
 
+def test_a_value_changes_by_json_not_by_python_equality() -> None:
+    """1 -> true was "unchanged" (Python's True == 1: the new value was dropped), and a
+    number jsonb keeps as another Python value (1e300 reads back as the int 10^300) was a
+    new version every time it was set again."""
+    set_preference("flag", 1)
+    turned = set_preference("flag", True)
+    assert turned.changed and turned.version == 2 and get("flag").value is True
+    set_preference("huge", 1e300)
+    assert not set_preference("huge", 1e300).changed
+    assert set_preference("huge", {"a": [1e23]}).changed
+    assert not set_preference("huge", {"a": [1e23]}).changed
+
+
 def test_value_as_of_a_past_time() -> None:
     set_preference("response_tone", "friendly")
     time.sleep(0.05)

@@ -201,6 +201,33 @@ def test_lint_refuses_a_schema_whose_rules_cannot_be_checked(tmp_path: Path) -> 
         assert "preference." in fails("lint", "--schema", str(schema)), said
 
 
+def test_lint_refuses_a_schema_it_would_crash_on_or_fix_by(tmp_path: Path) -> None:
+    """What load_schema let through: a retention that is no number of days (a TypeError or
+    OverflowError mid-lint, exit 1 with a traceback), an edge or preference section that is
+    no mapping (AttributeError), min above max (--fix clamped a valid 0.5 to 0.0), a default
+    that breaks its own rule (--fix would write it)."""
+    from memsys.vault.lint import default_schema_path
+
+    shipped = default_schema_path().read_text()
+    vault = tmp_path / "v" / "graph" / "facts"
+    vault.mkdir(parents=True)
+    (vault / "a-aaaaaa.md").write_text(
+        "---\nid: mem_0000000000000001\ntype: fact\nimportance: 0.5\n"
+        "created: 2020-01-01T00:00:00+00:00\n---\nA fact\n"
+    )
+    for wrong, said, where in (
+        ("retention_days: 30", 'retention_days: "30"', "fact: retention_days"),
+        ("retention_days: 30", "retention_days: 99999999999", "fact: retention_days"),
+        ("relationship:\n", "relationship: 5\nunused:\n", "relationship: expected"),
+        ("min: 0.0, max: 1.0, default: 0.5", "min: 1.0, max: 0.0", "min 1.0 is above max"),
+        ("min: 0.0, max: 1.0, default: 0.5", 'min: 0.0, max: 1.0, default: "x"', "default"),
+    ):
+        assert wrong in shipped, wrong
+        schema = tmp_path / "schema.yaml"
+        schema.write_text(shipped.replace(wrong, said, 1))
+        assert where in fails("lint", str(tmp_path / "v"), "--schema", str(schema)), said
+
+
 def test_lint_flags_retention_and_a_user_schema(tmp_path: Path) -> None:
     vault = tmp_path / "v" / "graph" / "facts"
     vault.mkdir(parents=True)
@@ -275,6 +302,36 @@ def test_migrate_dry_run_prints_sql_and_migrate_upgrades_files(tmp_path: Path) -
     assert notes.read_text() == "precious\n"
     again = run("migrate", "--file", str(old), "--output", str(tmp_path / "new.json"))
     assert again.exit_code == 0, again.output  # an earlier export is replaced
+
+
+def test_migrate_writes_the_form_its_output_is_named_for(tmp_path: Path, embedder: object) -> None:
+    """`-o new.jsonl` of a JSON document wrote a JSON document into new.jsonl (the input's
+    form), which a tool reading JSON lines cannot read; export goes by the name."""
+    seed()
+    run("export", str(tmp_path / "snap.json"))
+    run("export", str(tmp_path / "snap.jsonl"))
+    for source, target in (("snap.json", "new.jsonl"), ("snap.jsonl", "new.json")):
+        done = run("migrate", "--file", str(tmp_path / source), "-o", str(tmp_path / target))
+        assert done.exit_code == 0, done.output
+        assert (tmp_path / target).read_bytes() == (
+            tmp_path / f"snap{Path(target).suffix}"
+        ).read_bytes()
+
+
+def test_migrate_refuses_what_it_would_leave_out_of_the_file(tmp_path: Path) -> None:
+    """A field of no 1.0 record (a misspelt `tgas`) was dropped from the upgraded file
+    without a word, and a record of no kind crashed the write (KeyError)."""
+    header = '{"kind": "header", "format": "memsys-export", "schema_version": "1.0"}\n'
+    record = {"kind": "memory", "id": "mem_0000000000000001", "type": "fact", "content": "x"}
+    for extra, said in (
+        ({"tgas": ["a"]}, "tgas: unknown field"),
+        ({"kind": "x"}, "kind: expected"),
+    ):
+        old = tmp_path / "old.jsonl"
+        old.write_text(header + json.dumps({**record, **extra}) + "\n")
+        error = fails("migrate", "--file", str(old), "--output", str(tmp_path / "new.jsonl"))
+        assert f"old.jsonl:2: {said}" in error, error
+        assert not (tmp_path / "new.jsonl").exists()
 
 
 def test_a_failed_migrate_or_export_leaves_the_file_it_would_replace(

@@ -239,6 +239,26 @@ def test_lint_fix_changes_the_fixed_field_and_keeps_an_unknown_one(tmp_path: Pat
     assert error["message"].startswith("tag: unknown field"), error
 
 
+def test_lint_fix_keeps_a_windows_files_line_breaks_and_bom(tmp_path: Path) -> None:
+    """lint --fix read a file with universal newlines and wrote it back with \n and no BOM:
+    every line of a note saved on Windows changed (a whole-file diff in git), where the fix
+    is one line."""
+    folder = tmp_path / "v" / "graph" / "facts"
+    folder.mkdir(parents=True)
+    note = "---\nid: f1\ntype: fact\nnamespace: global\ncreated: 2026-11-20T10:00:00Z\n"
+    (folder / "f.md").write_bytes(
+        b"\xef\xbb\xbf" + (note + "---\nDated\n").replace("\n", "\r\n").encode()
+    )
+    (folder / "g.md").write_bytes(
+        (note.replace("f1", "f2") + "importance: 7\n---\nx\n").replace("\n", "\r\n").encode()
+    )
+    assert run("lint", str(tmp_path / "v"), "--fix").exit_code == 0
+    fixed = (folder / "f.md").read_bytes()
+    assert fixed.startswith(b"\xef\xbb\xbf---\r\n") and b"\r\nimportance: 0.5\r\n---\r\n" in fixed
+    assert fixed.count(b"\n") == fixed.count(b"\r\n") == 8
+    assert b"\r\nimportance: 1.0\r\n" in (folder / "g.md").read_bytes()
+
+
 def test_windows_line_breaks_are_stored_as_the_file_reads_them(
     tmp_path: Path, embedder: object
 ) -> None:
@@ -270,6 +290,63 @@ def test_an_edge_context_with_windows_line_breaks_round_trips(
     assert tree(tmp_path / "again") == tree(tmp_path / "v")
     lines = run("export", "--format", "jsonl").stdout.splitlines()
     assert json.loads(lines[3])["context"] == "pasted line one\nline two\nline three"
+
+
+def test_a_next_line_character_survives_a_frontmatter_read_as_yaml(
+    tmp_path: Path, embedder: object
+) -> None:
+    """NEL (U+0085) was written raw in a quoted value; a frontmatter the fast reader leaves
+    to YAML (a comment added, tags as a block list) read it as a line break folded into a
+    space: the metadata imported changed and the relation disagreed with its edge file."""
+    first = store("Deploys freeze on Fridays", metadata={"note": "p\x85q"}).id
+    second = store("Rollbacks need a ticket").id
+    run_json("relate", first, second, "relates_to", "--context", "before \x85 after")
+    export(tmp_path / "v")
+    noted = next(p for p in (tmp_path / "v/graph").rglob("deploys-*.md") if "edges" not in p.parts)
+    edit(noted, r"^pinned: false$", "pinned: false\n# read by YAML now")
+    report = import_(tmp_path / "v", dry_run=True)
+    assert report.problems == [] and report.memories.changed == 0, report
+
+
+def test_json_values_compare_as_stored_not_as_python_compares_them(
+    tmp_path: Path, embedder: object
+) -> None:
+    """A value edited from 1 to true imported as "unchanged" (and diff saw nothing, and an
+    export wrote over the edit), while a file's 1e300, which jsonb keeps as 10^300, made a
+    new version on every import of the unchanged file."""
+    from tests.vault.test_import_problems import memory_line
+
+    header = '{"kind": "header", "format": "memsys-export", "schema_version": "1.0"}'
+    pref = '{"kind": "preference", "namespace": "global", "key": "k", "value": %s}'
+    path = tmp_path / "snap.jsonl"
+
+    def imported(value: str, meta: object) -> tuple[int, int]:
+        path.write_text(f"{header}\n{memory_line(1, metadata={'m': meta})}\n{pref % value}\n")
+        report = import_(path)
+        drift = [set(c.fields) for c in diff(str(path)).changed]
+        assert report.problems == [] and drift in ([], [{"updated"}]), (report, drift)
+        return report.memories.changed, report.preferences.changed
+
+    imported("1", 1)
+    assert imported("true", True) == (1, 1)
+    assert imported("1e300", 1e300) == (1, 1)
+    assert imported("1e300", 1e300) == (0, 0)
+
+
+def test_a_falsy_value_for_tags_or_metadata_is_a_problem_not_an_empty_one(
+    tmp_path: Path, embedder: object
+) -> None:
+    """`tags: no` (YAML's false), `tags: ''`, `metadata: []` were read as no tags and no
+    metadata without a word (lint called them errors; import took them)."""
+    folder = tmp_path / "v" / "graph" / "facts"
+    folder.mkdir(parents=True)
+    head = "---\nid: f{n}\ntype: fact\nimportance: 0.5\ncreated: 2026-11-20T10:00:00Z\n"
+    for n, field in enumerate(("tags: no", "tags: ''", "metadata: []", "metadata: 0")):
+        (folder / f"f{n}.md").write_text(head.format(n=n) + field + "\n---\nFact {n}\n")
+    found = import_(tmp_path / "v").problems
+    assert sorted((p.source, p.line) for p in found) == [
+        (f"graph/facts/f{n}.md", 6) for n in range(4)
+    ], found
 
 
 def test_a_field_given_twice_is_a_problem_not_the_last_one_silently(

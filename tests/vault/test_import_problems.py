@@ -159,6 +159,15 @@ def test_future_schema_version_is_refused(tmp_path: Path) -> None:
         import_(path)
 
 
+def test_a_vault_manifest_that_is_no_mapping_is_refused_not_a_crash(tmp_path: Path) -> None:
+    """memsys-vault.yaml holding a list or a word: AttributeError in import, lint and diff."""
+    write(tmp_path / "v", "graph/general/fine-ffffff.md", GOOD.split("relations:")[0] + "---\nx\n")
+    for text in ("[1, 2]\n", "hello\n"):
+        (tmp_path / "v/memsys-vault.yaml").write_text(text)
+        with pytest.raises(InvalidInput, match=r"memsys-vault.yaml:1: expected fields"):
+            files.open_snapshot(tmp_path / "v")
+
+
 def test_older_schema_version_is_upgraded_on_read(tmp_path: Path, embedder: object) -> None:
     path = tmp_path / "old.jsonl"
     rows = [
@@ -193,6 +202,30 @@ def test_a_reformatted_json_document_is_read_whole(tmp_path: Path, embedder: obj
     data["memories"][0]["importance"] = 0.25 if before != 0.25 else 0.75  # a real change
     (tmp_path / "pretty.json").write_text(json.dumps(data, indent=2))
     assert import_(tmp_path / "pretty.json").memories.changed == 1
+
+
+def test_a_document_headed_like_an_export_but_laid_out_otherwise_is_read_whole(
+    tmp_path: Path, embedder: object
+) -> None:
+    """A header line like an export's, then `"memories": [{…}, …],` on a line: valid JSON,
+    refused as "unexpected line in a memsys JSON export" (read line by line)."""
+    seed()
+    export(tmp_path / "snap.json")
+    data = json.loads((tmp_path / "snap.json").read_text())
+    head = json.dumps({"format": data["format"], "schema_version": data["schema_version"]})
+    arrays = ",\n".join(f'"{k}": {json.dumps(data[k])}' for k in TOP_ARRAYS)
+    # or a record per line with the bracket closing on the last one: `{…}],`
+    closed = ",\n".join(
+        f'"{k}": [\n' + ",\n".join(json.dumps(r) for r in data[k]) + "]" for k in TOP_ARRAYS
+    )
+    for body in (arrays, closed):
+        (tmp_path / "laid.json").write_text(head[:-1] + ",\n" + body + "}\n")
+        report = import_(tmp_path / "laid.json", dry_run=True)
+        assert report.problems == [] and report.memories.unchanged == len(data["memories"])
+        assert diff(str(tmp_path / "laid.json")).identical
+
+
+TOP_ARRAYS = ("memories", "edges", "preferences")
 
 
 def test_a_misspelt_key_of_a_json_document_is_a_problem_not_its_records_dropped(
@@ -264,6 +297,152 @@ def test_what_memory_store_refuses_is_a_problem_in_a_file_too(
     assert "nested too deeply" in by_line[8] and "not UTF-8" in by_line[9]
     assert not report.applied and table_counts() == before
     assert import_(path, dry_run=True).problem_count == 8  # a dry run finds the same
+
+
+def test_a_key_given_twice_is_a_problem_not_the_last_one_kept(
+    tmp_path: Path, embedder: object
+) -> None:
+    """JSON keeps the last of two equal keys: a second `"value"` typed into a line of
+    vault/preferences.yaml, a metadata key repeated in a frontmatter, a record of an export
+    edited by hand, imported the other value without a word (YAML's were refused)."""
+    seed()
+    export(tmp_path / "v")
+    prefs = tmp_path / "v/vault/preferences.yaml"
+    text = prefs.read_text()
+    prefs.write_text(text.replace('"value": "helix"', '"value": "vim", "value": "helix"'))
+    line = text[: text.index('"helix"')].count("\n") + 1
+    note = next((tmp_path / "v/graph/fixes").glob("*.md"))
+    note.write_text(
+        note.read_text().replace("pinned: false", 'pinned: false\nmetadata: {"a": 1, "a": 2}')
+    )
+    before = table_counts()
+    report = import_(tmp_path / "v")
+    found = {(p.source, p.line): p.message for p in report.problems}
+    assert "given twice" in found[("vault/preferences.yaml", line)], report.problems
+    assert "'a' is given twice" in found[(str(note.relative_to(tmp_path / "v")), 12)], found
+    assert len(found) == 2 and not report.applied and table_counts() == before
+    lines = ['{"kind": "header", "format": "memsys-export", "schema_version": "1.0"}']
+    lines.append(memory_line(1)[:-1] + ', "importance": 0.9}')
+    (tmp_path / "twice.jsonl").write_text("\n".join(lines) + "\n")
+    (problem,) = import_(tmp_path / "twice.jsonl").problems
+    assert problem.line == 2 and "the key 'importance' is given twice" in problem.message
+    with pytest.raises(InvalidInput, match="the key 'memories' is given twice"):
+        diff(_two_arrays(tmp_path / "twice.json"))
+
+
+def _two_arrays(path: Path) -> str:
+    """A JSON document with two `memories` arrays: json kept the second, the first's
+    records left out."""
+    path.write_text('{"schema_version": "1.0",\n"memories": [],\n"memories": []}\n')
+    return str(path)
+
+
+def test_a_time_outside_the_years_utc_holds_is_a_problem_not_a_crash(
+    tmp_path: Path, embedder: object
+) -> None:
+    """Year 1 east of UTC (or 9999 west of it) is no moment in UTC: converting it raised
+    OverflowError through import, lint and diff (a traceback, HTTP 500)."""
+    lines = ['{"kind": "header", "format": "memsys-export", "schema_version": "1.0"}']
+    lines.append(memory_line(1, created="0001-01-01T00:00:00+05:00"))
+    lines.append(memory_line(2, created="2026-01-01T00:00:00Z", updated="9999-12-31T23:00-05:00"))
+    path = tmp_path / "far.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    report = import_(path)
+    assert [(p.line, p.message.split(":")[0]) for p in report.problems] == [
+        (2, "created"),
+        (2, "updated"),  # it takes created's time when it has none
+        (3, "updated"),
+    ], report.problems
+    assert not report.applied and table_counts()["chunk"] == 0
+    linted = lint.lint(files.open_snapshot(path).items(), lint.load_schema())
+    assert len([f for f in linted.findings if f.severity == "error"]) == 3
+    with pytest.raises(InvalidInput, match="expected an ISO 8601 timestamp"):
+        diff(str(path))
+
+
+def test_a_list_where_a_name_is_meant_is_a_problem_not_a_crash(
+    tmp_path: Path, embedder: object
+) -> None:
+    """`"kind": [1, 2]` in a record and `type: [a, b]` in a frontmatter: TypeError
+    (unhashable type) in import, lint, diff and migrate --file, where a word was looked up."""
+    path = tmp_path / "kind.jsonl"
+    header = '{"kind": "header", "format": "memsys-export", "schema_version": "0.9"}'
+    path.write_text(header + "\n" + memory_line(1, kind=[1, 2]) + "\n")
+    (problem,) = import_(path).problems
+    assert problem.line == 2 and problem.message.startswith("kind: expected memory"), problem
+    linted = lint.lint(files.open_snapshot(path).items(), lint.load_schema())
+    assert [f.line for f in linted.findings] == [2]
+    with pytest.raises(InvalidInput, match="kind: expected memory"):
+        diff(str(path))
+    write(tmp_path / "v", "graph/general/a-aaaaaa.md", GOOD.replace("type: solution", "type: [a]"))
+    linted = lint.lint(files.open_snapshot(tmp_path / "v").items(), lint.load_schema())
+    assert any("unknown memory type ['a']" in f.message for f in linted.findings), linted
+
+
+def test_lint_checks_an_edges_memories_as_import_does(tmp_path: Path, embedder: object) -> None:
+    """An edge in one namespace between memories of another linted clean, and import refused
+    it; an edge to a memory the snapshot lacks said nothing (import needs it stored)."""
+    edge = {"kind": "edge", "type": "relates_to", "created": "2026-01-01T00:00:00+00:00"}
+    lines = ['{"kind": "header", "format": "memsys-export", "schema_version": "1.0"}']
+    lines += [memory_line(1), memory_line(2)]
+    lines.append(
+        json.dumps(
+            {**edge, "namespace": "other", "from_id": "mem_0000000000000001"}
+            | {"to_id": "mem_0000000000000002"}
+        )
+    )
+    lines.append(
+        json.dumps(
+            {**edge, "namespace": "global", "from_id": "mem_0000000000000001"}
+            | {"to_id": "mem_0000000000000009"}
+        )
+    )
+    path = tmp_path / "edges.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    linted = lint.lint(files.open_snapshot(path).items(), lint.load_schema())
+    said = {(f.line, f.severity): f.message for f in linted.findings}
+    assert said[(4, "error")].startswith("edge in namespace other but memory"), said
+    assert "mem_0000000000000009 is not in this snapshot" in said[(5, "warning")], said
+    assert {p.line for p in import_(path, dry_run=True).problems} == {4, 5}
+
+
+def test_a_vault_file_name_that_is_not_utf8_is_named_so_json_can_carry_it(
+    tmp_path: Path, embedder: object
+) -> None:
+    """A note whose name holds a byte that is not UTF-8, with a problem: its name (a lone
+    surrogate as Python reads it) in the problem failed the JSON answer (HTTP 500)."""
+    import os
+
+    write(tmp_path / "v", "graph/general/fine-ffffff.md", GOOD.split("relations:")[0] + "---\nx\n")
+    folder = os.path.join(os.fsencode(tmp_path), b"v", b"graph", b"general")
+    with open(os.path.join(folder, b"\xfe-note.md"), "w") as f:
+        f.write("---\nid: [\n---\nbody\n")
+    report = import_(tmp_path / "v", dry_run=True)
+    (problem,) = report.problems
+    assert problem.source == "graph/general/\\udcfe-note.md", problem
+    report.model_dump_json().encode("utf-8")  # what POST /v1/import/file answers
+    with pytest.raises(InvalidInput) as refused:
+        diff(str(tmp_path / "v"))
+    refused.value.message.encode("utf-8")
+
+
+def test_a_memory_under_a_document_chunks_id_is_a_problem_not_a_crash(
+    tmp_path: Path, embedder: object
+) -> None:
+    """A document's chunk holds the (namespace, id) a snapshot's memory names: the dry run
+    counted it new, and the import failed on the key (UniqueViolation, SQL in a traceback)."""
+    from tests.factories import index
+
+    (tmp_path / "doc.md").write_text("# Runbook\nRestart the worker.\n")
+    taken = index(tmp_path / "doc.md", namespace="global").chunk_ids[0]
+    path = tmp_path / "snap.jsonl"
+    header = '{"kind": "header", "format": "memsys-export", "schema_version": "1.0"}'
+    path.write_text(f"{header}\n{memory_line(1, id=taken, namespace='global')}\n")
+    before = table_counts()
+    for dry_run in (True, False):
+        (problem,) = import_(path, dry_run=dry_run).problems
+        assert problem.line == 2 and f"id {taken} is a document chunk's" in problem.message
+    assert table_counts() == before
 
 
 def test_a_vault_link_to_a_file_outside_it_is_not_read(tmp_path: Path, embedder: object) -> None:

@@ -3,6 +3,7 @@ import is idempotent and a hand edit becomes a new version."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -285,3 +286,21 @@ def test_export_again_removes_files_of_forgotten_memories_only(
     assert mine.exists()  # never written by an export: left alone
     with pytest.raises(InvalidInput, match="holds an export of every namespace"):
         export(tmp_path / "vault", namespace="project:game")
+
+
+def test_an_index_naming_other_files_deletes_none_of_them(tmp_path: Path, embedder: object) -> None:
+    """_index.json (derived, gitignored) is read back by export: one naming the user's own
+    files (.git's, a note in a folder of their own) had them deleted as stale exports, and
+    one whose `paths` was no list of names crashed the export (TypeError)."""
+    seed()
+    export(tmp_path / "v")
+    theirs = {".git/config": "[core]\n", "notes/keep.md": "mine\n", "README.md": "hi\n"}
+    for relative, body in theirs.items():
+        (tmp_path / "v" / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "v" / relative).write_text(body)
+    index = tmp_path / "v" / "_index.json"
+    listing = json.loads(index.read_text())
+    for paths in ([*listing["paths"], *theirs], [[1]], 5):
+        index.write_text(json.dumps({**listing, "paths": paths}))
+        export(tmp_path / "v")
+        assert all((tmp_path / "v" / r).read_text() == t for r, t in theirs.items())
