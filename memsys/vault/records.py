@@ -73,7 +73,7 @@ HAPPENED_UNKNOWN = "happened_unknown"
 # confidence from outcomes, a stage from maintenance — is not undone by an untouched file).
 UNEDITED = "unedited"
 # Keys the readers add themselves (a relation read from a memory file's frontmatter).
-_READER_KEYS = {"from_relation", HAPPENED_UNKNOWN, UNEDITED}
+READER_KEYS = {"from_relation", HAPPENED_UNKNOWN, UNEDITED}
 # Fields whose change makes a new version of a memory on import (times follow the change).
 VERSIONED: tuple[str, ...] = ("type", "content", "importance", "confidence", "tags")
 VERSIONED += ("lifecycle", "stage", "pinned", "metadata", "happened")
@@ -395,7 +395,7 @@ def check(rec: Record) -> list[tuple[str, str]]:
     kind = rec.get("kind")
     if not isinstance(kind, str) or kind not in CHECKS:  # `"kind": []` is no key of CHECKS
         return [("kind", f"kind: expected memory, edge or preference, got {kind!r}")]
-    unknown = [str(k) for k in rec if k not in KEYS[kind] and k not in _READER_KEYS]
+    unknown = [str(k) for k in rec if k not in KEYS[kind] and k not in READER_KEYS]
     if unknown:  # refused, never dropped: a misspelt field would lose what it held
         hint = " (your own fields go under metadata)" if kind == "memory" else ""
         return [(k, f"{k}: unknown field of a {kind} record{hint}") for k in unknown]

@@ -245,8 +245,8 @@ def _writable(item: Located) -> Record:
     if not isinstance(kind, str) or kind not in records.KEYS:
         where = f"{item.source}:{item.at('kind') or 1}"
         raise InvalidInput(f"{where}: kind: expected memory, edge or preference, got {kind!r}")
-    for key in item:
-        if key not in records.KEYS[kind]:
+    for key in item:  # a reader's own mark (an older file's `happened` unknown) is no field
+        if key not in records.KEYS[kind] and key not in records.READER_KEYS:
             where = f"{item.source}:{item.at(str(key)) or 1}"
             raise InvalidInput(f"{where}: {key}: unknown field of a {kind} record")
     return dict(item)
