@@ -336,8 +336,9 @@ def _role(rel: PurePath) -> str | None:
 def written_by_export(rel: PurePath) -> bool:
     """Whether an export may have written the file at `rel`: a memory's, an edge's, a brief.
     The only files an export removes when their records are gone (the index naming any
-    other, `.git/config` or a note of the user's, is no reason to delete it)."""
-    return bool(_role(rel)) or rel.as_posix() in DERIVED
+    other, `.git/config`, a note of the user's or an image beside one, is no reason to delete
+    it): export writes markdown only, and _role reads a folder, not what the file is."""
+    return rel.suffix == ".md" and (bool(_role(rel)) or rel.as_posix() in DERIVED)
 
 
 def linked_folders(root: Path) -> Iterator[str]:
