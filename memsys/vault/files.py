@@ -218,7 +218,17 @@ def _record_line(text: str | bytes, source: str, n: int) -> Item:
         return Problem(source, n, f"not valid JSON: {_why(exc)}")
     if not isinstance(data, dict):
         return Problem(source, n, "expected a JSON object")
-    return markdown.located(data, source, {"": n})
+    return markdown.located(_as_read(data), source, {"": n})
+
+
+def _as_read(data: dict[str, Any]) -> dict[str, Any]:
+    """A record as its file holds it, a key named like a mark memsys's readers set
+    (records.READER_KEYS: `unedited`, `happened_unknown`) renamed, so that the record's check
+    refuses it as the unknown field it is: taken for the mark, it skipped the memory's edit
+    on import, or the check of its `happened`."""
+    if not any(k in records.READER_KEYS for k in data):
+        return data
+    return {(f"{k} (in the file)" if k in records.READER_KEYS else k): v for k, v in data.items()}
 
 
 def _jsonl_items(path: Path) -> Iterator[Item]:
@@ -287,6 +297,7 @@ def _whole_json(path: Path) -> Iterator[Item]:
             if not isinstance(rec, dict):
                 yield Problem(where, None, "expected a JSON object")
                 continue
+            rec = _as_read(rec)
             rec.setdefault("kind", kind)
             yield markdown.located(rec, where, {})
 
