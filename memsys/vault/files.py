@@ -249,6 +249,21 @@ def _export_layout(lines: Iterable[bytes]) -> bool:
     return all(not t or t in _STRUCTURE or _one_record(t) for t in map(bytes.strip, lines))
 
 
+def _header_line(line: bytes) -> bool:
+    """Whether `line` is an export's first line: the header's fields, alone, and a comma. A
+    document headed so with its first record on that line too (`…"1.1", "memories": [{…},`,
+    as a script joining an export's lines writes it) is read whole: line by line, that
+    record was passed over without a word."""
+    text = line.strip()
+    if not (text.startswith(b'{"format"') and text.endswith(b",")):
+        return False
+    try:
+        head = _loads(text[:-1] + b"}")
+    except ValueError:
+        return False
+    return isinstance(head, dict) and set(head) <= {"format", "schema_version"}
+
+
 def _one_record(line: bytes) -> bool:
     return line.startswith(b"{") and line.endswith((b"}", b"},"))  # not `{…}],`
 
@@ -256,8 +271,7 @@ def _one_record(line: bytes) -> bool:
 def _json_items(path: Path) -> Iterator[Item]:
     with path.open("rb") as f:
         first = f.readline()
-        line_mode = first.rstrip().endswith(b",") and first.startswith(b'{"format"')
-        if line_mode and _export_layout(f):
+        if _header_line(first) and _export_layout(f):
             f.seek(len(first))
             for n, raw in enumerate(f, start=2):
                 try:

@@ -228,6 +228,23 @@ def test_a_document_headed_like_an_export_but_laid_out_otherwise_is_read_whole(
 TOP_ARRAYS = ("memories", "edges", "preferences")
 
 
+def test_a_document_whose_first_record_shares_the_header_line_is_read_whole(
+    tmp_path: Path, embedder: object
+) -> None:
+    """The header and `"memories": [` with the first record on line 1 (an export's lines
+    joined by a script), a record per line after it: read line by line, as an export, the
+    first memory was passed over without a word (not imported, not in the diff)."""
+    seed()
+    export(tmp_path / "snap.json")
+    data = json.loads((tmp_path / "snap.json").read_text())
+    head, opening, first, *rest = (tmp_path / "snap.json").read_text().split("\n")
+    assert opening == '"memories": [' and first.endswith(",")
+    (tmp_path / "joined.json").write_text("\n".join([f"{head} {opening}{first}", *rest]))
+    report = import_(tmp_path / "joined.json", dry_run=True)
+    assert report.problems == [] and report.memories.unchanged == len(data["memories"])
+    assert diff(str(tmp_path / "joined.json")).identical
+
+
 def test_a_misspelt_key_of_a_json_document_is_a_problem_not_its_records_dropped(
     tmp_path: Path, embedder: object
 ) -> None:
