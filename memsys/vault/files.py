@@ -13,7 +13,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any, Literal, TextIO
 
@@ -113,12 +113,19 @@ class Snapshot:
     path: Path
     form: Form
     version: str
+    # A vault's files as items() read them: path → digest of the bytes ("" when two reads,
+    # an import's two passes, found other bytes). What an import that committed applied, for
+    # export.note_imported: the files read again after the commit may hold a newer edit.
+    read: dict[str, str] = field(default_factory=dict)
 
     def items(self) -> Iterator[Item]:
         """Every record (upgraded to this memsys's schema version) or problem, in file order."""
-        raw = {"json": _json_items, "jsonl": _jsonl_items, "vault": _vault_items}[self.form]
+        if self.form == "vault":
+            raw: Iterator[Item] = _vault_items(self.path, self.read)
+        else:
+            raw = {"json": _json_items, "jsonl": _jsonl_items}[self.form](self.path)
         step = upgrade.steps_from(self.version)
-        for item in raw(self.path):
+        for item in raw:
             if isinstance(item, Located):
                 for change in step:
                     item = _relocated(change(dict(item)), item)
@@ -415,7 +422,15 @@ def _inside(path: Path, root: Path, resolved_root: Path | None = None) -> bool:
 LINKED_FOLDER = "a link to a folder: not read (memsys reads and writes no file through one)"
 
 
-def _vault_items(root: Path) -> Iterator[Item]:
+def _noted(read: dict[str, str], relative: str, data: bytes) -> str:
+    """The digest of `data`, noted in `read` as what `relative` held ("" once it held other)."""
+    held = digest(data)
+    if read.setdefault(relative, held) != held:
+        read[relative] = ""
+    return held
+
+
+def _vault_items(root: Path, read: dict[str, str]) -> Iterator[Item]:
     resolved_root = root.resolve(strict=True)
     written = written_digests(root)
     for folder in linked_folders(root):
@@ -430,12 +445,13 @@ def _vault_items(root: Path) -> Iterator[Item]:
             continue
         try:
             data = path.read_bytes()
+            held = _noted(read, PurePath(source).as_posix(), data)
             text = data.decode("utf-8-sig")
             if role == "edge":
                 yield markdown.parse_edge(text, source)
                 continue
             found = markdown.parse_memory(text, source, pinned_dir=role == "pinned")
-            if written.get(PurePath(source).as_posix()) == digest(data):
+            if written.get(PurePath(source).as_posix()) == held:
                 found[0][UNEDITED] = True  # as memsys wrote it: no edit of the user's
             yield from found
         except markdown.BadFile as exc:
@@ -452,12 +468,14 @@ def _vault_items(root: Path) -> Iterator[Item]:
     elif prefs.exists() and not _inside(prefs, root):
         yield Problem(PREFERENCES_FILE, None, "a link to a file outside the vault: not read")
     elif prefs.exists():
-        yield from _preference_items(prefs, PREFERENCES_FILE)
+        yield from _preference_items(prefs, PREFERENCES_FILE, read)
 
 
-def _preference_items(path: Path, source: str) -> Iterator[Item]:
+def _preference_items(path: Path, source: str, read: dict[str, str]) -> Iterator[Item]:
+    data = path.read_bytes()
+    _noted(read, source, data)
     try:
-        body = path.read_text(encoding="utf-8-sig")
+        body = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         yield Problem(source, None, "not UTF-8 text")
         return
