@@ -364,17 +364,24 @@ def _relinked(text: str, linked: dict[str, str]) -> str:
 INDEX = files.INDEX
 
 
-def note_imported(root: Path) -> None:
+def note_imported(root: Path, read: dict[str, str]) -> None:
     """After a vault's import committed (every file applied): the index's digests become the
-    files' bytes now — what they hold is the database's, so the next export writes over them
-    as over its own, whatever the database did since (an edit imported and then a relation
-    added was kept as an edit not imported, with the database's copy beside it)."""
+    files' bytes as the import read them (`read`, Snapshot.read) — what they hold is the
+    database's, so the next export writes over them as over its own, whatever the database
+    did since (an edit imported and then a relation added was kept as an edit not imported,
+    with the database's copy beside it). An edit saved while the import ran is not the
+    database's: read again after the commit, it was taken for it, skipped by the next
+    import as unedited and written over by the next export. A file the import does not read
+    (CORE.md) is taken as it is now."""
     before = _previous(root)
     digests = before.get("digests")
     if not isinstance(digests, dict) or not digests:
         return
     fresh = dict(digests)
     for relative in digests:
+        if relative in read:  # "": the import's two passes read other bytes: not imported
+            fresh[relative] = read[relative] or digests[relative]
+            continue
         try:
             path = _vault_path(root, relative)
             if path.is_file() and not path.is_symlink():

@@ -13,7 +13,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any, Literal, TextIO
 
@@ -113,12 +113,19 @@ class Snapshot:
     path: Path
     form: Form
     version: str
+    # A vault's files as items() read them: path → digest of the bytes ("" when two reads,
+    # an import's two passes, found other bytes). What an import that committed applied, for
+    # export.note_imported: the files read again after the commit may hold a newer edit.
+    read: dict[str, str] = field(default_factory=dict)
 
     def items(self) -> Iterator[Item]:
         """Every record (upgraded to this memsys's schema version) or problem, in file order."""
-        raw = {"json": _json_items, "jsonl": _jsonl_items, "vault": _vault_items}[self.form]
+        if self.form == "vault":
+            raw: Iterator[Item] = _vault_items(self.path, self.read)
+        else:
+            raw = {"json": _json_items, "jsonl": _jsonl_items}[self.form](self.path)
         step = upgrade.steps_from(self.version)
-        for item in raw(self.path):
+        for item in raw:
             if isinstance(item, Located):
                 for change in step:
                     item = _relocated(change(dict(item)), item)
@@ -218,7 +225,17 @@ def _record_line(text: str | bytes, source: str, n: int) -> Item:
         return Problem(source, n, f"not valid JSON: {_why(exc)}")
     if not isinstance(data, dict):
         return Problem(source, n, "expected a JSON object")
-    return markdown.located(data, source, {"": n})
+    return markdown.located(_as_read(data), source, {"": n})
+
+
+def _as_read(data: dict[str, Any]) -> dict[str, Any]:
+    """A record as its file holds it, a key named like a mark memsys's readers set
+    (records.READER_KEYS: `unedited`, `happened_unknown`) renamed, so that the record's check
+    refuses it as the unknown field it is: taken for the mark, it skipped the memory's edit
+    on import, or the check of its `happened`."""
+    if not any(k in records.READER_KEYS for k in data):
+        return data
+    return {(f"{k} (in the file)" if k in records.READER_KEYS else k): v for k, v in data.items()}
 
 
 def _jsonl_items(path: Path) -> Iterator[Item]:
@@ -239,6 +256,21 @@ def _export_layout(lines: Iterable[bytes]) -> bool:
     return all(not t or t in _STRUCTURE or _one_record(t) for t in map(bytes.strip, lines))
 
 
+def _header_line(line: bytes) -> bool:
+    """Whether `line` is an export's first line: the header's fields, alone, and a comma. A
+    document headed so with its first record on that line too (`…"1.1", "memories": [{…},`,
+    as a script joining an export's lines writes it) is read whole: line by line, that
+    record was passed over without a word."""
+    text = line.strip()
+    if not (text.startswith(b'{"format"') and text.endswith(b",")):
+        return False
+    try:
+        head = _loads(text[:-1] + b"}")
+    except ValueError:
+        return False
+    return isinstance(head, dict) and set(head) <= {"format", "schema_version"}
+
+
 def _one_record(line: bytes) -> bool:
     return line.startswith(b"{") and line.endswith((b"}", b"},"))  # not `{…}],`
 
@@ -246,8 +278,7 @@ def _one_record(line: bytes) -> bool:
 def _json_items(path: Path) -> Iterator[Item]:
     with path.open("rb") as f:
         first = f.readline()
-        line_mode = first.rstrip().endswith(b",") and first.startswith(b'{"format"')
-        if line_mode and _export_layout(f):
+        if _header_line(first) and _export_layout(f):
             f.seek(len(first))
             for n, raw in enumerate(f, start=2):
                 try:
@@ -287,6 +318,7 @@ def _whole_json(path: Path) -> Iterator[Item]:
             if not isinstance(rec, dict):
                 yield Problem(where, None, "expected a JSON object")
                 continue
+            rec = _as_read(rec)
             rec.setdefault("kind", kind)
             yield markdown.located(rec, where, {})
 
@@ -336,8 +368,9 @@ def _role(rel: PurePath) -> str | None:
 def written_by_export(rel: PurePath) -> bool:
     """Whether an export may have written the file at `rel`: a memory's, an edge's, a brief.
     The only files an export removes when their records are gone (the index naming any
-    other, `.git/config` or a note of the user's, is no reason to delete it)."""
-    return bool(_role(rel)) or rel.as_posix() in DERIVED
+    other, `.git/config`, a note of the user's or an image beside one, is no reason to delete
+    it): export writes markdown only, and _role reads a folder, not what the file is."""
+    return rel.suffix == ".md" and (bool(_role(rel)) or rel.as_posix() in DERIVED)
 
 
 def linked_folders(root: Path) -> Iterator[str]:
@@ -389,7 +422,15 @@ def _inside(path: Path, root: Path, resolved_root: Path | None = None) -> bool:
 LINKED_FOLDER = "a link to a folder: not read (memsys reads and writes no file through one)"
 
 
-def _vault_items(root: Path) -> Iterator[Item]:
+def _noted(read: dict[str, str], relative: str, data: bytes) -> str:
+    """The digest of `data`, noted in `read` as what `relative` held ("" once it held other)."""
+    held = digest(data)
+    if read.setdefault(relative, held) != held:
+        read[relative] = ""
+    return held
+
+
+def _vault_items(root: Path, read: dict[str, str]) -> Iterator[Item]:
     resolved_root = root.resolve(strict=True)
     written = written_digests(root)
     for folder in linked_folders(root):
@@ -404,12 +445,13 @@ def _vault_items(root: Path) -> Iterator[Item]:
             continue
         try:
             data = path.read_bytes()
+            held = _noted(read, PurePath(source).as_posix(), data)
             text = data.decode("utf-8-sig")
             if role == "edge":
                 yield markdown.parse_edge(text, source)
                 continue
             found = markdown.parse_memory(text, source, pinned_dir=role == "pinned")
-            if written.get(PurePath(source).as_posix()) == digest(data):
+            if written.get(PurePath(source).as_posix()) == held:
                 found[0][UNEDITED] = True  # as memsys wrote it: no edit of the user's
             yield from found
         except markdown.BadFile as exc:
@@ -426,12 +468,14 @@ def _vault_items(root: Path) -> Iterator[Item]:
     elif prefs.exists() and not _inside(prefs, root):
         yield Problem(PREFERENCES_FILE, None, "a link to a file outside the vault: not read")
     elif prefs.exists():
-        yield from _preference_items(prefs, PREFERENCES_FILE)
+        yield from _preference_items(prefs, PREFERENCES_FILE, read)
 
 
-def _preference_items(path: Path, source: str) -> Iterator[Item]:
+def _preference_items(path: Path, source: str, read: dict[str, str]) -> Iterator[Item]:
+    data = path.read_bytes()
+    _noted(read, source, data)
     try:
-        body = path.read_text(encoding="utf-8-sig")
+        body = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         yield Problem(source, None, "not UTF-8 text")
         return

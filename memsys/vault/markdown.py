@@ -15,7 +15,7 @@ import yaml
 
 from memsys.models.chunk import STAGES
 from memsys.vault.live import title
-from memsys.vault.records import Located, Record, loads
+from memsys.vault.records import READER_KEYS, Located, Record, loads
 from memsys.vocabulary import LIFECYCLES, MEMORY_TYPES
 
 # S003's type directories, and the same rule (plural, dashes) for memsys's other types.
@@ -315,9 +315,10 @@ def _unknown(data: dict[str, Any], known: tuple[str, ...], taken: Record) -> dic
     """Fields a file holds that memsys does not read: kept in the record, so that the
     record's check refuses each by name (a misspelt `tag:` would lose the tags). One named
     like a field the record has from elsewhere (`content:` in a frontmatter, `kind:`) is
-    kept beside it, never over it."""
+    kept beside it, never over it; so is one named like a mark memsys's readers set
+    (`unedited`, `happened_unknown`: taken for the mark, it would skip the memory's edit)."""
     return {
-        (f"{k} (in the frontmatter)" if str(k) in taken else str(k)): v
+        (f"{k} (in the frontmatter)" if str(k) in taken or str(k) in READER_KEYS else str(k)): v
         for k, v in data.items()
         if k not in known
     }

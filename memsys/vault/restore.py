@@ -56,6 +56,9 @@ _BUILD_SETTINGS = text(
            ) / 1024 || 'kB', true)
     """
 )
+_CURRENT_MEMORY = text(
+    "SELECT CAST(pg_size_bytes(current_setting('maintenance_work_mem')) / 1048576 AS integer)"
+)
 _SHARED_MEMORY = Path("/dev/shm")
 
 
@@ -113,7 +116,9 @@ def vector_index_built_after(
     yield
     if not wanted():
         return
-    memory = build_memory()
+    # What the build will have: build_memory() raises the server's setting, never lowers
+    # it (the embedded server's own is 512 MB, db.py), and helpers need all of it in /dev/shm.
+    memory = max(build_memory(), session.execute(_CURRENT_MEMORY).scalar_one())
     settings = {"memory": f"{memory}MB", "workers": str(build_workers(memory))}
     session.execute(_BUILD_SETTINGS, settings)
     for row in indexes:

@@ -175,7 +175,12 @@ def import_from(
     report = importer.run(session, snapshot, dry_run=dry_run, partial=partial, restore=restore)
     if snapshot.form == "vault" and report.applied and not report.problems:
         # once it is the database's, an edited file is no edit export must keep (export.py)
-        event.listen(session, "after_commit", lambda _s: exporting.note_imported(where), once=True)
+        event.listen(
+            session,
+            "after_commit",
+            lambda _s: exporting.note_imported(where, snapshot.read),
+            once=True,
+        )
     data = report.as_dict()
     data["problem_count"] = len(data["problems"])
     data["problems"] = data["problems"][:MAX_LISTED]

@@ -699,3 +699,23 @@ def test_an_edited_text_names_what_it_says_now_not_what_it_said(
 
     assert "Kafka" not in named(version.id) and "RabbitMQ" in named(version.id)
     assert "Kafka" in named(version.previous)
+
+
+def test_an_edit_saved_while_an_import_runs_is_no_file_the_database_holds(
+    tmp_path: Path, embedder: object
+) -> None:
+    """After an import commits, the index takes each file for the database's: it took the
+    bytes the file held then, not the ones the import read, so an edit saved meanwhile (in
+    Obsidian, during a long import) was skipped by the next import as unedited and written
+    over by the next export."""
+    from memsys.vault import service
+
+    ids = seed()
+    export(tmp_path / "v")
+    fix = one(tmp_path / "v", "graph/fixes")
+    with session_scope() as s:
+        report = service.import_from(s, tmp_path / "v", dry_run=False, partial=False)
+        assert report.applied and report.memories.unchanged == 4
+        edit(fix, r"^importance: .*$", "importance: 0.9")  # saved before the commit
+    report = import_(tmp_path / "v")
+    assert [v.id for v in report.versions] == [ids["fix"]]

@@ -11,7 +11,7 @@ import pytest
 from memsys.errors import InvalidInput
 from memsys.vault import files, lint
 from tests.conftest import table_counts
-from tests.vault.helpers import diff, empty_database, export, import_, seed
+from tests.vault.helpers import diff, empty_database, export, import_, live_count, seed
 
 GOOD = """---
 id: mem_00000000000000a1
@@ -226,6 +226,23 @@ def test_a_document_headed_like_an_export_but_laid_out_otherwise_is_read_whole(
 
 
 TOP_ARRAYS = ("memories", "edges", "preferences")
+
+
+def test_a_document_whose_first_record_shares_the_header_line_is_read_whole(
+    tmp_path: Path, embedder: object
+) -> None:
+    """The header and `"memories": [` with the first record on line 1 (an export's lines
+    joined by a script), a record per line after it: read line by line, as an export, the
+    first memory was passed over without a word (not imported, not in the diff)."""
+    seed()
+    export(tmp_path / "snap.json")
+    data = json.loads((tmp_path / "snap.json").read_text())
+    head, opening, first, *rest = (tmp_path / "snap.json").read_text().split("\n")
+    assert opening == '"memories": [' and first.endswith(",")
+    (tmp_path / "joined.json").write_text("\n".join([f"{head} {opening}{first}", *rest]))
+    report = import_(tmp_path / "joined.json", dry_run=True)
+    assert report.problems == [] and report.memories.unchanged == len(data["memories"])
+    assert diff(str(tmp_path / "joined.json")).identical
 
 
 def test_a_misspelt_key_of_a_json_document_is_a_problem_not_its_records_dropped(
@@ -559,3 +576,38 @@ def test_a_purged_memory_is_not_brought_back_by_an_older_snapshot(
     report = import_(tmp_path / "v")
     assert not report.applied and table_counts() == before
     assert any(f"memory {secret} was purged" in p.message for p in report.problems)
+
+
+@pytest.mark.parametrize("name", ["snap.jsonl", "snap.json", "vault"])
+def test_a_field_named_like_a_readers_mark_is_an_unknown_field(
+    tmp_path: Path, embedder: object, name: str
+) -> None:
+    """`unedited` and `happened_unknown` are marks memsys's readers set on a record (a vault
+    file as memsys wrote it, an older file's silence about `happened`); given in a file they
+    were taken for the mark: an edit beside `"unedited": true` was skipped as "unchanged",
+    and `happened_unknown` skipped the check of `happened` (a new memory with a bad one
+    raised a ValueError from the write, a traceback, where a dry run had said all was well)."""
+    ids = seed()
+    export(tmp_path / name)
+    if name == "vault":
+        edited = next((tmp_path / name / "graph" / "fixes").glob("*.md"))
+        text = edited.read_text().replace("Redis connection timeouts", "Redis timeouts")
+        edited.write_text(text.replace("\ncreated:", "\nunedited: true\ncreated:", 1))
+    else:
+        lines = (tmp_path / name).read_text().split("\n")
+        at = next(i for i, line in enumerate(lines) if ids["fix"] in line and '"memory"' in line)
+        record = json.loads(lines[at].rstrip(","))
+        record |= {"content": "Redis timeouts fixed", "unedited": True}
+        fresh = {**record, "id": "mem_00000000000000f2", "content": "A memory the file adds"}
+        fresh |= {"happened": "yesterday", "happened_unknown": True}
+        comma = "," if lines[at].endswith(",") else ""
+        between = "," if name == "snap.json" else ""  # records of a JSON document's array
+        lines[at] = json.dumps(record) + between + "\n" + json.dumps(fresh) + comma
+        (tmp_path / name).write_text("\n".join(lines))
+    report = import_(tmp_path / name)
+    found = " | ".join(p.message for p in report.problems)
+    assert not report.applied and "unedited (in the" in found, found
+    assert "unknown field of a memory record" in found, found
+    if name != "vault":
+        assert "happened_unknown (in the file): unknown field" in found, found
+    assert live_count("SELECT count(*) FROM chunk WHERE content LIKE 'Redis timeouts%'") == 0

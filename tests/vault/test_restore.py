@@ -289,3 +289,26 @@ def test_every_front_takes_the_restore_flag(
     dry = run("import", str(path), "--restore", "--dry-run")
     assert dry.exit_code == 2 and "drop --dry-run" in dry.output
     assert vector_indexes()
+
+
+def test_the_helpers_are_counted_for_the_memory_the_build_will_have(
+    own_server: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """build_memory() raises maintenance_work_mem, never lowers it: on a small machine the
+    embedded server's own 512 MB (db.py) is what the build gets, and a parallel build holds
+    all of it in /dev/shm. Counted for build_memory()'s 128 MB, a /dev/shm of 300 MB took
+    helpers whose build then failed for want of shared memory, after the whole import."""
+    monkeypatch.setattr(restore, "build_memory", lambda: 128)
+    monkeypatch.setattr(restore.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.setattr(
+        restore.os,
+        "statvfs",
+        lambda path: SimpleNamespace(f_bavail=300 * 2**20 // 4096, f_frsize=4096),
+    )
+    with session_scope() as s:
+        s.execute(text("SET LOCAL maintenance_work_mem = '512MB'"))
+        with restore.vector_index_built_after(s, lambda: True):
+            pass
+        workers = s.execute(text("SHOW max_parallel_maintenance_workers")).scalar_one()
+        s.rollback()
+    assert workers == "0"

@@ -295,6 +295,9 @@ def test_an_index_naming_other_files_deletes_none_of_them(tmp_path: Path, embedd
     seed()
     export(tmp_path / "v")
     theirs = {".git/config": "[core]\n", "notes/keep.md": "mine\n", "README.md": "hi\n"}
+    # Files of the user's in the folders export writes memories to (an image pasted beside
+    # a note, Obsidian's attachments): export writes only markdown there.
+    theirs |= {"graph/diagram.png": "png\n", "vault/attachments/scan.pdf": "pdf\n"}
     for relative, body in theirs.items():
         (tmp_path / "v" / relative).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "v" / relative).write_text(body)
