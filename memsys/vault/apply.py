@@ -247,7 +247,10 @@ class Plan:
                 rec["happened"] = fields["happened"]  # an older file's silence changes nothing
             if fields is None:
                 new.append(rec)
-            elif rec.get(UNEDITED):  # the file as memsys wrote it: the database's is newer
+            elif rec.get(UNEDITED) and fields["content"] == rec["content"]:
+                # The file as memsys wrote it, and the text the database holds: what differs
+                # (confidence, stage, …) the database learned since. Another text — another
+                # database with the same ids, the index synced along — is compared as usual.
                 self.report.memories.unchanged += 1
             elif fields["created"] != rec["created"]:  # a version keeps its memory's birth
                 self._problem(

@@ -446,6 +446,23 @@ def test_an_untouched_file_does_not_undo_what_the_database_learned_since(
     assert import_(tmp_path / "v").memories.unchanged == 4  # imported, it is no edit again
 
 
+def test_an_untouched_file_still_applies_over_another_text_under_its_id(
+    tmp_path: Path, embedder: object
+) -> None:
+    """The index travels with a synced vault: in a database where the id holds another text,
+    an untouched file is no proof that nothing changed, so it is compared as usual."""
+    ids = seed()
+    export(tmp_path / "v")
+    with session_scope() as s:
+        s.execute(
+            text("UPDATE chunk SET content = 'Another text under the same id' WHERE id = :id"),
+            {"id": ids["problem"]},
+        )
+    report = import_(tmp_path / "v")
+    assert [v.id for v in report.versions] == [ids["problem"]]
+    assert report.memories.unchanged == 3
+
+
 def test_a_new_memory_was_updated_when_it_was_created_not_before(embedder: object) -> None:
     """updated_at took the transaction's clock and created_at the statement's: every export
     showed a memory updated a few milliseconds before it was created."""
