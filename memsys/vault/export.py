@@ -135,7 +135,7 @@ def _no_pending_preferences(root: Path, text: str) -> None:
     """Refuse, before writing anything, to write over a preferences file edited since the
     last export whose preferences are not the database's (an edit not imported yet): one
     file holds them all, so there is no writing the database's beside it."""
-    digests = _previous(root).get("digests")
+    digests = files.vault_index(root).get("digests")
     known = digests.get(files.PREFERENCES_FILE) if isinstance(digests, dict) else None
     path = root / files.PREFERENCES_FILE
     if known is None or not path.is_file() or path.is_symlink():
@@ -223,7 +223,7 @@ class _Places:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        before = _previous(root)
+        before = files.vault_index(root)
         paths = before.get("paths")  # a derived file: what is usable of it, as of `ids` below
         listed = paths if isinstance(paths, list) else []
         self.indexed: set[str] = {p for p in listed if isinstance(p, str)}
@@ -373,7 +373,7 @@ def note_imported(root: Path, read: dict[str, str]) -> None:
     database's: read again after the commit, it was taken for it, skipped by the next
     import as unedited and written over by the next export. A file the import does not read
     (CORE.md) is taken as it is now."""
-    before = _previous(root)
+    before = files.vault_index(root)
     digests = before.get("digests")
     if not isinstance(digests, dict) or not digests:
         return
@@ -393,18 +393,10 @@ def note_imported(root: Path, read: dict[str, str]) -> None:
         _write(root, INDEX, (json.dumps(before, indent=0) + "\n").encode("utf-8"))
 
 
-def _previous(root: Path) -> dict[str, Any]:
-    try:
-        found = json.loads(regular_files.read_bytes(root / INDEX))
-    except (OSError, ValueError, InvalidInput):
-        return {}
-    return found if isinstance(found, dict) else {}
-
-
 def _same_scope(root: Path, namespace: str | None) -> None:
     """An export of one namespace over a vault of another scope would drop that scope's
     files: refused."""
-    before = _previous(root)
+    before = files.vault_index(root)
     if before and before.get("namespace") != namespace:
         held = before.get("namespace") or "every namespace"
         raise InvalidInput(

@@ -48,15 +48,20 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def written_digests(root: Path) -> dict[str, str]:
-    """Path → digest of each vault file as memsys last wrote it (an export) or read it (an
-    import that committed), from the vault's index; empty without one (a clone of a vault
-    repository: the index is not in git)."""
+def vault_index(root: Path) -> dict[str, Any]:
+    """The vault's index as the last export or import left it; empty without one (a clone of
+    a vault repository: the index is not in git) or when it cannot be read."""
     try:
         found = json.loads(regular_files.read_bytes(root / INDEX))
     except (OSError, ValueError, InvalidInput):
         return {}
-    digests = found.get("digests") if isinstance(found, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
+def written_digests(root: Path) -> dict[str, str]:
+    """Path → digest of each vault file as memsys last wrote it (an export) or read it (an
+    import that committed)."""
+    digests = vault_index(root).get("digests")
     return digests if isinstance(digests, dict) else {}
 
 
