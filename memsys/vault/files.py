@@ -450,13 +450,14 @@ def _vault_items(root: Path, read: dict[str, str]) -> Iterator[Item]:
             continue
         try:
             data = path.read_bytes()
-            held = _noted(read, PurePath(source).as_posix(), data)
+            relative = PurePath(source).as_posix()
+            held = _noted(read, relative, data)
             text = data.decode("utf-8-sig")
             if role == "edge":
                 yield markdown.parse_edge(text, source)
                 continue
             found = markdown.parse_memory(text, source, pinned_dir=role == "pinned")
-            if written.get(PurePath(source).as_posix()) == held:
+            if written.get(relative) == held:
                 found[0][UNEDITED] = True  # as memsys wrote it: no edit of the user's
             yield from found
         except markdown.BadFile as exc:
