@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sqlalchemy import func, insert, select, text, update
+from sqlalchemy import ColumnElement, func, insert, select, text, update
 from sqlalchemy.orm import Session
 
 from memsys import ids
@@ -113,6 +113,18 @@ def _parts(rows: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
         size += length
     if part:
         yield part
+
+
+def _this_edge(rec: Record, src: str | None, tgt: str | None) -> list[ColumnElement[bool]]:
+    """The rows of the edge `rec` names between `src` and `tgt`, every version of it."""
+    return [
+        Edge.namespace == rec["namespace"],
+        Edge.source_kind == "chunk",
+        Edge.target_kind == "chunk",
+        Edge.source_id == src,
+        Edge.target_id == tgt,
+        Edge.relation == rec["type"],
+    ]
 
 
 def moment(value: str) -> datetime:
@@ -456,21 +468,22 @@ class Plan:
         for rec in batch:
             src = self.same_as.get(rec["from_id"], rec["from_id"])
             tgt = self.same_as.get(rec["to_id"], rec["to_id"])
+            this = _this_edge(rec, src, tgt)
             live = self.session.execute(
-                select(Edge.id, Edge.weight, Edge.context).where(
-                    Edge.namespace == rec["namespace"],
-                    Edge.source_kind == "chunk",
-                    Edge.target_kind == "chunk",
-                    Edge.source_id == src,
-                    Edge.target_id == tgt,
-                    Edge.relation == rec["type"],
-                    Edge.valid_to.is_(None),
-                )
+                select(Edge.id, Edge.weight, Edge.context).where(*this, Edge.valid_to.is_(None))
             ).first()
             if live is not None and (live.weight, live.context or None) == (
                 rec["strength"],
                 rec["context"],
             ):
+                self.report.edges.unchanged += 1
+                continue
+            if rec.get(UNEDITED) and (
+                live is not None
+                or self.session.scalar(select(Edge.id).where(*this).limit(1)) is not None
+            ):
+                # The edge as memsys wrote it: the database changed or deleted it since, and
+                # that stands.
                 self.report.edges.unchanged += 1
                 continue
             counts = self.report.edges
@@ -500,14 +513,21 @@ class Plan:
             )
 
     def preference(self, rec: Record) -> None:
+        where = (Preference.namespace == rec["namespace"], Preference.key == rec["key"])
         row = self.session.execute(
             select(Preference.value, Preference.lifecycle).where(
-                Preference.namespace == rec["namespace"],
-                Preference.key == rec["key"],
-                Preference.valid_to.is_(None),
+                *where, Preference.valid_to.is_(None)
             )
         ).first()
         if row is not None and same(row.value, rec["value"]) and row.lifecycle == rec["lifecycle"]:
+            self.report.preferences.unchanged += 1
+            return
+        if rec.get(UNEDITED) and (
+            row is not None
+            or self.session.scalar(select(Preference.version).where(*where).limit(1)) is not None
+        ):
+            # The line as memsys wrote it: the database set or deleted the preference since,
+            # and that stands (re-importing an untouched vault never reverts it).
             self.report.preferences.unchanged += 1
             return
         if row is None:

@@ -53,6 +53,7 @@ class Exported:
     bytes: int = 0
     written: set[str] = field(default_factory=set)
     digests: dict[str, str] = field(default_factory=dict)  # path → sha256 of what was written
+    preference_lines: list[str] = field(default_factory=list)  # files.preference_lines
 
 
 def to_stream(
@@ -206,6 +207,7 @@ def to_vault(
         places.wrote(edge, path)
         w.done.edges += 1
     w.done.preferences = len(prefs)
+    w.done.preference_lines = files.preference_lines("".join(prefs))
     w.write(files.PREFERENCES_FILE, header + "".join(prefs))
     hook = with_briefs if with_briefs is not None else briefs
     for relative, text in hook(session, namespace) if hook else ():
@@ -372,15 +374,20 @@ def note_imported(root: Path, read: dict[str, str]) -> None:
     with the database's copy beside it). An edit saved while the import ran is not the
     database's: read again after the commit, it was taken for it, skipped by the next
     import as unedited and written over by the next export. A file the import does not read
-    (CORE.md) is taken as it is now."""
+    (CORE.md) is taken as it is now. The preferences file's lines likewise
+    (files.PREFERENCE_LINES), when it still holds what the import read."""
     before = files.vault_index(root)
     digests = before.get("digests")
     if not isinstance(digests, dict) or not digests:
         return
     fresh = dict(digests)
+    lines = before.get(files.PREFERENCE_LINES)
     for relative in digests:
         if relative in read:  # "": the import's two passes read other bytes: not imported
             fresh[relative] = read[relative] or digests[relative]
+            if relative == files.PREFERENCES_FILE and read[relative]:
+                found = _lines_read(root, read[relative])
+                lines = lines if found is None else found
             continue
         try:
             path = _vault_path(root, relative)
@@ -388,9 +395,21 @@ def note_imported(root: Path, read: dict[str, str]) -> None:
                 fresh[relative] = files.digest(regular_files.read_bytes(path, relative))
         except (OSError, InvalidInput):
             continue
-    if fresh != digests:
+    if fresh != digests or lines != before.get(files.PREFERENCE_LINES):
         before["digests"] = fresh
+        before[files.PREFERENCE_LINES] = lines
         _write(root, INDEX, (json.dumps(before, indent=0) + "\n").encode("utf-8"))
+
+
+def _lines_read(root: Path, held: str) -> list[str] | None:
+    """The preferences file's line digests, if it still holds the bytes of digest `held`."""
+    try:
+        data = regular_files.read_bytes(_vault_path(root, files.PREFERENCES_FILE))
+    except (OSError, InvalidInput):
+        return None
+    if files.digest(data) != held:
+        return None
+    return files.preference_lines(data.decode("utf-8-sig", errors="replace"))
 
 
 def _same_scope(root: Path, namespace: str | None) -> None:
@@ -432,4 +451,5 @@ def _remove_stale(root: Path, done: Exported, namespace: str | None, places: _Pl
     listing["ids"] = dict(sorted(places.now.items()))
     listing["digests"] = dict(sorted({**done.digests, **kept}.items()))
     listing["kept"] = dict(sorted(places.holding.items()))
+    listing[files.PREFERENCE_LINES] = done.preference_lines
     _write(root, INDEX, (json.dumps(listing, indent=0) + "\n").encode("utf-8"))

@@ -58,11 +58,28 @@ def vault_index(root: Path) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
-def written_digests(root: Path) -> dict[str, str]:
+def written_digests(root: Path, index: dict[str, Any] | None = None) -> dict[str, str]:
     """Path → digest of each vault file as memsys last wrote it (an export) or read it (an
-    import that committed)."""
-    digests = vault_index(root).get("digests")
+    import that committed); `index`: the vault's index, when already read."""
+    digests = (vault_index(root) if index is None else index).get("digests")
     return digests if isinstance(digests, dict) else {}
+
+
+# The index's key for the digests of the preferences file's lines as memsys last wrote or
+# read them: one file holds every preference, so an edit of one line must not make the
+# others count as edited too.
+PREFERENCE_LINES = "preference_lines"
+
+
+def line_digest(line: str) -> str:
+    return digest(line.strip().encode("utf-8"))
+
+
+def preference_lines(body: str) -> list[str]:
+    """The digests of a preferences file's record lines (comments and blank lines left out),
+    sorted and distinct."""
+    kept = (line.strip() for line in body.split("\n"))
+    return sorted({line_digest(x) for x in kept if x and not x.startswith("#")})
 
 
 def dumps(record: Record) -> str:
@@ -437,7 +454,8 @@ def _noted(read: dict[str, str], relative: str, data: bytes) -> str:
 
 def _vault_items(root: Path, read: dict[str, str]) -> Iterator[Item]:
     resolved_root = root.resolve(strict=True)
-    written = written_digests(root)
+    index = vault_index(root)
+    written = written_digests(root, index)
     for folder in linked_folders(root):
         yield Problem(folder, None, LINKED_FOLDER)
     for path, role in vault_files(root):
@@ -453,12 +471,14 @@ def _vault_items(root: Path, read: dict[str, str]) -> Iterator[Item]:
             relative = PurePath(source).as_posix()
             held = _noted(read, relative, data)
             text = data.decode("utf-8-sig")
-            if role == "edge":
-                yield markdown.parse_edge(text, source)
-                continue
-            found = markdown.parse_memory(text, source, pinned_dir=role == "pinned")
-            if written.get(relative) == held:
-                found[0][UNEDITED] = True  # as memsys wrote it: no edit of the user's
+            found = (
+                [markdown.parse_edge(text, source)]
+                if role == "edge"
+                else markdown.parse_memory(text, source, pinned_dir=role == "pinned")
+            )
+            if written.get(relative) == held:  # as memsys wrote it: no edit of the user's
+                for rec in found:  # a memory and the relations in its frontmatter, or an edge
+                    rec[UNEDITED] = True
             yield from found
         except markdown.BadFile as exc:
             yield Problem(source, exc.line, str(exc))
@@ -474,12 +494,19 @@ def _vault_items(root: Path, read: dict[str, str]) -> Iterator[Item]:
     elif prefs.exists() and not _inside(prefs, root):
         yield Problem(PREFERENCES_FILE, None, "a link to a file outside the vault: not read")
     elif prefs.exists():
-        yield from _preference_items(prefs, PREFERENCES_FILE, read)
+        lines = index.get(PREFERENCE_LINES)
+        known = {x for x in lines if isinstance(x, str)} if isinstance(lines, list) else set()
+        yield from _preference_items(prefs, read, written.get(PREFERENCES_FILE), known)
 
 
-def _preference_items(path: Path, source: str, read: dict[str, str]) -> Iterator[Item]:
+def _preference_items(
+    path: Path, read: dict[str, str], written: str | None, lines: set[str]
+) -> Iterator[Item]:
+    """The preferences file's records; a line as memsys last wrote or read it (the whole
+    file unedited, or that line: `lines`) is marked so."""
+    source = PREFERENCES_FILE
     data = path.read_bytes()
-    _noted(read, source, data)
+    whole = _noted(read, source, data) == written
     try:
         body = data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -496,4 +523,6 @@ def _preference_items(path: Path, source: str, read: dict[str, str]) -> Iterator
         item = _record_line(text[2:], source, n)
         if isinstance(item, Located):
             item["kind"] = "preference"
+            if whole or line_digest(text) in lines:
+                item[UNEDITED] = True
         yield item

@@ -24,7 +24,7 @@ from memsys.services import namespaces
 from memsys.vault import apply, records
 from memsys.vault import restore as restore_mode
 from memsys.vault.files import Snapshot
-from memsys.vault.records import Located, Problem, Record
+from memsys.vault.records import UNEDITED, Located, Problem, Record
 
 BATCH = 256
 # An import that adds at least this many memories refreshes the planner's statistics of the
@@ -108,6 +108,8 @@ class _Seen:
     edges: dict[str, tuple[Located, bool]] = field(default_factory=dict)  # id → (rec, file)
     preferences: dict[tuple[str, str], str] = field(default_factory=dict)
     bad: set[str] = field(default_factory=set)  # memory ids and edge ids to skip
+    unedited: set[str] = field(default_factory=set)  # memory ids of files as memsys wrote them
+    forgotten: int = 0  # of those, memories the database forgot since: skipped, no problem
 
 
 def _where(rec: Located, key: str | None = None) -> str:
@@ -141,6 +143,8 @@ def _checked(snapshot: Snapshot, seen: _Seen, problems: list[Problem]) -> Iterat
                 seen.bad.add(item["id"])
                 continue
             seen.memories[item["id"]] = (item["namespace"], _where(item, "id"))
+            if item.get(UNEDITED):
+                seen.unedited.add(item["id"])
         elif kind == "preference":
             name = (item["namespace"], item["key"])
             if name in seen.preferences:
@@ -214,6 +218,11 @@ def _check_database(session: Session, seen: _Seen, problems: list[Problem]) -> N
                 )
             )
             seen.bad.add(memory_id)
+        elif not live and memory_id in seen.unedited:
+            # Forgotten after memsys wrote the file: the forget stands, and the next export
+            # removes the file.
+            seen.bad.add(memory_id)
+            seen.forgotten += 1
         elif not live:
             problems.append(
                 _at(
@@ -319,6 +328,7 @@ def run(
             raise Protected(f"{tenancy.denied_message()}; the file writes in {', '.join(refused)}")
         namespaces.write_alone(session, names)
     _check_database(session, seen, report.problems)
+    report.memories.unchanged += seen.forgotten
     if report.problems and not (partial or dry_run):
         return report
     rebuild = restore and not dry_run

@@ -446,6 +446,69 @@ def test_an_untouched_file_does_not_undo_what_the_database_learned_since(
     assert import_(tmp_path / "v").memories.unchanged == 4  # imported, it is no edit again
 
 
+def prefs(namespace: str = "global") -> dict[str, object]:
+    found = run_json("pref", "list", "--namespace", namespace)
+    return {p["key"]: p["value"] for p in found["preferences"]}
+
+
+def test_an_untouched_preference_line_does_not_undo_what_the_database_set_since(
+    tmp_path: Path, embedder: object
+) -> None:
+    """One preferences file holds them all: re-importing it set back every preference changed
+    after the export, and brought back one deleted since — whether the file was touched or
+    only another line of it was edited."""
+    seed()
+    export(tmp_path / "v")
+    assert run("pref", "set", "editor", '"vim"').exit_code == 0
+    report = import_(tmp_path / "v")
+    assert report.applied and report.preferences.unchanged == 2
+    assert prefs()["editor"] == "vim"
+    # One line edited by hand: that line applies, the untouched one still does not.
+    edit(tmp_path / "v/vault/preferences.yaml", r'"size": 14', '"size": 16')
+    assert run("pref", "delete", "editor").exit_code == 0
+    report = import_(tmp_path / "v")
+    assert (report.preferences.changed, report.preferences.unchanged) == (1, 1)
+    assert prefs("project:game")["theme"] == {"dark": True, "size": 16}
+    assert "editor" not in prefs()
+    assert import_(tmp_path / "v").preferences.unchanged == 2  # imported: no edit again
+    # Into an empty database the same vault, index and all, restores every line.
+    empty_database()
+    assert import_(tmp_path / "v").preferences.new == 2
+    assert prefs()["editor"] == "helix"
+
+
+def test_an_untouched_file_does_not_bring_back_an_edge_or_memory_deleted_since(
+    tmp_path: Path, embedder: object
+) -> None:
+    """An edge deleted after the export came back with the next import of the untouched
+    vault, and a memory forgotten since made the whole import fail ("was forgotten in this
+    database") although nobody had touched its file."""
+    ids = seed()
+    export(tmp_path / "v")
+    forgot = run("edge-forget", "--source-id", ids["rule"], "--target-id", ids["fix"])
+    assert forgot.exit_code == 0, forgot.output
+    assert run("forget", ids["problem"]).exit_code == 0
+    report = import_(tmp_path / "v")
+    assert report.applied and not report.problems, report.problems
+    assert report.edges.new == 0 and report.memories.new == 0
+    with session_scope() as s:
+        live = s.execute(
+            text(
+                "SELECT source_id, target_id FROM edge"
+                " WHERE relation = 'caused_by' AND valid_to IS NULL"
+            )
+        ).all()
+        back = s.execute(
+            text("SELECT count(*) FROM chunk WHERE id = :id AND valid_to IS NULL"),
+            {"id": ids["problem"]},
+        ).scalar_one()
+    assert (live, back) == ([], 0)
+    # The forgotten memory's file, edited, is an edit of a forgotten memory: refused by name.
+    edit(one(tmp_path / "v", "graph/problems"), r"^importance: .*$", "importance: 0.9")
+    found = problems(tmp_path / "v")
+    assert f"memory {ids['problem']} was forgotten in this database" in found, found
+
+
 def test_an_untouched_file_still_applies_over_another_text_under_its_id(
     tmp_path: Path, embedder: object
 ) -> None:
