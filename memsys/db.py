@@ -445,6 +445,18 @@ def turns_statement(
 Statement = tuple[TextClause, dict[str, Any]]
 
 
+def _not_the_second_report(record: logging.LogRecord) -> bool:
+    """Drop psycopg's "error ignored terminating <Pipeline>" warning. When a statement of a
+    pipeline fails, psycopg raises its error from the block and, about half the time, logs
+    the same failure again as it leaves the pipeline; that line went to stderr (the CLI's
+    first use printed it while the schema was being created) and to the server's log,
+    though the error itself is raised and handled as any other."""
+    return not str(record.msg).startswith("error ignored terminating")
+
+
+logging.getLogger("psycopg").addFilter(_not_the_second_report)
+
+
 def in_one_trip(session: Session, *statements: Statement) -> list[list[Any]]:
     """Run text() statements in the session's transaction one after another, each as its
     own statement (its own snapshot: a read sees what a lock taken by the statement before

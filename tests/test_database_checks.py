@@ -277,3 +277,24 @@ def test_a_call_that_finds_every_connection_in_use_is_refused_not_left_waiting(
         for connection in held:
             connection.close()
         db.set_engine(None)
+
+
+def test_a_failing_statement_sent_in_one_trip_is_reported_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """psycopg logged a failed pipeline's error a second time, as a warning, about half the
+    time it left the pipeline: the CLI's first use printed `error ignored terminating
+    <psycopg.Pipeline …>: pipeline aborted` on stderr while it created the schema."""
+    from sqlalchemy.exc import ProgrammingError
+
+    from memsys.db import in_one_trip, session_scope
+
+    caplog.set_level("WARNING")
+    for _ in range(20):
+        with pytest.raises(ProgrammingError), session_scope() as session:
+            in_one_trip(
+                session,
+                (text("SELECT * FROM no_such_table WHERE id = :a"), {"a": 1}),
+                (text("SELECT CAST(:b AS int)"), {"b": 2}),
+            )
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("psycopg")] == []
