@@ -171,8 +171,9 @@ def analysed_bm25(session: Session, ns: str) -> tuple[scoring.OkapiBM25, list[st
 
 def evaluate(
     session: Session, ns: str, corpus: Corpus, ids: list[str], vectors: np.ndarray
-) -> dict[str, Any]:
-    """Every ranking's table for one stored corpus, baselines included."""
+) -> tuple[dict[str, Any], scoring.Runs]:
+    """Every ranking's table for one stored corpus, baselines included, and the rankings
+    themselves (question by question)."""
     bm25 = scoring.PlainBM25(corpus.texts)
     analysed, analysed_ids = analysed_bm25(session, ns)
     k = max(corpus.ks)
@@ -187,12 +188,40 @@ def evaluate(
         got["baseline_bm25_pg"] = [analysed_ids[i] for i in analysed.top_terms(lexemes, k)]
         for name, ranking in got.items():
             runs.setdefault(name, []).append((gold, ranking))
-    return {
+    table = {
         "questions": len(corpus.questions),
         "documents": len(corpus.texts),
         "seconds": round(time.perf_counter() - started, 1),
         **scoring.table(runs, corpus.ks),
     }
+    return table, runs
+
+
+def checked(table: dict[str, Any], runs: scoring.Runs, metric: str) -> dict[str, Any]:
+    """The floor check of `table`, each metric fused is below on with the channel it is below
+    and the sign test of the two, question by question (is the gap more than chance?)."""
+    check = scoring.floor_check(table, metric)
+    for below in check["below"]:
+        m = below["metric"]
+        channel = max(scoring.CHANNELS, key=lambda c: table[c][m])
+        below.update(channel=channel, **scoring.sign_test(runs, "fused", channel, m))
+    return check
+
+
+def by_kind(
+    runs: scoring.Runs, kinds: list[str], ks: tuple[int, ...], metric: str
+) -> dict[str, Any]:
+    """A table and floor check for each kind of question (LoCoMo's categories), for reading:
+    the set's own floor is checked on all of its questions."""
+    out = {}
+    for kind in sorted(set(kinds)):
+        mine = {
+            name: [r for r, k in zip(rs, kinds, strict=True) if k == kind]
+            for name, rs in runs.items()
+        }
+        table = {"questions": kinds.count(kind), **scoring.table(mine, ks)}
+        out[kind] = {**table, "floor": checked(table, mine, metric)}
+    return out
 
 
 def run_set(
@@ -206,7 +235,7 @@ def run_set(
     """One set end to end in a transaction that is rolled back; its merged table and the
     floor check."""
     embed = embed or get_embedder().embed
-    parts = []
+    parts, every = [], []
     corpora = sets.load(name, data, quick, which)
     for corpus in corpora:
         vectors = np.asarray(embed(corpus.texts), dtype=np.float32)
@@ -217,14 +246,20 @@ def run_set(
             # own rows, and its statistics roll back with them): without them the graph
             # walk's join was planned for empty tables, 0.2–1.3 s a question on SciFact.
             session.execute(text(f"ANALYZE {', '.join(ANALYZED)}"))
-            parts.append(evaluate(session, ns, corpus, ids, vectors))
+            part, runs = evaluate(session, ns, corpus, ids, vectors)
+            parts.append(part)
+            every.append(runs)
     result = scoring.merge(parts)
-    result["floor"] = scoring.floor_check(result, METRIC[name])
+    runs = {r: [one for part_runs in every for one in part_runs[r]] for r in every[0]}
+    result["floor"] = checked(result, runs, METRIC[name])
     if name in PER_PART:
         result["parts"] = {
-            corpus.name: {**part, "floor": scoring.floor_check(part, METRIC[name])}
-            for corpus, part in zip(corpora, parts, strict=True)
+            corpus.name: {**part, "floor": checked(part, part_runs, METRIC[name])}
+            for corpus, part, part_runs in zip(corpora, parts, every, strict=True)
         }
+    kinds = [kind for corpus in corpora for kind in corpus.kinds]
+    if kinds:
+        result["kinds"] = by_kind(runs, kinds, corpora[0].ks, METRIC[name])
     return result
 
 
@@ -248,18 +283,31 @@ def render(name: str, result: dict[str, Any]) -> list[str]:
         f"floor ({floor['metric']}): fused {floor['fused']:.3f} vs best channel "
         f"{floor['best_channel']:.3f} — {verdict}"
     )
-    lines += [
-        f"  below on {b['metric']}: fused {b['fused']:.3f} vs best channel {b['best_channel']:.3f}"
-        for b in floor["below"]
-    ]
+    lines += [f"  below on {b['metric']}: {_below(b)}" for b in floor["below"]]
     for part_name, part in result.get("parts", {}).items():
         check = part["floor"]
-        below = ", ".join(
-            f"{b['metric']} {b['fused']:.3f} < {b['best_channel']:.3f}" for b in check["below"]
-        )
+        below = "; ".join(f"{b['metric']} {_below(b)}" for b in check["below"])
         verdict = "holds" if check["holds"] else f"BROKEN: {below}"
         lines.append(
             f"  {part_name} ({part['questions']} questions): fused {check['fused']:.3f} vs best "
             f"channel {check['best_channel']:.3f} — {verdict}"
         )
+    kinds = result.get("kinds", {})
+    if kinds:
+        lines.append(f"by kind of question ({floor['metric']}; the floor is the set's, above):")
+    for kind, part in kinds.items():
+        check = part["floor"]
+        below = "; ".join(f"{b['metric']} {_below(b)}" for b in check["below"])
+        lines.append(
+            f"  {kind} ({part['questions']} questions): fused {check['fused']:.3f}, best "
+            f"channel {check['best_channel']:.3f}" + (f" — below on {below}" if below else "")
+        )
     return lines
+
+
+def _below(b: dict[str, Any]) -> str:
+    """One metric fused is below on: the figures and, when known, the sign test."""
+    out = f"fused {b['fused']:.3f} vs {b.get('channel', 'best channel')} {b['best_channel']:.3f}"
+    if "p" in b:
+        out += f" ({b['better']} questions better, {b['worse']} worse: sign test p {b['p']:.3f})"
+    return out

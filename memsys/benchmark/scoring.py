@@ -92,19 +92,42 @@ def ndcg_at(gold: set[str], got: list[str], k: int) -> float:
     return dcg / ideal
 
 
-def table(
-    runs: dict[str, list[tuple[set[str], list[str]]]], ks: Iterable[int]
-) -> dict[str, dict[str, float]]:
+Runs = dict[str, list[tuple[set[str], list[str]]]]  # ranking → (gold, ranked ids) per question
+
+
+def per_question(gold: set[str], got: list[str], metric: str) -> float:
+    """One question's value of a table's metric (R@k, all@k, nDCG@10)."""
+    name, _, k = metric.partition("@")
+    if name == "R":
+        return recall_at(gold, got, int(k))
+    if name == "all":
+        return float(gold <= set(got[: int(k)]))
+    return ndcg_at(gold, got, int(k))
+
+
+def table(runs: Runs, ks: Iterable[int]) -> dict[str, dict[str, float]]:
     """Per ranking: mean recall@k, the share of questions with all gold in the first k, and
     nDCG@10."""
-    out: dict[str, dict[str, float]] = {}
-    for name, results in runs.items():
-        n = len(results)
-        row = {f"R@{k}": sum(recall_at(g, r, k) for g, r in results) / n for k in ks}
-        row.update({f"all@{k}": sum(g <= set(r[:k]) for g, r in results) / n for k in ks})
-        row["nDCG@10"] = sum(ndcg_at(g, r, 10) for g, r in results) / n
-        out[name] = {key: round(v, 4) for key, v in row.items()}
-    return out
+    metrics = [*(f"R@{k}" for k in ks), *(f"all@{k}" for k in ks), "nDCG@10"]
+    return {
+        name: {
+            m: round(sum(per_question(g, r, m) for g, r in results) / len(results), 4)
+            for m in metrics
+        }
+        for name, results in runs.items()
+    }
+
+
+def sign_test(runs: Runs, one: str, other: str, metric: str) -> dict[str, Any]:
+    """Questions where ranking `one` scores above / below `other` on `metric`, and the
+    two-sided sign test's p-value (ties left out): how likely a split at least this uneven
+    is when neither ranking is better."""
+    pairs = zip(runs[one], runs[other], strict=True)
+    diffs = [per_question(g, a, metric) - per_question(g, b, metric) for (g, a), (_, b) in pairs]
+    better, worse = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
+    n, low = better + worse, min(better, worse)
+    tail = sum(math.comb(n, i) for i in range(low + 1)) / 2**n if n else 1.0
+    return {"better": better, "worse": worse, "p": round(min(1.0, 2 * tail), 3)}
 
 
 def merge(parts: list[dict[str, Any]]) -> dict[str, Any]:

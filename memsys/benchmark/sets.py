@@ -23,6 +23,14 @@ LOCOMO_DATE = "%I:%M %p on %d %B, %Y"
 TURN_SECONDS = 30
 _EVIDENCE = re.compile(r"D\d+:\d+")
 _SESSION = re.compile(r"session_\d+")
+# LoCoMo's question categories (its paper's names; 5 asks about what was never said).
+LOCOMO_KINDS = {
+    1: "multi-hop",
+    2: "temporal",
+    3: "open-domain",
+    4: "single-hop",
+    5: "adversarial",
+}
 
 
 @dataclass
@@ -37,6 +45,8 @@ class Corpus:
     times: list[datetime] | None = None  # when each text happened (reference_time)
     now: datetime | None = None  # when the questions are asked (dates resolve against it)
     meta: list[dict[str, Any]] = field(default_factory=list)
+    # Per question, its kind (LoCoMo's category), for a table of each kind; empty: one kind.
+    kinds: list[str] = field(default_factory=list)
 
 
 def half(questions: list[Any], which: str) -> list[Any]:
@@ -88,20 +98,24 @@ def locomo(data: Path, quick: bool, which: str = "all") -> list[Corpus]:
                 dia[turn["dia_id"]] = len(texts)
                 texts.append(f"{turn['speaker']}: {turn['text']}")
                 times.append(start + timedelta(seconds=TURN_SECONDS * n))
-        questions = []
+        asked = []
         for qa in conv["qa"]:
             gold = {dia[d] for d in _EVIDENCE.findall(" ".join(qa.get("evidence", []))) if d in dia}
             if gold:
-                questions.append((qa["question"], gold))
+                kind = qa.get("category")
+                label = f"{kind} {LOCOMO_KINDS[kind]}" if kind in LOCOMO_KINDS else str(kind)
+                asked.append((qa["question"], gold, f"category {label}"))
+        kept = half(asked, which)
         out.append(
             Corpus(
                 name=f"locomo:{conv['sample_id']}",
                 texts=texts,
-                questions=half(questions, which),
+                questions=[(q, gold) for q, gold, _ in kept],
                 ks=(1, 5, 10, 20),
                 pool=60,
                 times=times,
                 now=max(times) + timedelta(hours=1),
+                kinds=[kind for _, _, kind in kept],
             )
         )
     return out

@@ -123,3 +123,80 @@ def test_the_floor_is_broken_by_any_metric_not_only_the_headline() -> None:
     assert "BROKEN" in lines[-2] and lines[-1] == (
         "  below on R@1: fused 0.320 vs best channel 0.330"
     )
+
+
+def _locomo(root: Path) -> Path:
+    """A two-session conversation in LoCoMo's layout, with questions of two categories."""
+    turns = [
+        ("Ana", "I adopted a grey kitten called Pixel last week."),
+        ("Ben", "Nice! I finally fixed the leaking roof of the cabin."),
+        ("Ana", "Pixel keeps chasing the laser pointer all evening."),
+        ("Ben", "The cabin is by Lake Orvin, we go there every summer."),
+    ]
+    session = [{"speaker": s, "dia_id": f"D1:{n}", "text": t} for n, (s, t) in enumerate(turns, 1)]
+    conversation = {
+        "speaker_a": "Ana",
+        "speaker_b": "Ben",
+        "session_1": session,
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+    }
+    qa = [
+        {"question": "When did Ana adopt her kitten?", "evidence": ["D1:1"], "category": 2},
+        {"question": "Where is Ben's cabin?", "evidence": ["D1:4"], "category": 4},
+        {"question": "What did Ben fix at the cabin?", "evidence": ["D1:2"], "category": 4},
+    ]
+    folder = root / "locomo"
+    folder.mkdir()
+    sample = {"sample_id": "conv-1", "conversation": conversation, "qa": qa}
+    (folder / "locomo10.json").write_text(json.dumps([sample]))
+    return root
+
+
+@pytest.mark.usefixtures("embedder")
+def test_locomo_is_also_tabled_by_category_of_question(tmp_path: Path) -> None:
+    """The data's README asks LoCoMo's figures per category: a table and a floor check for
+    each kind of question, beside the set's own."""
+    data = _locomo(tmp_path)
+    result = run("bench", "retrieval", "--data-dir", str(data), "--sets", "locomo", "--json")
+    assert result.exit_code in (0, 1), (result.stdout, result.stderr)
+    table = json.loads(result.stdout)["sets"]["locomo"]
+    kinds = table["kinds"]
+    assert {k: v["questions"] for k, v in kinds.items()} == {
+        "category 2 temporal": 1,
+        "category 4 single-hop": 2,
+    }
+    for part in kinds.values():
+        assert part["floor"]["metric"] == "R@10" and set(part["fused"]) == set(table["fused"])
+    weighted = sum(v["fused"]["R@1"] * v["questions"] for v in kinds.values()) / 3
+    assert weighted == pytest.approx(table["fused"]["R@1"], abs=1e-3)
+    human = run("bench", "retrieval", "--data-dir", str(data), "--sets", "locomo").stdout
+    assert "  category 2 temporal (1 questions): fused " in human
+
+
+def test_a_gap_under_the_floor_comes_with_its_sign_test() -> None:
+    """Which channel fused is below, and in how many questions it is better and worse: a
+    gap of a question or two is told apart from one that is more than chance."""
+    from memsys.benchmark import harness, scoring
+
+    gold = [{f"g{i}"} for i in range(8)]
+    runs: scoring.Runs = {name: [] for name in (*scoring.CHANNELS, "fused")}
+    for i, g in enumerate(gold):
+        hit, miss = [f"g{i}", "x"], ["x", f"g{i}"]
+        runs["dense"].append((g, hit if i < 7 else miss))  # first in 7 of 8
+        runs["fused"].append((g, hit if i in (0, 7) else miss))  # 1 better, 6 worse, 1 tie
+        for channel in ("lexical", "graph", "neighbours"):
+            runs[channel].append((g, miss))
+    assert scoring.sign_test(runs, "fused", "dense", "R@1") == {
+        "better": 1, "worse": 6, "p": 0.125
+    }  # fmt: skip
+    kinds = ["a"] * 4 + ["b"] * 4
+    tables = harness.by_kind(runs, kinds, (1,), "R@1")
+    assert {k: (v["questions"], v["fused"]["R@1"]) for k, v in tables.items()} == {
+        "a": (4, 0.25),
+        "b": (4, 0.25),
+    }
+    (below, *_) = tables["a"]["floor"]["below"]
+    assert below == {
+        "metric": "R@1", "fused": 0.25, "best_channel": 1.0, "channel": "dense",
+        "better": 0, "worse": 3, "p": 0.25,
+    }  # fmt: skip
