@@ -77,17 +77,32 @@ def test_memories_stored_with_windows_line_breaks_get_newlines(scratch_engine: E
         "mem_lf": "Twin\ntext",  # the twin's text, already stored with \n
         "mem_gone": "Closed\r\nversion",
     }
-    _insert_memories(scratch_engine, {k: (v, k == "mem_gone") for k, v in rows.items()})
-    _run(scratch_engine, "upgrade", "head")
-    with scratch_engine.connect() as conn:
-        rows_now = conn.execute(text("SELECT id, content, content_hash FROM chunk")).all()
-    found = {r.id: r.content for r in rows_now}
-    hashes = {r.id: r.content_hash for r in rows_now}
+    found, hashes = _upgraded_memories(scratch_engine, rows)
     assert found["mem_crlf"] == "Deploy steps:\n1. tag\n2. push"
     assert found["mem_bare"] == "Old mac\nline two"
     assert hashes["mem_crlf"] == _sha(found["mem_crlf"])
     assert found["mem_twin"] == rows["mem_twin"]  # its \n text is mem_lf's: left as it was
     assert found["mem_gone"] == rows["mem_gone"]  # history is not rewritten
+
+
+def test_memories_stored_decomposed_get_their_composed_text(scratch_engine: Engine) -> None:
+    """memory_store now stores NFC; memories stored before with an accent as a letter and a
+    combining mark are composed (with their content hash), except one whose composed text
+    another live memory holds; closed versions keep their text."""
+    _run(scratch_engine, "upgrade", "c5d2e8a17f40")
+    rows = {
+        "mem_nfd": "Cafe\u0301 au lait at the re\u0301union",
+        "mem_twin": "Zoe\u0308 likes tea",
+        "mem_nfc": "Zo\u00eb likes tea",  # the twin's text, already stored composed
+        "mem_gone": "Closed cafe\u0301",
+        "mem_plain": "Nothing to compose here",
+    }
+    found, hashes = _upgraded_memories(scratch_engine, rows)
+    assert found["mem_nfd"] == "Caf\u00e9 au lait at the r\u00e9union"
+    assert hashes["mem_nfd"] == _sha(found["mem_nfd"])
+    assert found["mem_twin"] == rows["mem_twin"]  # its composed text is mem_nfc's: left
+    assert found["mem_gone"] == rows["mem_gone"]  # history is not rewritten
+    assert (found["mem_plain"], hashes["mem_plain"]) == (rows["mem_plain"], _sha(rows["mem_plain"]))
 
 
 def test_edge_contexts_stored_with_windows_line_breaks_get_newlines(
@@ -121,6 +136,18 @@ def test_edge_contexts_stored_with_windows_line_breaks_get_newlines(
 
 def _sha(content: str) -> str:
     return hashlib.sha256(content.encode()).hexdigest()
+
+
+def _upgraded_memories(
+    engine: Engine, rows: dict[str, str]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """`rows` (id → content; `mem_gone` closed) written as an earlier revision left them,
+    then upgraded to head: each row's content and content hash after."""
+    _insert_memories(engine, {k: (v, k == "mem_gone") for k, v in rows.items()})
+    _run(engine, "upgrade", "head")
+    with engine.connect() as conn:
+        now = conn.execute(text("SELECT id, content, content_hash FROM chunk")).all()
+    return {r.id: r.content for r in now}, {r.id: r.content_hash for r in now}
 
 
 def _insert_memories(

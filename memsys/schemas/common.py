@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+import unicodedata
 from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime, timedelta
 from typing import Annotated, Any, Literal, TypeVar
@@ -225,7 +226,8 @@ def check_namespace(value: str) -> str:
 
 
 def check_query(value: str) -> str:
-    value = value.strip()
+    """A query trimmed, in Unicode's composed form (NFC), as memories are stored."""
+    value = unicodedata.normalize("NFC", value.strip())
     if not value:
         raise ValueError("Query cannot be empty")
     limit = get_settings().max_query_chars

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -46,8 +47,11 @@ LIST_ORDER_FIELDS = ("created_at", "updated_at", "importance", "confidence", "ac
 
 def content_text(v: str) -> str:
     """Content as stored: trimmed, its line breaks as \\n (text pasted from Windows holds \\r\\n,
-    which a file read back turns into \\n: the same memory must not come back as an edit)."""
-    v = v.replace("\r\n", "\n").replace("\r", "\n").strip()
+    which a file read back turns into \\n: the same memory must not come back as an edit), in
+    Unicode's composed form, NFC (an "é" typed as "e" and a combining accent, as macOS file
+    names and some keyboards give it, is the same text as the one-character "é": it must
+    not store a second memory)."""
+    v = unicodedata.normalize("NFC", v.replace("\r\n", "\n").replace("\r", "\n").strip())
     if not v:
         raise ValueError("Content cannot be empty")
     if not visible(v):

@@ -62,6 +62,20 @@ def test_identical_content_is_stored_once_per_namespace(embedder) -> None:
     assert table_counts()["chunk"] == 2
 
 
+def test_one_text_typed_composed_or_decomposed_is_one_memory(embedder) -> None:
+    """An accent typed as a letter and a combining mark (macOS file names, some keyboards)
+    is the same text as the composed character: it stored a second memory, and a query
+    typed that way scored the stored words differently."""
+    composed = store("Lunch at Café Müller with the São Paulo team")
+    decomposed = store("Lunch at Cafe\u0301 Mu\u0308ller with the Sa\u0303o Paulo team")
+    assert decomposed.duplicate and decomposed.id == composed.id
+    assert table_counts()["chunk"] == 1
+    store("Dinner at the harbour with the Lisbon team")
+    plain = recall("Café Müller lunch")
+    typed = recall("Cafe\u0301 Mu\u0308ller lunch")
+    assert [(m.id, m.score) for m in typed.memories] == [(m.id, m.score) for m in plain.memories]
+
+
 def test_concurrent_stores_of_the_same_content_yield_one_row(embedder) -> None:
     results = []
     barrier = threading.Barrier(6)
