@@ -1,5 +1,6 @@
 """Prefixed string ids used at the API boundary (mem_…, chk_…, doc_…, qry_…)."""
 
+import hashlib
 import re
 import uuid
 
@@ -12,6 +13,12 @@ FACT = "fact"
 TRACE = "trc"
 
 _MEMORY_ID = re.compile(r"^mem_[0-9a-f]{16}$")
+
+
+def content_hash(content: str) -> str:
+    """The hex SHA-256 of a text as stored (memsys.schemas.memories.content_text's form): what
+    dedup compares, in the database and in snapshots alike."""
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
 def new_id(prefix: str) -> str:

@@ -26,6 +26,7 @@ from memsys.config import get_settings
 from memsys.db import session_scope, take_turns
 from memsys.embeddings import get_embedder
 from memsys.errors import OUTSIDE_ROOTS, InvalidInput, MemsysError, NotFound, encodable
+from memsys.ids import content_hash
 from memsys.models import Chunk, Document
 from memsys.runner import before_transaction
 from memsys.schemas import (
@@ -38,7 +39,6 @@ from memsys.schemas import (
 from memsys.services import events, mentions, namespaces
 from memsys.services.documents import close_document, live_document, resolve_path
 from memsys.services.embedding_queue import embed_pending
-from memsys.services.memory_batch import content_hash
 from memsys.tokens import count_tokens_batch
 
 SKIPPED_DIRS = {"node_modules", "__pycache__", "venv", "site-packages"}

@@ -18,7 +18,6 @@ round trip beside the model slows it down.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,16 +27,13 @@ from sqlalchemy.orm import Session
 
 from memsys import ids, secretscan
 from memsys.db import Statement, in_one_trip, json_text, turns_statement
+from memsys.ids import content_hash
 from memsys.schemas import MemoryStoreIn, MemoryStoreOut
 from memsys.services import mentions, namespaces
 from memsys.tokens import count_tokens_batch
 from memsys.vocabulary import DEFAULT_LIFECYCLE, GOLDEN_RULE
 
 INITIAL_CONFIDENCE = 0.3  # S001: a new memory is unproven; TRY/LEARN moves it
-
-
-def content_hash(content: str) -> str:
-    return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
 # The live memories of some content hashes in a namespace: what a store answers as duplicates.

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from memsys import relations
 from memsys.errors import bounded, encodable
+from memsys.ids import content_hash
 from memsys.models.chunk import STAGES
 from memsys.schemas import edges as edges_schema
 from memsys.schemas import memories as memories_schema
@@ -145,10 +146,6 @@ def loads(text: str | bytes) -> Any:
     edit above it (a second `"value"` in a preference line, a second `"memories"` array)
     would be lost without a word, as YAML's would in a frontmatter."""
     return json.loads(text, object_pairs_hook=_once)
-
-
-def content_hash(content: str) -> str:
-    return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
 def edge_id(namespace: str, source: str, relation: str, target: str) -> str:
