@@ -126,6 +126,9 @@ def migrate_command(
                 emit(result, True, None)
             else:
                 echo(_upgraded(result, output))
+        if not as_json or output == "-":
+            for warning in result["warnings"]:
+                typer.echo(f"warning: {' '.join(warning.split())}", err=True)
         return
     result = service.migrate(revision, dry_run)
     if dry_run and not as_json:

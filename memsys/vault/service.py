@@ -264,17 +264,30 @@ def upgrade_file(source: Path, out: TextIO, output: str = "-") -> dict[str, Any]
     if snapshot.form == "vault":
         raise InvalidInput("a vault is upgraded by importing it (import reads older versions)")
     upgraded: list[Record] = []
+    unknown = 0  # memories whose file could not say when they happened
     for item in snapshot.items():
         if isinstance(item, Problem):
             raise InvalidInput(str(item))
+        unknown += bool(item.get(records.HAPPENED_UNKNOWN))
         upgraded.append(records.ordered(_writable(item)))
     order = {"memory": 0, "edge": 1, "preference": 2}
     upgraded.sort(key=lambda r: order.get(r.get("kind", ""), 3))
     suffix = Path(output).suffix
     form = "jsonl" if suffix == ".jsonl" else "json" if suffix == ".json" else snapshot.form
     counts = files.write(out, form, upgraded)
+    warnings = (
+        [
+            f"{unknown} memories of this {snapshot.version} file do not say when they happened "
+            f"(schema {snapshot.version} could not); the upgraded file says they have no time, "
+            "so importing it clears a time the database holds for them. To keep those times, "
+            f"import the {snapshot.version} file itself (import reads older versions)."
+        ]
+        if unknown
+        else []
+    )
     return {
         "from_version": snapshot.version,
         "to_version": SCHEMA_VERSION,
         "records": sum(counts.values()),
+        "warnings": warnings,
     }

@@ -11,7 +11,8 @@ History:
 - 1.1: a memory's `happened` (memory_store's reference_time), written when it has one. A 1.0
   file could not hold it: its memories are read as not saying (import keeps the stored
   time, diff shows no change), not as having none. `migrate --file` writes them without
-  one, as 1.1 says a memory with no reference time.
+  one, as 1.1 says a memory with no reference time, and warns that importing what it wrote
+  clears the stored times (memsys.vault.service.upgrade_file).
 """
 
 from __future__ import annotations

@@ -447,3 +447,33 @@ def test_problems_of_stdin_name_it_and_lines_without_a_header_say_so(
     headless = tmp_path / "lines.jsonl"
     headless.write_text("\n".join([memory_line(1), memory_line(2)]) + "\n")  # said "Extra data"
     assert "JSON lines without their header" in fails("import", str(headless))
+
+
+def test_migrating_a_1_0_file_warns_that_its_memories_lose_when_they_happened(
+    tmp_path: Path, embedder: object
+) -> None:
+    """A 1.0 file cannot say when a memory happened, and import keeps the stored time for
+    it; `migrate --file` writes it as 1.1, where no `happened` says "no time", so importing
+    the upgraded file cleared the stored time — without a word from migrate."""
+    seed()
+    run("export", str(tmp_path / "new.jsonl"))
+    header, *lines = (tmp_path / "new.jsonl").read_text().splitlines()
+    old = [json.dumps({**json.loads(header), "schema_version": "1.0"})]
+    for line in lines:
+        rec = json.loads(line)
+        rec.pop("happened", None)
+        old.append(json.dumps(rec))
+    (tmp_path / "old.jsonl").write_text("\n".join(old) + "\n")
+    memories = sum(1 for line in lines if json.loads(line)["kind"] == "memory")
+    done = run("migrate", "--file", str(tmp_path / "old.jsonl"), "-o", str(tmp_path / "up.jsonl"))
+    assert done.exit_code == 0, done.output
+    assert done.stderr.startswith(
+        f"warning: {memories} memories of this 1.0 file do not say when they happened"
+    )
+    assert "import the 1.0 file itself" in done.stderr
+    found = run_json("migrate", "--file", str(tmp_path / "old.jsonl"), "-o", str(tmp_path / "u2"))
+    assert len(found["warnings"]) == 1
+    # A file that says it (1.1) is upgraded without a warning.
+    same = str(tmp_path / "same.jsonl")
+    quiet = run("migrate", "--file", str(tmp_path / "new.jsonl"), "-o", same)
+    assert quiet.exit_code == 0 and quiet.stderr == ""
