@@ -5,8 +5,9 @@ DUPLICATE_SIMILARITY apart in cosine are the same memory said twice. The survivo
 one with the most earned standing (golden or pinned first, then confidence, accesses, age);
 each other one gets a `supersedes` edge from the survivor and is closed (history kept, so
 replay still sees it), and one `episode` event records the merge — REFLECTION.md's
-consolidation history and the daily episode log read those. Golden rules, pinned memories
-and ground truth are never merged away (they can survive a merge). Two memories that
+consolidation history and the daily episode log read those. Golden rules, pinned memories,
+ground truth and a knowledge-graph entity's observations are never merged away (they can
+survive a merge). Two memories that
 contradict each other by memory_check_supersedes' rules ("auth.ts depends on token.ts" /
 "auth.ts no longer depends on token.ts": a correction, as alike in meaning as a repeat) are
 not the same memory and are never merged: a merge could keep the stale one.
@@ -24,9 +25,10 @@ from sqlalchemy import select, text, tuple_
 from sqlalchemy.orm import Session
 
 from memsys import contradiction
-from memsys.models import Chunk, Event
+from memsys.models import Chunk, Edge, Event
 from memsys.schemas.edges import MemoryRelateIn
 from memsys.services import decay, edges, events
+from memsys.services.observation_links import OBSERVATION_OF
 
 DUPLICATE_SIMILARITY = 0.95
 NEIGHBOURS = 5
@@ -150,7 +152,10 @@ def merge_one(session: Session, chunk: Chunk, now: datetime, ids: list[str]) -> 
     )
     group: list[Chunk] = [held, *(o for o in others if not _opposed(held.content, o.content))]
     survivor = max(group, key=_standing)
-    merged = [c for c in group if c is not survivor and not decay.exempt(c)]
+    observed = _observations(session, chunk.namespace, [c.id for c in group])
+    merged = [
+        c for c in group if c is not survivor and not decay.exempt(c) and c.id not in observed
+    ]
     for other in merged:
         edges.relate(
             session,
@@ -173,6 +178,22 @@ def merge_one(session: Session, chunk: Chunk, now: datetime, ids: list[str]) -> 
             },
         )
     return [c.id for c in merged]
+
+
+def _observations(session: Session, namespace: str, ids: list[str]) -> set[str]:
+    """Which of these memories are a knowledge-graph entity's observations (a live
+    `observation_of` edge): each belongs to its entity as written, so it is never merged away
+    (closing it would take it off the entity: two people who both "prefer dark mode")."""
+    return set(
+        session.scalars(
+            select(Edge.source_id).where(
+                Edge.namespace == namespace,
+                Edge.source_id.in_(ids),
+                Edge.relation == OBSERVATION_OF,
+                Edge.valid_to.is_(None),
+            )
+        )
+    )
 
 
 def _opposed(a: str, b: str) -> bool:

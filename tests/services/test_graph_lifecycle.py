@@ -34,3 +34,11 @@ def test_an_aged_observation_reads_deletes_and_exports_as_written(embedder: Any)
     # deleting it by its text deletes it
     op("delete_observations", deletions=[{"entityName": "Gina", "observations": [LONG]}])
     assert op("open_nodes", names=["Gina"])["entities"] == [{**gina, "observations": []}]
+
+
+def test_consolidation_never_merges_away_an_entitys_observation(embedder: Any) -> None:
+    erin = {"name": "Erin", "entityType": "person", "observations": ["Prefers dark mode"]}
+    frank = {"name": "Frank", "entityType": "person", "observations": ["prefers dark mode."]}
+    op("create_entities", entities=[erin, frank])
+    maintain.run()
+    assert op("read_graph")["entities"] == [erin, frank]
