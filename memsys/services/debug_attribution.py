@@ -157,6 +157,11 @@ def classify(
             if bug == WRONG_MODE:
                 why = f"mode detected {row.mode_detected}, expected {expected_mode}"
             return CONTEXT_BUG, bug, why or bug, lost
+    # Not returned, yet no context bug: it did not exist for the call (stored after it ran).
+    unseen = [f"{i}: {w['reason']}" for i, w in lost.items() if w["stage"] != "returned"]
+    if unseen:
+        why = "; ".join(unseen)
+        return MODEL_BUG, None, f"no context bug: the call could not have found {why}", lost
     if expected_ids:
         return MODEL_BUG, None, "every expected memory was returned: the context was right", lost
     return MODEL_BUG, None, "no expected ids given and nothing else points at the context", lost
