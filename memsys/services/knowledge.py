@@ -254,10 +254,13 @@ def relate_entities(
     context: str | None = None,
     valid_from: datetime | None = None,
     evidence: list[str] | None = None,
+    valid_to: datetime | None = None,
 ) -> bool:
     """One live edge per (source, target, relation); True when this call wrote it. Writers of
     one triple take turns, so two processes never write it twice. A memory stating a
-    relation that exists joins its evidence (a purge of one of them leaves it standing)."""
+    relation that exists joins its evidence (a purge of one of them leaves it standing).
+    `valid_to`: a relation known to have ended then, written closed (an episode older than
+    the one that denied it)."""
     take_turns(session, ns, source_id, target_id, relation)
     live = (
         Edge.namespace == ns,
@@ -286,6 +289,8 @@ def relate_entities(
     )
     if valid_from is not None:
         edge.valid_from = valid_from
+    if valid_to is not None:
+        edge.valid_to, edge.expired_at = valid_to, clock(session)
     session.add(edge)
     session.flush()
     return True
