@@ -18,7 +18,7 @@ from sqlalchemy import func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from memsys import ids
+from memsys import ids, tenancy
 from memsys.config import get_settings
 from memsys.db import clock, rowcount, take_turns
 from memsys.embeddings import get_embedder
@@ -308,6 +308,7 @@ def create_relations(session: Session, params: CreateRelationsIn) -> RelationsOu
     """New (from, to, relationType) triples only; both entities must exist."""
     ns = graph_namespace(params)
     namespaces.require(session, ns)
+    tenancy.require_write(ns)
     entities = _require(session, ns, [n for r in params.relations for n in (r.from_, r.to)])
     created: list[RelationOut] = []
     for r in params.relations:
@@ -330,6 +331,7 @@ def add_observations(
     ns = graph_namespace(params)
     vectors = prepared or embed_texts(_all_contents(params.observations))
     namespaces.require(session, ns)
+    tenancy.require_write(ns)
     entities = _require(session, ns, [o.entityName for o in params.observations])
     wanted = [(entities[o.entityName].id, o.entityName, o.contents) for o in params.observations]
     added = observation_links.link(session, ns, wanted, vectors)
@@ -346,6 +348,7 @@ def delete_entities(session: Session, params: DeleteEntitiesIn) -> DoneOut:
     names are ignored, as server-memory does)."""
     ns = graph_namespace(params)
     namespaces.require(session, ns)
+    tenancy.require_write(ns)
     namespaces.share(session, [ns])  # after any import of the namespace
     entities = live_entities(session, ns, params.entityNames, lock="update")
     ids_ = [e.id for e in entities]
@@ -370,6 +373,7 @@ def delete_entities(session: Session, params: DeleteEntitiesIn) -> DoneOut:
 def delete_observations(session: Session, params: DeleteObservationsIn) -> DoneOut:
     ns = graph_namespace(params)
     namespaces.require(session, ns)
+    tenancy.require_write(ns)
     namespaces.share(session, [ns])  # after any import of the namespace
     entities = {
         e.name: e for e in live_entities(session, ns, [d.entityName for d in params.deletions])
@@ -390,6 +394,7 @@ def delete_observations(session: Session, params: DeleteObservationsIn) -> DoneO
 def delete_relations(session: Session, params: DeleteRelationsIn) -> DoneOut:
     ns = graph_namespace(params)
     namespaces.require(session, ns)
+    tenancy.require_write(ns)
     namespaces.share(session, [ns])  # after any import of the namespace
     names = [n for r in params.relations for n in (r.from_, r.to)]
     entities = {e.name: e for e in live_entities(session, ns, names)}

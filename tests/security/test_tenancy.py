@@ -339,3 +339,52 @@ def test_a_query_quoting_global_preferences_is_not_the_namespaces_trace(
         path = f"/v1/debug/trace/{answer['query_id']}"
         assert http.get(path, headers={"Authorization": f"Bearer {reader}"}).status_code == 404
         assert http.get(path).json()["namespace"] == "*"  # the local user still reads it
+
+
+def test_a_read_only_token_is_refused_the_writes_it_can_see_not_told_they_worked(
+    tenants: Tenants, base: str
+) -> None:
+    """In its own namespace a read-only token was answered "Entities deleted successfully"
+    (the policies had dropped the UPDATE), "Entity with name … not found" for an entity it
+    can read, had its memory_apply recorded, and a wrong verdict on its own trace was a 500
+    (for a read-write token too, on its own cross-namespace trace)."""
+    anvil = {"name": "Anvil", "entityType": "product", "observations": ["Made of iron"]}
+    relation = {"from": "Anvil", "to": "Roadrunner", "relationType": "falls_on"}
+    run("create_entities", entities=[anvil, {**anvil, "name": "Roadrunner"}], namespace=ACME)
+    run("create_relations", relations=[relation], namespace=ACME)
+    _, ro = token("read", ACME)
+    _, rw = token("read-write", "project:acme*")
+    gone = {"entityName": "Anvil", "observations": ["Made of iron"]}
+    writes = [
+        ("delete_entities", {"entityNames": ["Anvil"]}),
+        ("delete_observations", {"deletions": [gone]}),
+        ("delete_relations", {"relations": [relation]}),
+        ("add_observations", {"observations": [{"entityName": "Anvil", "contents": ["Heavy"]}]}),
+        ("create_relations", {"relations": [{**relation, "relationType": "misses"}]}),
+    ]
+    before = rows_of(ACME)
+    clients = {
+        secret: httpx.Client(
+            base_url=base, timeout=120, headers={"Authorization": f"Bearer {secret}"}
+        )
+        for secret in (ro, rw)
+    }
+    with clients[ro] as as_ro, clients[rw] as as_rw:
+        for name, args in writes:
+            answer = rest_call(as_ro, BY_NAME[name], {**args, "namespace": ACME})
+            assert answer.status == 403 and "may not change" in answer.text, (name, answer.text)
+        applied = as_ro.post(f"/v1/memories/{tenants.acme_memory}/apply", json={"context": "x"})
+        assert applied.status_code == 403, applied.text
+        assert rows_of(ACME) == before  # nothing written, nothing closed
+        for http in (as_ro, as_rw):  # its own traces: in ACME, and across namespaces
+            for scope in ({"namespace": ACME}, {}):
+                found = http.post("/v1/search", json={"query": "deploys", **scope})
+                judged = http.post(
+                    f"/v1/debug/trace/{found.json()['trace_id']}/feedback",
+                    json={"verdict": "wrong", "expected_ids": [tenants.acme_memory]},
+                )
+                assert judged.status_code == 200, judged.text
+                assert judged.json()["error_type"] is not None
+    assert run("open_nodes", names=["Anvil"], namespace=ACME).entities[0].observations == [
+        "Made of iron"
+    ]
