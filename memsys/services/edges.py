@@ -17,6 +17,7 @@ from sqlalchemy import ColumnElement, case, literal, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
+from memsys import tenancy
 from memsys.db import clock, take_turns
 from memsys.errors import InvalidInput, NotFound
 from memsys.models import Chunk, Edge, Entity, Episode, Fact
@@ -161,8 +162,10 @@ def edge_forget(session: Session, params: MemoryEdgeForgetIn) -> MemoryEdgeForge
         )
     if params.relation is not None:
         where.append(Edge.relation == params.relation)
-    touched = session.scalars(select(Edge.namespace).where(*where).distinct())
-    namespaces.share(session, sorted(touched))  # after any import of those namespaces
+    touched = sorted(session.scalars(select(Edge.namespace).where(*where).distinct()))
+    for namespace in touched:  # edges the caller sees but may not change: refused, not 0
+        tenancy.require_write(namespace)
+    namespaces.share(session, touched)  # after any import of those namespaces
     at = clock(session)
     closed = list(
         session.execute(

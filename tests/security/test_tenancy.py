@@ -388,3 +388,31 @@ def test_a_read_only_token_is_refused_the_writes_it_can_see_not_told_they_worked
     assert run("open_nodes", names=["Anvil"], namespace=ACME).entities[0].observations == [
         "Made of iron"
     ]
+
+
+def test_a_read_only_token_changing_a_row_it_can_read_is_refused_not_a_crash(
+    tenants: Tenants, base: str
+) -> None:
+    """preference_delete was a 500 (the ORM's UPDATE matched no row the policies let it
+    change), fact_verify answered "Fact not found" and memory_edge_forget "Edge not found" or
+    0 deleted for rows the token had just read."""
+    run("preference_set", key="editor", value="helix", namespace=ACME)
+    fact = run("fact_set", entity="Anvil", attribute="weight", content="100 kg", namespace=ACME)
+    other = run("memory_store", content="ACME ships rockets on Fridays", namespace=ACME).id
+    edge = run(
+        "memory_relate", source_id=tenants.acme_memory, target_id=other, relation="relates_to"
+    )
+    _, ro = token("read", ACME)
+    before = rows_of(ACME)
+    calls = [
+        ("preference_delete", {"key": "editor", "namespace": ACME}),
+        ("fact_verify", {"fact_id": fact.fact.fact_id, "namespace": ACME}),
+        ("memory_edge_forget", {"edge_id": edge.edge_id}),
+        ("memory_edge_forget", {"memory_id": tenants.acme_memory}),
+    ]
+    headers = {"Authorization": f"Bearer {ro}"}
+    with httpx.Client(base_url=base, timeout=120, headers=headers) as http:
+        for name, args in calls:
+            answer = rest_call(http, BY_NAME[name], args)
+            assert answer.status == 403 and "may not change" in answer.text, (name, answer.text)
+    assert rows_of(ACME) == before
