@@ -25,10 +25,9 @@ from sqlalchemy import select, text, tuple_
 from sqlalchemy.orm import Session
 
 from memsys import contradiction
-from memsys.models import Chunk, Edge, Event
+from memsys.models import Chunk, Event
 from memsys.schemas.edges import MemoryRelateIn
-from memsys.services import decay, edges, events
-from memsys.services.observation_links import OBSERVATION_OF
+from memsys.services import decay, edges, events, observation_links
 
 DUPLICATE_SIMILARITY = 0.95
 NEIGHBOURS = 5
@@ -152,9 +151,12 @@ def merge_one(session: Session, chunk: Chunk, now: datetime, ids: list[str]) -> 
     )
     group: list[Chunk] = [held, *(o for o in others if not _opposed(held.content, o.content))]
     survivor = max(group, key=_standing)
-    observed = _observations(session, chunk.namespace, [c.id for c in group])
+    # An entity's observation is never merged away (it may survive a merge).
+    observed = observation_links.observations_among(session, [(c.namespace, c.id) for c in group])
     merged = [
-        c for c in group if c is not survivor and not decay.exempt(c) and c.id not in observed
+        c
+        for c in group
+        if c is not survivor and not decay.exempt(c) and (c.namespace, c.id) not in observed
     ]
     for other in merged:
         edges.relate(
@@ -178,22 +180,6 @@ def merge_one(session: Session, chunk: Chunk, now: datetime, ids: list[str]) -> 
             },
         )
     return [c.id for c in merged]
-
-
-def _observations(session: Session, namespace: str, ids: list[str]) -> set[str]:
-    """Which of these memories are a knowledge-graph entity's observations (a live
-    `observation_of` edge): each belongs to its entity as written, so it is never merged away
-    (closing it would take it off the entity: two people who both "prefer dark mode")."""
-    return set(
-        session.scalars(
-            select(Edge.source_id).where(
-                Edge.namespace == namespace,
-                Edge.source_id.in_(ids),
-                Edge.relation == OBSERVATION_OF,
-                Edge.valid_to.is_(None),
-            )
-        )
-    )
 
 
 def _opposed(a: str, b: str) -> bool:

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 import numpy as np
-from sqlalchemy import ColumnElement, func, insert, or_, select, text
+from sqlalchemy import ColumnElement, func, insert, or_, select, text, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
@@ -42,6 +42,24 @@ def valid_at(model: Any, at: datetime | None) -> list[ColumnElement[bool]]:
     if at is None:
         return [model.valid_to.is_(None)]
     return [model.valid_from <= at, or_(model.valid_to.is_(None), model.valid_to > at)]
+
+
+def observations_among(session: Session, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Which of these memories ((namespace, id)) hold an entity's observation now (a live
+    `observation_of` edge). Lifecycle never closes one (consolidation, S002 decay): it
+    belongs to its entity as written, and closing it would take it off the entity."""
+    if not keys:
+        return set()
+    rows = session.execute(
+        select(Edge.namespace, Edge.source_id)
+        .where(
+            tuple_(Edge.namespace, Edge.source_id).in_(keys),
+            Edge.relation == OBSERVATION_OF,
+            Edge.valid_to.is_(None),
+        )
+        .distinct()
+    )
+    return {(r.namespace, r.source_id) for r in rows}
 
 
 class ObservationEdge(NamedTuple):

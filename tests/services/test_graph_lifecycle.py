@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memsys.services import maintain
-from tests.services.test_edges import op
+from tests.services.test_edges import fails, op
 
 LONG = (
     "Gina maintains the nightly backup job that copies the Postgres base backup to the "
@@ -42,3 +42,21 @@ def test_consolidation_never_merges_away_an_entitys_observation(embedder: Any) -
     op("create_entities", entities=[erin, frank])
     maintain.run()
     assert op("read_graph")["entities"] == [erin, frank]
+
+
+def test_s002_decay_never_deletes_a_session_memory_that_is_an_observation(
+    embedder: Any,
+) -> None:
+    """memory_store's default type is session, and an observation of the same text is linked
+    to that memory (dedup): decay's ultra tier then deleted it off the entity."""
+    text = "Lena prefers green tea in the morning"
+    stored = op("memory_store", content=text)
+    assert stored["memory_type"] == "session"
+    lena = {"name": "Lena", "entityType": "person", "observations": [text]}
+    op("create_entities", entities=[lena])
+    scratch = op("memory_store", content="Remember to rerun the flaky test")["id"]
+    out = op("decay", threshold=1.0, scope="ultra")
+    assert out["entries_deleted"] == 1  # the scratch note, not the observation
+    assert op("open_nodes", names=["Lena"])["entities"] == [lena]
+    assert op("memory_get", memory_id=stored["id"])["id"] == stored["id"]
+    assert "not found" in fails("memory_get", memory_id=scratch)
