@@ -58,6 +58,21 @@ def graph_namespace(params: Any) -> str:
     return str(params.namespace or get_settings().graph_namespace)
 
 
+def graph_exists(session: Session, params: Any) -> bool:
+    """Whether the call's graph namespace exists. The default one (no namespace given) not
+    existing yet is the memory server's empty graph, as on a fresh install: reads find
+    nothing, deletes delete nothing. A namespace the call names must exist (NotFound lists
+    the known ones), as for every read in memsys."""
+    if params.namespace is not None:
+        namespaces.require(session, params.namespace)
+        return True
+    try:
+        namespaces.require(session, graph_namespace(params))
+    except NotFound:
+        return False
+    return True
+
+
 def embed_texts(texts: list[str]) -> Vectors:
     unique = sorted(set(texts))
     if not unique:
@@ -307,7 +322,7 @@ def _require(session: Session, ns: str, names: list[str]) -> dict[str, Entity]:
 def create_relations(session: Session, params: CreateRelationsIn) -> RelationsOut:
     """New (from, to, relationType) triples only; both entities must exist."""
     ns = graph_namespace(params)
-    namespaces.require(session, ns)
+    graph_exists(session, params)  # else its entities are not found
     tenancy.require_write(ns)
     entities = _require(session, ns, [n for r in params.relations for n in (r.from_, r.to)])
     created: list[RelationOut] = []
@@ -330,7 +345,7 @@ def add_observations(
 ) -> ObservationsOut:
     ns = graph_namespace(params)
     vectors = prepared or embed_texts(_all_contents(params.observations))
-    namespaces.require(session, ns)
+    graph_exists(session, params)  # else its entities are not found
     tenancy.require_write(ns)
     entities = _require(session, ns, [o.entityName for o in params.observations])
     wanted = [(entities[o.entityName].id, o.entityName, o.contents) for o in params.observations]
@@ -347,7 +362,8 @@ def delete_entities(session: Session, params: DeleteEntitiesIn) -> DoneOut:
     """Close the entities, their observations and every relation touching them (unknown
     names are ignored, as server-memory does)."""
     ns = graph_namespace(params)
-    namespaces.require(session, ns)
+    if not graph_exists(session, params):
+        return DoneOut(success=True, message="Entities deleted successfully")
     tenancy.require_write(ns)
     namespaces.share(session, [ns])  # after any import of the namespace
     entities = live_entities(session, ns, params.entityNames, lock="update")
@@ -372,7 +388,8 @@ def delete_entities(session: Session, params: DeleteEntitiesIn) -> DoneOut:
 
 def delete_observations(session: Session, params: DeleteObservationsIn) -> DoneOut:
     ns = graph_namespace(params)
-    namespaces.require(session, ns)
+    if not graph_exists(session, params):
+        return DoneOut(success=True, message="Observations deleted successfully")
     tenancy.require_write(ns)
     namespaces.share(session, [ns])  # after any import of the namespace
     entities = {
@@ -393,7 +410,8 @@ def delete_observations(session: Session, params: DeleteObservationsIn) -> DoneO
 
 def delete_relations(session: Session, params: DeleteRelationsIn) -> DoneOut:
     ns = graph_namespace(params)
-    namespaces.require(session, ns)
+    if not graph_exists(session, params):
+        return DoneOut(success=True, message="Relations deleted successfully")
     tenancy.require_write(ns)
     namespaces.share(session, [ns])  # after any import of the namespace
     names = [n for r in params.relations for n in (r.from_, r.to)]
