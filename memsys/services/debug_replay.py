@@ -17,15 +17,17 @@ these see the current rows.
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from memsys import deferred
+from memsys import deferred, tenancy
 from memsys.embeddings import embed_query
 from memsys.errors import InvalidInput
 from memsys.models import QueryTrace
+from memsys.models.token import ApiToken
 from memsys.retrieval import fusion, lexical
 from memsys.retrieval import trace as shape
 from memsys.schemas.debug import TraceBody
@@ -91,7 +93,8 @@ def replay(session: Session, params: ReplayIn) -> ReplayOut:
         terms=terms,
     )
     started = time.perf_counter()
-    replayed = _run_and_undo(session, op.service, op.input.model_validate(call), how)
+    scope = _token_scope(session, row)
+    replayed = _run_and_undo(session, op.service, op.input.model_validate(call), how, scope)
     elapsed = round((time.perf_counter() - started) * 1000, 3)
     changes = shape.diff(record_of(row), replayed)
     return ReplayOut(
@@ -107,17 +110,42 @@ def replay(session: Session, params: ReplayIn) -> ReplayOut:
     )
 
 
+def _token_scope(session: Session, row: QueryTrace) -> tenancy.Scope | None:
+    """The scope a scoped token's call over all its namespaces ran under (its trace is
+    logged under '*@<token id>'), for an admin's replay: without it the replay searched every
+    namespace and differed from the trace, nothing having changed."""
+    if not row.namespace.startswith("*@") or not tenancy.current().admin:
+        return None
+    token = session.get(ApiToken, row.namespace.removeprefix("*@"))
+    if token is None:
+        return None
+    patterns = tuple(token.namespaces)
+    write = patterns if token.mode == "read-write" else ()
+    return tenancy.Scope(read=patterns, write=write, token_id=token.id)
+
+
 def _run_and_undo(
-    session: Session, service_ref: str, params: Any, how: tracing.Replay
+    session: Session,
+    service_ref: str,
+    params: Any,
+    how: tracing.Replay,
+    scope: tenancy.Scope | None = None,
 ) -> dict[str, Any]:
-    """Run the tool in a savepoint, read the trace it wrote, roll everything back."""
+    """Run the tool in a savepoint (under `scope` when given: its settings go with the
+    savepoint's rollback), read the trace it wrote, roll everything back."""
     from memsys.operations import resolve
 
     service = resolve(service_ref)
     savepoint = session.begin_nested()
     try:
         # Inline, so the rollback below takes them too: its trace and access counts.
-        with tracing.replaying(how), deferred.inline():
+        with (
+            tenancy.using(scope) if scope else nullcontext(),
+            tracing.replaying(how),
+            deferred.inline(),
+        ):
+            if scope is not None:
+                tenancy.apply(session)
             service(session, params)
         if not how.written:
             raise InvalidInput("The replayed call wrote no trace: it cannot be compared")

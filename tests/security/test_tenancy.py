@@ -416,3 +416,24 @@ def test_a_read_only_token_changing_a_row_it_can_read_is_refused_not_a_crash(
             answer = rest_call(http, BY_NAME[name], args)
             assert answer.status == 403 and "may not change" in answer.text, (name, answer.text)
     assert rows_of(ACME) == before
+
+
+def test_an_admin_replays_a_tokens_search_over_its_namespaces_as_it_ran(
+    tenants: Tenants, base: str
+) -> None:
+    """A scoped token's search over all its namespaces, replayed by the admin, searched every
+    namespace: the replay differed from the trace (beta's memories added), nothing changed."""
+    _, secret = token("read", "project:acme*")
+    as_token = {"Authorization": f"Bearer {secret}"}
+    with httpx.Client(base_url=base, timeout=120) as http:
+        found = http.post("/v1/memories/recall", json={"query": "zebra launch codes deploys"},
+                          headers=as_token)  # fmt: skip
+        trace_id = found.json()["trace_id"]
+        for headers in ({}, as_token):  # the admin (local user), and the token itself
+            replayed = http.post(f"/v1/debug/replay/{trace_id}", json={}, headers=headers)
+            assert replayed.status_code == 200, replayed.text
+            body = replayed.json()
+            assert body["identical"], (body["changed_stage"], body["diff"])
+        # the replay's scope went with its savepoint: the admin still sees every namespace
+        logged = http.get("/v1/debug/query-log", params={"namespace": BETA}).json()
+        assert logged["total"] >= 1
