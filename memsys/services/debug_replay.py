@@ -27,13 +27,12 @@ from memsys import deferred, tenancy
 from memsys.embeddings import embed_query
 from memsys.errors import InvalidInput
 from memsys.models import QueryTrace
-from memsys.models.token import ApiToken
 from memsys.retrieval import fusion, lexical
 from memsys.retrieval import trace as shape
 from memsys.schemas.debug import TraceBody
 from memsys.schemas.debug_replay import ReplayIn, ReplayOut
 from memsys.services import debug, tracing
-from memsys.services.debug_attribution import asked_as_of, record_of
+from memsys.services.debug_attribution import asked_as_of, record_of, token_scope
 
 # Weights the pipeline may scale per query (graph × graph_unnamed when no entity is named,
 # neighbours × the gate of write order).
@@ -93,7 +92,9 @@ def replay(session: Session, params: ReplayIn) -> ReplayOut:
         terms=terms,
     )
     started = time.perf_counter()
-    scope = _token_scope(session, row)
+    # A token's call over all its namespaces runs over them again (an admin's replay
+    # searched every namespace); a token replaying its own trace has its scope already.
+    scope = token_scope(session, row) if tenancy.current().admin else None
     replayed = _run_and_undo(session, op.service, op.input.model_validate(call), how, scope)
     elapsed = round((time.perf_counter() - started) * 1000, 3)
     changes = shape.diff(record_of(row), replayed)
@@ -108,20 +109,6 @@ def replay(session: Session, params: ReplayIn) -> ReplayOut:
         fields=changes["fields"],
         replay_ms=elapsed,
     )
-
-
-def _token_scope(session: Session, row: QueryTrace) -> tenancy.Scope | None:
-    """The scope a scoped token's call over all its namespaces ran under (its trace is
-    logged under '*@<token id>'), for an admin's replay: without it the replay searched every
-    namespace and differed from the trace, nothing having changed."""
-    if not row.namespace.startswith("*@") or not tenancy.current().admin:
-        return None
-    token = session.get(ApiToken, row.namespace.removeprefix("*@"))
-    if token is None:
-        return None
-    patterns = tuple(token.namespaces)
-    write = patterns if token.mode == "read-write" else ()
-    return tenancy.Scope(read=patterns, write=write, token_id=token.id)
 
 
 def _run_and_undo(

@@ -437,3 +437,23 @@ def test_an_admin_replays_a_tokens_search_over_its_namespaces_as_it_ran(
         # the replay's scope went with its savepoint: the admin still sees every namespace
         logged = http.get("/v1/debug/query-log", params={"namespace": BETA}).json()
         assert logged["total"] >= 1
+
+
+def test_a_memory_outside_a_tokens_namespaces_is_the_wrong_store_of_its_search(
+    tenants: Tenants, base: str
+) -> None:
+    """A token's search over all its namespaces could never find beta's memory, yet the
+    attribution said no channel had ranked it: a ranking error, not the store it searched."""
+    _, secret = token("read-write", "project:acme*")
+    as_token = {"Authorization": f"Bearer {secret}"}
+    with httpx.Client(base_url=base, timeout=120) as http:
+        found = http.post("/v1/search", json={"query": "zebra launch codes"}, headers=as_token)
+        trace_id = found.json()["trace_id"]
+        judged = http.post(
+            f"/v1/debug/trace/{trace_id}/feedback",
+            json={"verdict": "wrong", "expected_ids": [tenants.beta_memory]},
+        ).json()  # the admin judges the token's trace
+        assert judged["error_subtype"] == "wrong_store_queried", judged
+        assert "the query searched project:acme*" in judged["reason"]
+        why = http.get(f"/v1/debug/trace/{trace_id}/why/{tenants.acme_memory}", headers=as_token)
+        assert why.status_code == 200 and why.json()["stage"] != "scope", why.text
