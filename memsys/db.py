@@ -41,6 +41,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm.exc import StaleDataError
 from sqlalchemy.pool import QueuePool
 from sqlalchemy.sql.elements import TextClause
 
@@ -342,6 +343,13 @@ def session_scope() -> Iterator[Session]:
         with suppress(DBAPIError):  # the connection is gone: nothing was committed
             session.rollback()
         raise lost from exc
+    except StaleDataError:
+        # An ORM update that matched no row: under a scoped token, the policies hid the row
+        # from the UPDATE (one it may read, not change) — refused, not a crash.
+        session.rollback()
+        if not tenancy.current().admin:
+            raise Protected(tenancy.denied_message()) from None
+        raise
     except PoolTimeout:  # every connection stayed in use (long imports, a flood of calls)
         session.rollback()
         pool = getattr(session.get_bind(), "pool", None)

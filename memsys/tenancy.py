@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
-from memsys.errors import DatabaseUnavailable
+from memsys.errors import DatabaseUnavailable, Protected
 
 TENANT_ROLE = "memsys_tenant"
 ALL = "*"
@@ -60,6 +60,14 @@ def may_write(namespace: str) -> bool:
     """Whether the caller's scope may change rows of `namespace` (the policies decide; this
     lets a read skip optional writes — rekindling — that the policies would refuse)."""
     return any(fnmatch.fnmatchcase(namespace, p) for p in current().write)
+
+
+def require_write(namespace: str) -> None:
+    """Refuse (Protected, 403) a change of `namespace` the caller may not make, before it is
+    tried: the policies would drop a read-only token's UPDATE of rows it can read without a
+    word, and the call would answer as if it had done it (or fail on the row it missed)."""
+    if not may_write(namespace):
+        raise Protected(denied_message())
 
 
 @contextmanager

@@ -447,7 +447,8 @@ def _complete(
 
 def _details(session: Session, keys: list[Key], as_of: datetime | None) -> dict[Key, Any]:
     """The hits' columns; as of a past time, with the text they had then (archiving since
-    replaced it with a summary: the history holds the original)."""
+    replaced it with a summary: the history holds the original) and the confidence they had
+    then (outcomes since moved it: memory_context files a golden rule by it)."""
     if not keys:
         return {}
     params = {"namespaces": [k[0] for k in keys], "ids": [k[1] for k in keys]}
@@ -457,6 +458,8 @@ def _details(session: Session, keys: list[Key], as_of: datetime | None) -> dict[
     if as_of is not None:
         for key, content in signals.contents_as_of(session, list(rows), as_of).items():
             rows[key] = {**rows[key], "content": content, "token_count": count_tokens(content)}
+        for key, confidence in signals.confidences_as_of(session, list(rows), as_of).items():
+            rows[key] = {**rows[key], "confidence": confidence}
     return rows
 
 

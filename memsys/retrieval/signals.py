@@ -64,6 +64,17 @@ def contents_as_of(session: Session, keys: list[Key], as_of: datetime) -> dict[K
     return {(ns, mid): value for (ns, mid, _), value in earlier.items() if isinstance(value, str)}
 
 
+def confidences_as_of(session: Session, keys: list[Key], as_of: datetime) -> dict[Key, float]:
+    """The confidence each memory had at `as_of`, for those whose confidence changed since
+    (outcomes): the old value of its first confidence change after then."""
+    earlier = earlier_values(session, keys, ("confidence",), as_of)
+    return {
+        (ns, mid): float(value)
+        for (ns, mid, _), value in earlier.items()
+        if isinstance(value, int | float)
+    }
+
+
 def signals_as_of(
     session: Session, keys: list[Key], as_of: datetime | None
 ) -> dict[Key, dict[str, Any]]:

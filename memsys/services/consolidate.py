@@ -5,8 +5,9 @@ DUPLICATE_SIMILARITY apart in cosine are the same memory said twice. The survivo
 one with the most earned standing (golden or pinned first, then confidence, accesses, age);
 each other one gets a `supersedes` edge from the survivor and is closed (history kept, so
 replay still sees it), and one `episode` event records the merge — REFLECTION.md's
-consolidation history and the daily episode log read those. Golden rules, pinned memories
-and ground truth are never merged away (they can survive a merge). Two memories that
+consolidation history and the daily episode log read those. Golden rules, pinned memories,
+ground truth and a knowledge-graph entity's observations are never merged away (they can
+survive a merge). Two memories that
 contradict each other by memory_check_supersedes' rules ("auth.ts depends on token.ts" /
 "auth.ts no longer depends on token.ts": a correction, as alike in meaning as a repeat) are
 not the same memory and are never merged: a merge could keep the stale one.
@@ -26,7 +27,7 @@ from sqlalchemy.orm import Session
 from memsys import contradiction
 from memsys.models import Chunk, Event
 from memsys.schemas.edges import MemoryRelateIn
-from memsys.services import decay, edges, events
+from memsys.services import decay, edges, events, observation_links
 
 DUPLICATE_SIMILARITY = 0.95
 NEIGHBOURS = 5
@@ -150,7 +151,13 @@ def merge_one(session: Session, chunk: Chunk, now: datetime, ids: list[str]) -> 
     )
     group: list[Chunk] = [held, *(o for o in others if not _opposed(held.content, o.content))]
     survivor = max(group, key=_standing)
-    merged = [c for c in group if c is not survivor and not decay.exempt(c)]
+    # An entity's observation is never merged away (it may survive a merge).
+    observed = observation_links.observations_among(session, [(c.namespace, c.id) for c in group])
+    merged = [
+        c
+        for c in group
+        if c is not survivor and not decay.exempt(c) and (c.namespace, c.id) not in observed
+    ]
     for other in merged:
         edges.relate(
             session,

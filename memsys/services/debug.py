@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import delete, func, select, tuple_
 from sqlalchemy.orm import Session
 
+from memsys import tenancy
 from memsys.config import get_settings
 from memsys.errors import NotFound
 from memsys.models import Chunk, Event, QueryTrace
@@ -141,7 +142,16 @@ def feedback(session: Session, params: TraceFeedbackIn) -> TraceFeedbackOut:
     elif row.error_type != debug_attribution.SYSTEM_ERROR:
         reason = "judged right"
     if row.error_type != debug_attribution.SYSTEM_ERROR:  # a failed call stays a failure
-        row.error_type, row.error_subtype = error_type, subtype
+        # A caller may judge a trace it can read (a read-only token, its own cross-namespace
+        # traces), but only one that may change the trace's namespace classifies the row:
+        # PostgreSQL's policies drop the others' UPDATE (it failed the call with a 500). Their
+        # verdict is kept in the feedback event.
+        if tenancy.may_write(row.namespace):
+            row.error_type, row.error_subtype = error_type, subtype
+        elif (error_type, subtype) != (row.error_type, row.error_subtype):
+            reason = f"{reason}; not written on the trace: {tenancy.denied_message()}"
+    else:
+        error_type, subtype = row.error_type, row.error_subtype
     payload: dict[str, object] = {
         "verdict": params.verdict,
         "note": params.note,
@@ -166,8 +176,8 @@ def feedback(session: Session, params: TraceFeedbackIn) -> TraceFeedbackOut:
         trace_id=row.id,
         verdict=params.verdict,
         attribution=attribution,
-        error_type=row.error_type,
-        error_subtype=row.error_subtype,
+        error_type=error_type,
+        error_subtype=subtype,
         reason=reason,
         where_lost=lost,
     )

@@ -17,14 +17,17 @@ model bug.
 from __future__ import annotations
 
 from datetime import datetime
+from fnmatch import fnmatchcase
 from typing import Any
 
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
+from memsys import tenancy
 from memsys.config import get_settings
 from memsys.models import Chunk, QueryTrace
 from memsys.models.log import CONTEXT_BUGS, ERROR_TYPES
+from memsys.models.token import ApiToken
 from memsys.retrieval import trace as shape
 from memsys.schemas.debug_replay import (
     Alert,
@@ -81,6 +84,24 @@ def asked_as_of(row: QueryTrace) -> datetime | None:
         return None
 
 
+def token_scope(session: Session, row: QueryTrace) -> tenancy.Scope | None:
+    """The scope a scoped token's call over all its namespaces ran under (its trace is
+    logged under '*@<token id>'): the caller's own when it is that token, else (an admin)
+    read from api_token. None for any other trace."""
+    if not row.namespace.startswith("*@"):
+        return None
+    token_id = row.namespace.removeprefix("*@")
+    caller = tenancy.current()
+    if caller.token_id == token_id:
+        return caller
+    token = session.get(ApiToken, token_id) if caller.admin else None
+    if token is None:
+        return None
+    patterns = tuple(token.namespaces)
+    write = patterns if token.mode == "read-write" else ()
+    return tenancy.Scope(read=patterns, write=write, token_id=token.id)
+
+
 def _versions(session: Session, memory_id: str) -> list[Chunk]:
     return list(session.scalars(select(Chunk).where(Chunk.id == memory_id)))
 
@@ -103,6 +124,11 @@ def scope(session: Session, row: QueryTrace, memory_id: str) -> dict[str, Any]:
     wanted_ns = request.get("namespace")
     if wanted_ns and chunk.namespace != wanted_ns:
         reason = f"it lives in namespace {chunk.namespace}; the query searched {wanted_ns}"
+        return {"memory": memory, "bug": WRONG_STORE, "reason": reason}
+    token = None if wanted_ns else token_scope(session, row)
+    if token is not None and not any(fnmatchcase(chunk.namespace, p) for p in token.read):
+        searched = ", ".join(token.read)
+        reason = f"it lives in namespace {chunk.namespace}; the query searched {searched}"
         return {"memory": memory, "bug": WRONG_STORE, "reason": reason}
     kind = request.get("doc_type")
     if kind and chunk.doc_type != kind:
@@ -157,6 +183,11 @@ def classify(
             if bug == WRONG_MODE:
                 why = f"mode detected {row.mode_detected}, expected {expected_mode}"
             return CONTEXT_BUG, bug, why or bug, lost
+    # Not returned, yet no context bug: it did not exist for the call (stored after it ran).
+    unseen = [f"{i}: {w['reason']}" for i, w in lost.items() if w["stage"] != "returned"]
+    if unseen:
+        why = "; ".join(unseen)
+        return MODEL_BUG, None, f"no context bug: the call could not have found {why}", lost
     if expected_ids:
         return MODEL_BUG, None, "every expected memory was returned: the context was right", lost
     return MODEL_BUG, None, "no expected ids given and nothing else points at the context", lost

@@ -17,12 +17,13 @@ these see the current rows.
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from memsys import deferred
+from memsys import deferred, tenancy
 from memsys.embeddings import embed_query
 from memsys.errors import InvalidInput
 from memsys.models import QueryTrace
@@ -31,7 +32,7 @@ from memsys.retrieval import trace as shape
 from memsys.schemas.debug import TraceBody
 from memsys.schemas.debug_replay import ReplayIn, ReplayOut
 from memsys.services import debug, tracing
-from memsys.services.debug_attribution import asked_as_of, record_of
+from memsys.services.debug_attribution import asked_as_of, record_of, token_scope
 
 # Weights the pipeline may scale per query (graph × graph_unnamed when no entity is named,
 # neighbours × the gate of write order).
@@ -91,7 +92,10 @@ def replay(session: Session, params: ReplayIn) -> ReplayOut:
         terms=terms,
     )
     started = time.perf_counter()
-    replayed = _run_and_undo(session, op.service, op.input.model_validate(call), how)
+    # A token's call over all its namespaces runs over them again (an admin's replay
+    # searched every namespace); a token replaying its own trace has its scope already.
+    scope = token_scope(session, row) if tenancy.current().admin else None
+    replayed = _run_and_undo(session, op.service, op.input.model_validate(call), how, scope)
     elapsed = round((time.perf_counter() - started) * 1000, 3)
     changes = shape.diff(record_of(row), replayed)
     return ReplayOut(
@@ -108,16 +112,27 @@ def replay(session: Session, params: ReplayIn) -> ReplayOut:
 
 
 def _run_and_undo(
-    session: Session, service_ref: str, params: Any, how: tracing.Replay
+    session: Session,
+    service_ref: str,
+    params: Any,
+    how: tracing.Replay,
+    scope: tenancy.Scope | None = None,
 ) -> dict[str, Any]:
-    """Run the tool in a savepoint, read the trace it wrote, roll everything back."""
+    """Run the tool in a savepoint (under `scope` when given: its settings go with the
+    savepoint's rollback), read the trace it wrote, roll everything back."""
     from memsys.operations import resolve
 
     service = resolve(service_ref)
     savepoint = session.begin_nested()
     try:
         # Inline, so the rollback below takes them too: its trace and access counts.
-        with tracing.replaying(how), deferred.inline():
+        with (
+            tenancy.using(scope) if scope else nullcontext(),
+            tracing.replaying(how),
+            deferred.inline(),
+        ):
+            if scope is not None:
+                tenancy.apply(session)
             service(session, params)
         if not how.written:
             raise InvalidInput("The replayed call wrote no trace: it cannot be compared")

@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session
 from memsys.db import take_turns
 from memsys.models import Chunk
 from memsys.schemas.lifecycle import DecayIn, DecayOut
-from memsys.services import access, events, namespaces
+from memsys.services import access, events, namespaces, observation_links
 from memsys.vocabulary import is_golden
 
 LAMBDA = 0.03
@@ -278,6 +278,11 @@ def decay(session: Session, params: DecayIn, now: datetime | None = None) -> Dec
     bands: dict[str, int] = {}
     for rows in live_batches(session, params.namespace):
         scores: dict[tuple[str, str], float] = {}
+        # A session memory that is also an entity's observation (the same text, deduplicated)
+        # decays like the others but is not deleted: the graph would lose the observation.
+        observed = observation_links.observations_among(
+            session, [(r.namespace, r.id) for r in rows if tier(r) == "ultra"]
+        )
         for row in rows:
             where = tier(row)
             if params.scope and where != params.scope:
@@ -286,7 +291,8 @@ def decay(session: Session, params: DecayIn, now: datetime | None = None) -> Dec
             current = round(score_of(row, now), 6)
             scores[(row.namespace, row.id)] = current
             bands[status(current)] = bands.get(status(current), 0) + 1
-            if where == "ultra" and current < params.threshold:
+            kept = (row.namespace, row.id) in observed
+            if where == "ultra" and current < params.threshold and not kept:
                 close(session, row, now, "decay", decay_score=current, threshold=params.threshold)
                 deleted += 1
             elif (

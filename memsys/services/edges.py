@@ -17,6 +17,7 @@ from sqlalchemy import ColumnElement, case, literal, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
+from memsys import tenancy
 from memsys.db import clock, take_turns
 from memsys.errors import InvalidInput, NotFound
 from memsys.models import Chunk, Edge, Entity, Episode, Fact
@@ -161,8 +162,10 @@ def edge_forget(session: Session, params: MemoryEdgeForgetIn) -> MemoryEdgeForge
         )
     if params.relation is not None:
         where.append(Edge.relation == params.relation)
-    touched = session.scalars(select(Edge.namespace).where(*where).distinct())
-    namespaces.share(session, sorted(touched))  # after any import of those namespaces
+    touched = sorted(session.scalars(select(Edge.namespace).where(*where).distinct()))
+    for namespace in touched:  # edges the caller sees but may not change: refused, not 0
+        tenancy.require_write(namespace)
+    namespaces.share(session, touched)  # after any import of those namespaces
     at = clock(session)
     closed = list(
         session.execute(
@@ -197,25 +200,29 @@ def inspect(session: Session, params: MemoryInspectIn) -> MemoryInspectOut:
     depth = {origin.id: 0}
     edges: dict[int, Edge] = {}
     frontier = {origin.id}
+    labels = _labels(session, ns, {origin.id: "chunk"}, at)
     reached = 0
     for hop in range(1, params.max_depth + 1):
         found = _edges_from(session, ns, frontier, params)
-        frontier = set()
+        reached_now: dict[str, str] = {}
         for edge in found:
             edges[edge.id] = edge
-            for node in (edge.source_id, edge.target_id):
+            for node, kind in (
+                (edge.source_id, edge.source_kind),
+                (edge.target_id, edge.target_kind),
+            ):
                 if node not in depth:
                     depth[node] = hop
-                    frontier.add(node)
+                    reached_now[node] = kind
+        # A closed node (forgotten, merged away) ends a path: the walk does not go through it
+        # to what hangs on it (a merge's survivor showed at depth 2 with no edge to it).
+        live = _labels(session, ns, reached_now, at)
+        labels.update(live)
+        frontier = set(live)
         if not frontier:
             break
         reached = hop
-    kinds = {origin.id: "chunk"}
-    for e in edges.values():
-        kinds.setdefault(e.source_id, e.source_kind)
-        kinds.setdefault(e.target_id, e.target_kind)
-    labels = _labels(session, ns, kinds, at)
-    kept = {node for node in depth if node in labels}  # a closed node ends a path
+    kept = {node for node in depth if node in labels}
     shown_edges = [e for e in edges.values() if e.source_id in kept and e.target_id in kept]
     score = params.include_scores
 

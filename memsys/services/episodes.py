@@ -7,7 +7,9 @@ from the reference time, with the sentence as their fact and the memory as evide
 relation the episode denies ("auth.ts no longer depends on token.ts", "uses B instead of C")
 closes the live edge of that triple at the reference time (`valid_to`; `expired_at` now), so
 reads as of an earlier time still see it; an edge that began after the reference time is left
-alone (an older statement does not undo a newer one).
+alone (an older statement does not undo a newer one). Nor does an older statement undo a
+newer denial: a relation stated at a time a closed edge already covers writes nothing, and one
+stated before the triple's known periods gets an edge that ends where the next one begins.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from datetime import UTC, datetime
 from itertools import pairwise
 
 import numpy as np
-from sqlalchemy import func, text, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session
 
 from memsys import extraction, ids, llm_extraction, relation_extraction
@@ -60,6 +62,32 @@ def _close(session: Session, ns: str, source: str, target: str, relation: str, a
         )
         .values(valid_to=at, expired_at=func.now()),
     )
+
+
+def _until(
+    session: Session, ns: str, source: str, target: str, relation: str, at: datetime
+) -> tuple[bool, datetime | None]:
+    """An episode stating a relation at `at`, older than what the graph knows of it: whether
+    a closed edge already holds it then (nothing to write), else when the next known period
+    of the triple begins (the new edge ends there, so a later denial stays the last word).
+    (False, None) when nothing closed after `at`: the usual live edge."""
+    take_turns(session, ns, source, target, relation)  # as relate_entities: one writer a triple
+    later = session.execute(
+        select(Edge.valid_from).where(
+            Edge.namespace == ns,
+            Edge.source_kind == "entity",
+            Edge.source_id == source,
+            Edge.target_kind == "entity",
+            Edge.target_id == target,
+            Edge.relation == relation,
+            Edge.valid_to.is_not(None),
+            Edge.valid_to > at,
+        )
+    ).scalars()
+    starts = list(later)
+    if any(start <= at for start in starts):
+        return True, None
+    return False, min(starts, default=None)
 
 
 def _prepare(params: AddEpisodeIn) -> tuple[np.ndarray, Extracted | None]:
@@ -127,10 +155,12 @@ def add_episode(
             if _close(session, ns, source_id, target_id, relation, at):
                 closed.append(said)
             continue
-        knowledge.relate_entities(
-            session, ns, source_id, target_id, relation,
-            context=fact, valid_from=at, evidence=[memory.id],
-        )  # fmt: skip
+        held, until = _until(session, ns, source_id, target_id, relation, at)
+        if not held:
+            knowledge.relate_entities(
+                session, ns, source_id, target_id, relation,
+                context=fact, valid_from=at, evidence=[memory.id], valid_to=until,
+            )  # fmt: skip
         out.append(said)
     events.record(
         session,

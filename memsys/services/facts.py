@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
-from memsys import ids
+from memsys import ids, tenancy
 from memsys.config import get_settings
 from memsys.db import clock, take_turns
 from memsys.errors import InvalidInput, NotFound
@@ -172,6 +172,7 @@ def history(session: Session, params: FactHistoryIn) -> FactsOut:
 def verify(session: Session, params: FactVerifyIn) -> FactsOut:
     """Mark one version verified (now) or not."""
     ns = _ns(params)
+    tenancy.require_write(ns)  # else the lock below misses a fact the caller can read
     fact = session.get(Fact, (ns, params.fact_id), with_for_update=True)
     if fact is None:
         raise NotFound(f"Fact not found: {params.fact_id}")

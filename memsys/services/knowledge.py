@@ -18,7 +18,7 @@ from sqlalchemy import func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from memsys import ids
+from memsys import ids, tenancy
 from memsys.config import get_settings
 from memsys.db import clock, rowcount, take_turns
 from memsys.embeddings import get_embedder
@@ -56,6 +56,21 @@ Vectors = dict[str, np.ndarray]
 
 def graph_namespace(params: Any) -> str:
     return str(params.namespace or get_settings().graph_namespace)
+
+
+def graph_exists(session: Session, params: Any) -> bool:
+    """Whether the call's graph namespace exists. The default one (no namespace given) not
+    existing yet is the memory server's empty graph, as on a fresh install: reads find
+    nothing, deletes delete nothing. A namespace the call names must exist (NotFound lists
+    the known ones), as for every read in memsys."""
+    if params.namespace is not None:
+        namespaces.require(session, params.namespace)
+        return True
+    try:
+        namespaces.require(session, graph_namespace(params))
+    except NotFound:
+        return False
+    return True
 
 
 def embed_texts(texts: list[str]) -> Vectors:
@@ -254,10 +269,13 @@ def relate_entities(
     context: str | None = None,
     valid_from: datetime | None = None,
     evidence: list[str] | None = None,
+    valid_to: datetime | None = None,
 ) -> bool:
     """One live edge per (source, target, relation); True when this call wrote it. Writers of
     one triple take turns, so two processes never write it twice. A memory stating a
-    relation that exists joins its evidence (a purge of one of them leaves it standing)."""
+    relation that exists joins its evidence (a purge of one of them leaves it standing).
+    `valid_to`: a relation known to have ended then, written closed (an episode older than
+    the one that denied it)."""
     take_turns(session, ns, source_id, target_id, relation)
     live = (
         Edge.namespace == ns,
@@ -286,6 +304,8 @@ def relate_entities(
     )
     if valid_from is not None:
         edge.valid_from = valid_from
+    if valid_to is not None:
+        edge.valid_to, edge.expired_at = valid_to, clock(session)
     session.add(edge)
     session.flush()
     return True
@@ -302,7 +322,8 @@ def _require(session: Session, ns: str, names: list[str]) -> dict[str, Entity]:
 def create_relations(session: Session, params: CreateRelationsIn) -> RelationsOut:
     """New (from, to, relationType) triples only; both entities must exist."""
     ns = graph_namespace(params)
-    namespaces.require(session, ns)
+    graph_exists(session, params)  # else its entities are not found
+    tenancy.require_write(ns)
     entities = _require(session, ns, [n for r in params.relations for n in (r.from_, r.to)])
     created: list[RelationOut] = []
     for r in params.relations:
@@ -324,7 +345,8 @@ def add_observations(
 ) -> ObservationsOut:
     ns = graph_namespace(params)
     vectors = prepared or embed_texts(_all_contents(params.observations))
-    namespaces.require(session, ns)
+    graph_exists(session, params)  # else its entities are not found
+    tenancy.require_write(ns)
     entities = _require(session, ns, [o.entityName for o in params.observations])
     wanted = [(entities[o.entityName].id, o.entityName, o.contents) for o in params.observations]
     added = observation_links.link(session, ns, wanted, vectors)
@@ -340,7 +362,9 @@ def delete_entities(session: Session, params: DeleteEntitiesIn) -> DoneOut:
     """Close the entities, their observations and every relation touching them (unknown
     names are ignored, as server-memory does)."""
     ns = graph_namespace(params)
-    namespaces.require(session, ns)
+    if not graph_exists(session, params):
+        return DoneOut(success=True, message="Entities deleted successfully")
+    tenancy.require_write(ns)
     namespaces.share(session, [ns])  # after any import of the namespace
     entities = live_entities(session, ns, params.entityNames, lock="update")
     ids_ = [e.id for e in entities]
@@ -364,7 +388,9 @@ def delete_entities(session: Session, params: DeleteEntitiesIn) -> DoneOut:
 
 def delete_observations(session: Session, params: DeleteObservationsIn) -> DoneOut:
     ns = graph_namespace(params)
-    namespaces.require(session, ns)
+    if not graph_exists(session, params):
+        return DoneOut(success=True, message="Observations deleted successfully")
+    tenancy.require_write(ns)
     namespaces.share(session, [ns])  # after any import of the namespace
     entities = {
         e.name: e for e in live_entities(session, ns, [d.entityName for d in params.deletions])
@@ -384,7 +410,9 @@ def delete_observations(session: Session, params: DeleteObservationsIn) -> DoneO
 
 def delete_relations(session: Session, params: DeleteRelationsIn) -> DoneOut:
     ns = graph_namespace(params)
-    namespaces.require(session, ns)
+    if not graph_exists(session, params):
+        return DoneOut(success=True, message="Relations deleted successfully")
+    tenancy.require_write(ns)
     namespaces.share(session, [ns])  # after any import of the namespace
     names = [n for r in params.relations for n in (r.from_, r.to)]
     entities = {e.name: e for e in live_entities(session, ns, names)}

@@ -12,9 +12,10 @@ from sqlalchemy.orm import Session
 from memsys.models import Edge, Entity
 from memsys.runner import before_transaction, retrieval_only
 from memsys.schemas.graph import GraphOut, OpenNodesIn, ReadGraphIn, SearchNodesIn
-from memsys.services import namespaces, search, tracing
+from memsys.services import search, tracing
 from memsys.services.knowledge import (
     entities_out,
+    graph_exists,
     graph_namespace,
     live_entities,
     relations_of,
@@ -32,7 +33,8 @@ def escape_like(text: str) -> str:
 
 def read_graph(session: Session, params: ReadGraphIn) -> GraphOut:
     ns = graph_namespace(params)
-    namespaces.require(session, ns)
+    if not graph_exists(session, params):
+        return GraphOut(entities=[], relations=[])
     entities = live_entities(session, ns, at=params.as_of)
     return GraphOut(
         entities=entities_out(session, ns, entities, params.as_of),
@@ -134,8 +136,11 @@ def search_nodes(session: Session, params: SearchNodesIn) -> GraphOut:
     with tracing.traced(
         "search_nodes", params.query, namespace=ns, filters=scope, params=params
     ) as t:
-        namespaces.require(session, ns)
-        chosen = [e for e, _ in ranked_entities(session, ns, params.query, SEARCH_LIMIT, True)]
+        chosen = (
+            [e for e, _ in ranked_entities(session, ns, params.query, SEARCH_LIMIT, True)]
+            if graph_exists(session, params)
+            else []
+        )
         tracing.write(
             session,
             t,
@@ -150,7 +155,8 @@ def search_nodes(session: Session, params: SearchNodesIn) -> GraphOut:
 
 def open_nodes(session: Session, params: OpenNodesIn) -> GraphOut:
     ns = graph_namespace(params)
-    namespaces.require(session, ns)
+    if not graph_exists(session, params):
+        return GraphOut(entities=[], relations=[])
     entities = live_entities(session, ns, params.names, params.as_of)
     order = {n: i for i, n in enumerate(params.names)}
     entities.sort(key=lambda e: order[e.name])

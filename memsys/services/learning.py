@@ -19,6 +19,7 @@ from __future__ import annotations
 from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
+from memsys import tenancy
 from memsys.models import Chunk, ValidationEvent
 from memsys.schemas.learning import (
     MemoryApplyIn,
@@ -55,6 +56,7 @@ def _event(session: Session, chunk: Chunk, **values: object) -> int:
 
 def apply(session: Session, params: MemoryApplyIn) -> MemoryApplyOut:
     chunk = memories.live_memory(session, params.memory_id)
+    tenancy.require_write(chunk.namespace)  # a TRY is recorded on the memory
     event_id = _event(
         session, chunk, event_type="applied", context=params.context, session_id=params.session_id
     )

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
-from sqlalchemy import ColumnElement, func, insert, or_, select, text
+from sqlalchemy import ColumnElement, func, insert, or_, select, text, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
@@ -25,8 +25,9 @@ from memsys import ids
 from memsys.db import take_turns_all
 from memsys.embeddings import get_embedder
 from memsys.models import Chunk, Edge, Entity
+from memsys.models.chunk import AGED
 from memsys.schemas import MemoryStoreIn
-from memsys.services import memory_batch
+from memsys.services import history, memory_batch
 
 OBSERVATION_OF = "observation_of"
 KEY_PREFIX = "kg#"
@@ -43,30 +44,62 @@ def valid_at(model: Any, at: datetime | None) -> list[ColumnElement[bool]]:
     return [model.valid_from <= at, or_(model.valid_to.is_(None), model.valid_to > at)]
 
 
+def observations_among(session: Session, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Which of these memories ((namespace, id)) hold an entity's observation now (a live
+    `observation_of` edge). Lifecycle never closes one (consolidation, S002 decay): it
+    belongs to its entity as written, and closing it would take it off the entity."""
+    if not keys:
+        return set()
+    rows = session.execute(
+        select(Edge.namespace, Edge.source_id)
+        .where(
+            tuple_(Edge.namespace, Edge.source_id).in_(keys),
+            Edge.relation == OBSERVATION_OF,
+            Edge.valid_to.is_(None),
+        )
+        .distinct()
+    )
+    return {(r.namespace, r.source_id) for r in rows}
+
+
+class ObservationEdge(NamedTuple):
+    id: int
+    target_id: str  # the entity
+    source_id: str  # the observation's memory
+    content: str
+
+
 def observation_edges(
     session: Session, ns: str, entity_ids: list[str], at: datetime | None = None
-) -> list[Any]:
+) -> list[ObservationEdge]:
     """Observation edges of the entities with their text (edge id, entity, memory): the live
-    ones, or with `at` those valid then (a deleted observation is closed, not gone)."""
+    ones, or with `at` those valid then (a deleted observation is closed, not gone). The text
+    is the observation as written: a memory aging cut to a summary or a key (maintenance)
+    reads as its full text from its history, so the graph's reads, its deletes by text and
+    the check for an observation already there never see the cut."""
     memory_open = (
         Chunk.valid_to.is_(None)
         if at is None
         else or_(Chunk.valid_to.is_(None), Chunk.valid_to > at)
     )
-    return list(
-        session.execute(
-            select(Edge.id, Edge.target_id, Edge.source_id, Chunk.content)
-            .join(Chunk, (Chunk.namespace == Edge.namespace) & (Chunk.id == Edge.source_id))
-            .where(
-                Edge.namespace == ns,
-                Edge.relation == OBSERVATION_OF,
-                *valid_at(Edge, at),
-                Edge.target_id.in_(entity_ids),
-                memory_open,
-            )
-            .order_by(Edge.id)
+    rows = session.execute(
+        select(Edge.id, Edge.target_id, Edge.source_id, Chunk.content, Chunk.stage)
+        .join(Chunk, (Chunk.namespace == Edge.namespace) & (Chunk.id == Edge.source_id))
+        .where(
+            Edge.namespace == ns,
+            Edge.relation == OBSERVATION_OF,
+            *valid_at(Edge, at),
+            Edge.target_id.in_(entity_ids),
+            memory_open,
         )
-    )
+        .order_by(Edge.id)
+    ).all()
+    aged = [(ns, r.source_id, r.content) for r in rows if r.stage in AGED]
+    full = history.full_texts(session, aged) if aged else {}
+    return [
+        ObservationEdge(r.id, r.target_id, r.source_id, full.get((ns, r.source_id), r.content))
+        for r in rows
+    ]
 
 
 # created_at is each row's own clock: entities keep the order they were given in (read_graph

@@ -98,6 +98,27 @@ def test_entities_relations_and_observations_round_trip(mcp: Stdio) -> None:
     assert len(rows) == 1 and rows[0].valid_to is not None
 
 
+def test_a_fresh_install_has_the_memory_servers_empty_graph(mcp: Stdio) -> None:
+    """An agent's first call on a fresh install (read_graph, as the memory server's own
+    prompt has it) was an error: "Namespace not found: global. No namespaces exist yet."
+    """
+    empty = {"entities": [], "relations": []}
+    assert shape(mcp, "read_graph", {}) == empty
+    assert shape(mcp, "search_nodes", {"query": "Alice"}) == empty
+    assert shape(mcp, "open_nodes", {"names": ["Alice"]}) == empty
+    done = shape(mcp, "delete_entities", {"entityNames": ["Alice"]})
+    assert done == {"success": True, "message": "Entities deleted successfully"}
+    missing = mcp.call(
+        "add_observations", {"observations": [{"entityName": "Alice", "contents": ["x"]}]}
+    )
+    assert missing.is_error and "Entity with name Alice not found" in missing.content[0].text
+    # a namespace the call names is still checked
+    named = mcp.call("read_graph", {"namespace": "project:typo"})
+    assert named.is_error and "Namespace not found: project:typo" in named.content[0].text
+    mcp.settle()
+    assert table_counts()["namespace"] == 0
+
+
 def test_errors_are_tool_errors_and_write_nothing(mcp: Stdio) -> None:
     shape(mcp, "create_entities", {"entities": [ALICE]})  # not a retrieval: settles the server
     before = table_counts()

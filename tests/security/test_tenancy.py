@@ -339,3 +339,121 @@ def test_a_query_quoting_global_preferences_is_not_the_namespaces_trace(
         path = f"/v1/debug/trace/{answer['query_id']}"
         assert http.get(path, headers={"Authorization": f"Bearer {reader}"}).status_code == 404
         assert http.get(path).json()["namespace"] == "*"  # the local user still reads it
+
+
+def test_a_read_only_token_is_refused_the_writes_it_can_see_not_told_they_worked(
+    tenants: Tenants, base: str
+) -> None:
+    """In its own namespace a read-only token was answered "Entities deleted successfully"
+    (the policies had dropped the UPDATE), "Entity with name … not found" for an entity it
+    can read, had its memory_apply recorded, and a wrong verdict on its own trace was a 500
+    (for a read-write token too, on its own cross-namespace trace)."""
+    anvil = {"name": "Anvil", "entityType": "product", "observations": ["Made of iron"]}
+    relation = {"from": "Anvil", "to": "Roadrunner", "relationType": "falls_on"}
+    run("create_entities", entities=[anvil, {**anvil, "name": "Roadrunner"}], namespace=ACME)
+    run("create_relations", relations=[relation], namespace=ACME)
+    _, ro = token("read", ACME)
+    _, rw = token("read-write", "project:acme*")
+    gone = {"entityName": "Anvil", "observations": ["Made of iron"]}
+    writes = [
+        ("delete_entities", {"entityNames": ["Anvil"]}),
+        ("delete_observations", {"deletions": [gone]}),
+        ("delete_relations", {"relations": [relation]}),
+        ("add_observations", {"observations": [{"entityName": "Anvil", "contents": ["Heavy"]}]}),
+        ("create_relations", {"relations": [{**relation, "relationType": "misses"}]}),
+    ]
+    before = rows_of(ACME)
+    clients = {
+        secret: httpx.Client(
+            base_url=base, timeout=120, headers={"Authorization": f"Bearer {secret}"}
+        )
+        for secret in (ro, rw)
+    }
+    with clients[ro] as as_ro, clients[rw] as as_rw:
+        for name, args in writes:
+            answer = rest_call(as_ro, BY_NAME[name], {**args, "namespace": ACME})
+            assert answer.status == 403 and "may not change" in answer.text, (name, answer.text)
+        applied = as_ro.post(f"/v1/memories/{tenants.acme_memory}/apply", json={"context": "x"})
+        assert applied.status_code == 403, applied.text
+        assert rows_of(ACME) == before  # nothing written, nothing closed
+        for http in (as_ro, as_rw):  # its own traces: in ACME, and across namespaces
+            for scope in ({"namespace": ACME}, {}):
+                found = http.post("/v1/search", json={"query": "deploys", **scope})
+                judged = http.post(
+                    f"/v1/debug/trace/{found.json()['trace_id']}/feedback",
+                    json={"verdict": "wrong", "expected_ids": [tenants.acme_memory]},
+                )
+                assert judged.status_code == 200, judged.text
+                assert judged.json()["error_type"] is not None
+    assert run("open_nodes", names=["Anvil"], namespace=ACME).entities[0].observations == [
+        "Made of iron"
+    ]
+
+
+def test_a_read_only_token_changing_a_row_it_can_read_is_refused_not_a_crash(
+    tenants: Tenants, base: str
+) -> None:
+    """preference_delete was a 500 (the ORM's UPDATE matched no row the policies let it
+    change), fact_verify answered "Fact not found" and memory_edge_forget "Edge not found" or
+    0 deleted for rows the token had just read."""
+    run("preference_set", key="editor", value="helix", namespace=ACME)
+    fact = run("fact_set", entity="Anvil", attribute="weight", content="100 kg", namespace=ACME)
+    other = run("memory_store", content="ACME ships rockets on Fridays", namespace=ACME).id
+    edge = run(
+        "memory_relate", source_id=tenants.acme_memory, target_id=other, relation="relates_to"
+    )
+    _, ro = token("read", ACME)
+    before = rows_of(ACME)
+    calls = [
+        ("preference_delete", {"key": "editor", "namespace": ACME}),
+        ("fact_verify", {"fact_id": fact.fact.fact_id, "namespace": ACME}),
+        ("memory_edge_forget", {"edge_id": edge.edge_id}),
+        ("memory_edge_forget", {"memory_id": tenants.acme_memory}),
+    ]
+    headers = {"Authorization": f"Bearer {ro}"}
+    with httpx.Client(base_url=base, timeout=120, headers=headers) as http:
+        for name, args in calls:
+            answer = rest_call(http, BY_NAME[name], args)
+            assert answer.status == 403 and "may not change" in answer.text, (name, answer.text)
+    assert rows_of(ACME) == before
+
+
+def test_an_admin_replays_a_tokens_search_over_its_namespaces_as_it_ran(
+    tenants: Tenants, base: str
+) -> None:
+    """A scoped token's search over all its namespaces, replayed by the admin, searched every
+    namespace: the replay differed from the trace (beta's memories added), nothing changed."""
+    _, secret = token("read", "project:acme*")
+    as_token = {"Authorization": f"Bearer {secret}"}
+    with httpx.Client(base_url=base, timeout=120) as http:
+        found = http.post("/v1/memories/recall", json={"query": "zebra launch codes deploys"},
+                          headers=as_token)  # fmt: skip
+        trace_id = found.json()["trace_id"]
+        for headers in ({}, as_token):  # the admin (local user), and the token itself
+            replayed = http.post(f"/v1/debug/replay/{trace_id}", json={}, headers=headers)
+            assert replayed.status_code == 200, replayed.text
+            body = replayed.json()
+            assert body["identical"], (body["changed_stage"], body["diff"])
+        # the replay's scope went with its savepoint: the admin still sees every namespace
+        logged = http.get("/v1/debug/query-log", params={"namespace": BETA}).json()
+        assert logged["total"] >= 1
+
+
+def test_a_memory_outside_a_tokens_namespaces_is_the_wrong_store_of_its_search(
+    tenants: Tenants, base: str
+) -> None:
+    """A token's search over all its namespaces could never find beta's memory, yet the
+    attribution said no channel had ranked it: a ranking error, not the store it searched."""
+    _, secret = token("read-write", "project:acme*")
+    as_token = {"Authorization": f"Bearer {secret}"}
+    with httpx.Client(base_url=base, timeout=120) as http:
+        found = http.post("/v1/search", json={"query": "zebra launch codes"}, headers=as_token)
+        trace_id = found.json()["trace_id"]
+        judged = http.post(
+            f"/v1/debug/trace/{trace_id}/feedback",
+            json={"verdict": "wrong", "expected_ids": [tenants.beta_memory]},
+        ).json()  # the admin judges the token's trace
+        assert judged["error_subtype"] == "wrong_store_queried", judged
+        assert "the query searched project:acme*" in judged["reason"]
+        why = http.get(f"/v1/debug/trace/{trace_id}/why/{tenants.acme_memory}", headers=as_token)
+        assert why.status_code == 200 and why.json()["stage"] != "scope", why.text

@@ -108,6 +108,20 @@ def test_a_query_as_of_the_past_is_judged_by_the_rows_valid_then(ids: dict[str, 
     assert judge(trace_id, expected_ids=[ids["plant"]]).error_subtype != "wrong_lifecycle_filter"
 
 
+def test_a_memory_stored_after_the_query_is_not_said_to_have_been_returned(
+    ids: dict[str, str],
+) -> None:
+    """The reason read "every expected memory was returned: the context was right" beside an
+    attribution of "not returned" for a memory stored after the call ran."""
+    trace_id = recall("when do backups run", n_results=1)
+    later = store("Backups also run at noon on Fridays", memory_type="fact").id
+    judged = judge(trace_id, expected_ids=[later])
+    assert judged.attribution == {later: "not returned"}
+    assert (judged.error_type, judged.error_subtype) == ("model_bug", None)
+    assert judged.reason is not None and "was returned" not in judged.reason
+    assert f"{later}: it was stored after the query ran" in judged.reason
+
+
 def test_model_bug_system_error_and_right(ids: dict[str, str]) -> None:
     trace_id = recall("when do backups run", n_results=2)
     judged = judge(trace_id, expected_ids=[ids["nightly"]])

@@ -142,3 +142,16 @@ def test_registry_relations_and_inspect_as_of(chain: list[str]) -> None:
     assert b not in {n["id"] for n in now["nodes"]}
     then = op("memory_inspect_graph", memory_id=a, max_depth=1, direction="outgoing", as_of=before)
     assert b in {n["id"] for n in then["nodes"]}
+
+
+def test_inspect_does_not_walk_through_a_forgotten_memory(chain: list[str]) -> None:
+    """A closed node ends a path: the walk went on through b, forgotten, and listed c and d at
+    depth 2 and 3 with no edge or path that reached them (as after a merge closes b)."""
+    a, b, c, d = chain
+    op("memory_edge_forget", source_id=a, target_id=c)  # a reaches c only through b now
+    op("memory_forget", memory_id=b)
+    graph = op("memory_inspect_graph", memory_id=a, max_depth=3)
+    assert [n["id"] for n in graph["nodes"]] == [a]
+    assert graph["edges"] == [] and graph["paths"] == []
+    assert graph["stats"]["max_depth_reached"] == 0
+    assert c in {n["id"] for n in op("memory_inspect_graph", memory_id=d)["nodes"]}

@@ -108,3 +108,25 @@ def test_instead_of_replaces_one_edge_with_another(embedder: Any) -> None:
     before = (datetime.now(UTC) - DAY).isoformat()
     earlier = op("query_graph", query="auth.ts", depth=1, max_results=10, as_of=before)
     assert "auth.ts→token.ts" in earlier["links"] and "auth.ts→jwt.ts" not in earlier["links"]
+
+
+def test_an_episode_older_than_a_denial_does_not_reopen_the_relation(embedder: Any) -> None:
+    """Episodes arrive out of order: a statement older than the denial that closed its edge
+    wrote a new live edge, so today's graph said again what the newest episode denied."""
+    now = datetime.now(UTC)
+    op("add_episode", content=AUTH, reference_time=(now - 10 * DAY).isoformat())
+    denied = now - 2 * DAY
+    op("add_episode", content="auth.ts no longer depends on token.ts.",
+       reference_time=denied.isoformat())  # fmt: skip
+    # stated within the period the closed edge holds: nothing new
+    out = op("add_episode", content=AUTH, reference_time=(now - 5 * DAY).isoformat())
+    assert ("auth.ts", "token.ts") in {(r["source"], r["target"]) for r in out["relations"]}
+    assert [(e.valid_to, e.context) for e in depends_on()] == [(denied, AUTH)]
+    # stated before it: an edge up to where the known period begins, closed
+    earliest = now - 20 * DAY
+    op("add_episode", content=AUTH, reference_time=earliest.isoformat())
+    periods = sorted((e.valid_from, e.valid_to) for e in depends_on())
+    assert periods == [(earliest, now - 10 * DAY), (now - 10 * DAY, denied)]
+    assert AUTH not in facts()  # the denial is still the last word
+    assert AUTH in facts(as_of=(now - 15 * DAY).isoformat())
+    assert AUTH in facts(as_of=(now - 3 * DAY).isoformat())

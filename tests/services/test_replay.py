@@ -15,10 +15,11 @@ from memsys.errors import InvalidInput, NotFound
 from memsys.models import QueryTrace
 from memsys.operations import BY_NAME
 from memsys.retrieval import fusion
-from memsys.schemas import MemoryForgetIn, MemoryRecallIn
+from memsys.schemas import MemoryContextIn, MemoryForgetIn, MemoryRecallIn
 from memsys.schemas.debug import TraceIn
 from memsys.schemas.debug_replay import ReplayIn, ReplayOut
-from memsys.services import debug, debug_replay, memories
+from memsys.schemas.learning import MemoryOutcomeIn
+from memsys.services import context, debug, debug_replay, learning, memories
 from tests.factories import store
 
 FACTS = [
@@ -108,6 +109,24 @@ def test_after_edits_as_of_replays_the_past_and_now_shows_the_change(stored: lis
     assert newer in [r["id"] for r in today.diff["dense"]["added"]]
     assert first in [r["id"] for r in today.diff["output"]["removed"]]
     assert today.replay.retrieved[0]["id"] == newer
+
+
+def test_a_context_replays_with_the_confidence_its_memories_had_then(
+    stored: list[str],
+) -> None:
+    """memory_context files a memory under Golden Rules by its confidence: a replay as of
+    the trace read today's, so a failed outcome since moved the memory to another section
+    and the replay differed from a trace of an unchanged database."""
+    restore = stored[3]
+    for _ in range(6):  # 0.3 → 0.9: a golden rule
+        runner.execute(learning.outcome, MemoryOutcomeIn, {"memory_id": restore, "success": True})
+    fields = {"query": "backup bucket", "token_budget": 200}
+    out = runner.execute(context.context, MemoryContextIn, fields)
+    assert out.memory_ids[0] == restore and out.golden_rule_count == 1
+    runner.execute(learning.outcome, MemoryOutcomeIn, {"memory_id": restore, "success": False})
+    again = replay(out.trace_id)
+    assert again.identical, (again.changed_stage, again.diff)
+    assert not replay(out.trace_id, now=True).identical  # today it is a plain fact
 
 
 def test_a_purge_shows_in_the_as_of_replay(stored: list[str]) -> None:
