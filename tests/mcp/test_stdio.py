@@ -271,6 +271,21 @@ def test_memory_store_and_recall(mcp: Stdio) -> None:
     assert recalled["data"]["memories"][0]["id"] == stored["data"]["id"]
 
 
+def test_memory_store_takes_a_lifecycle_as_rest_the_cli_and_a_batch_item_do(mcp: Stdio) -> None:
+    """MCP's memory_store hid `lifecycle`, refusing it as an unknown argument, while REST,
+    `memsys store --lifecycle` and every item of MCP's own memory_store_batch took it."""
+    from memsys.db import session_scope
+    from memsys.models import Chunk
+
+    stored = mcp.envelope(
+        "memory_store", {"content": "The build server is in Oslo", "lifecycle": "personal"}
+    )
+    assert stored["success"], stored
+    with session_scope() as s:
+        row = s.get(Chunk, ("global", stored["data"]["id"]))
+        assert row is not None and row.lifecycle == "personal"
+
+
 def test_index_file_and_search(mcp: Stdio, tmp_path: Path) -> None:
     doc = tmp_path / "guide.md"
     doc.write_text("# Guide\n\n## Retries\n\nThe client retries three times with jitter.\n")
