@@ -51,15 +51,16 @@ def live_memory(session: Session, memory_id: str, lock: bool = False) -> Chunk:
     return chunk
 
 
-def held(session: Session, keys: list[tuple[str, str]]) -> list[Chunk]:
-    """The live memories of these (namespace, id) keys, locked until commit in (namespace,
-    id) order — the order every call that locks several takes, so two queue, never
-    deadlock — and read afresh."""
+def held(session: Session, keys: list[tuple[str, str]], closed_too: bool = False) -> list[Chunk]:
+    """The live memories of these (namespace, id) keys (`closed_too`: forgotten ones as
+    well), locked until commit in (namespace, id) order — the order every call that locks
+    several takes, so two queue, never deadlock — and read afresh."""
+    stmt = select(Chunk).where(tuple_(Chunk.namespace, Chunk.id).in_(keys))
+    if not closed_too:
+        stmt = stmt.where(Chunk.valid_to.is_(None))
     return list(
         session.scalars(
-            select(Chunk)
-            .where(tuple_(Chunk.namespace, Chunk.id).in_(keys), Chunk.valid_to.is_(None))
-            .order_by(Chunk.namespace, Chunk.id)
+            stmt.order_by(Chunk.namespace, Chunk.id)
             .with_for_update()
             .execution_options(populate_existing=True)
         )
@@ -171,7 +172,8 @@ def _close(session: Session, targets: list[Chunk], operation: str, purge: bool) 
     else:
         namespaces.share(session, touched)  # after any import
     take_turns_all(session, sorted({(c.namespace, "memory", c.content_hash) for c in targets}))
-    still = set(held(session, [(c.namespace, c.id) for c in targets]))
+    # A purge erases a memory forgotten meanwhile too; a forget leaves it (gone once).
+    still = set(held(session, [(c.namespace, c.id) for c in targets], closed_too=purge))
     closed = [c for c in targets if c in still]
     at = clock(session)  # its rows held (a store that committed meanwhile began before)
     if purge:  # what repeats their text goes first (memsys.services.erasure)
@@ -210,7 +212,11 @@ def forget(session: Session, params: MemoryForgetIn) -> MemoryForgetOut:
     namespaces.require(session, params.namespace)
 
     if memory_id is not None:
-        stmt = live_memories().where(Chunk.id == memory_id.strip())
+        # A purge also takes a memory forgotten before (closed, its text still kept): the
+        # way to erase what was only forgotten. A forget finds live memories only.
+        stmt = select(Chunk).where(Chunk.doc_type == "memory", Chunk.id == memory_id.strip())
+        if not params.purge:
+            stmt = stmt.where(Chunk.valid_to.is_(None))
         if params.namespace:
             stmt = stmt.where(Chunk.namespace == params.namespace)
         targets = list(session.scalars(stmt))

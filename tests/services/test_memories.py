@@ -335,6 +335,22 @@ def test_purge_erases_the_row_and_logs_only_that_it_happened(embedder) -> None:
         assert "hunter2" not in str(purge.payload)
 
 
+def test_a_forgotten_memory_can_still_be_purged(embedder) -> None:
+    """A forget keeps the text (closed, with its history); a purge asked for afterwards
+    answered "Memory not found", so what was only forgotten could never be erased."""
+    secret = store("The staging database password is swordfish")
+    forget(memory_id=secret.id)
+    with pytest.raises(NotFound):
+        forget(memory_id=secret.id)  # forgotten once: a second forget finds nothing
+    out = forget(memory_id=secret.id, purge=True)
+    assert out.purged and out.deleted_ids == [secret.id]
+    with session_scope() as s:
+        assert s.get(Chunk, ("global", secret.id)) is None
+        assert not s.scalars(select(MemoryAccess).where(MemoryAccess.memory_id == secret.id)).all()
+    with pytest.raises(NotFound):
+        forget(memory_id=secret.id, purge=True)  # erased: nothing left to purge
+
+
 def test_context_groups_by_type_golden_rules_first(embedder) -> None:
     store("Always use type hints in Python code", memory_type="golden_rule")
     store("User prefers dark mode for their IDE", memory_type="preference")
