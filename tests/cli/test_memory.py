@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -274,3 +275,26 @@ def refused_every_way(fifo, loop, folder) -> None:  # type: ignore[no-untyped-de
     ):
         assert reason in fails("store", "--from-file", str(path)), path
         assert reason in fails("store-batch", str(path)), path
+
+
+def test_forget_takes_an_imported_id_given_as_its_argument(tmp_path: Path) -> None:
+    """`memsys forget ID` (input_value: an id or a query) took only ids shaped as memsys
+    makes them (mem_ + 16 hex): an imported memory's own id ran as a query instead, which
+    forgot nothing and said so with success."""
+    snapshot = tmp_path / "snap.json"
+    memory = {
+        "kind": "memory",
+        "id": "mem_release7",
+        "namespace": "global",
+        "type": "decision",
+        "content": "Release 7 ships on a Friday",
+        "importance": 0.5,
+        "created": "2026-01-05T10:00:00Z",
+        "updated": "2026-01-05T10:00:00Z",
+    }
+    doc = {"format": "memsys-export", "schema_version": "1.1", "memories": [memory]}
+    snapshot.write_text(json.dumps(doc))
+    assert run("import", str(snapshot)).exit_code == 0
+    gone = run_json("forget", "mem_release7")
+    assert gone["deleted_ids"] == ["mem_release7"]
+    assert "Memory not found: mem_release7" in fails("forget", "mem_release7")
