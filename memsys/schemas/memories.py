@@ -75,7 +75,8 @@ def tag_list(v: list[str]) -> list[str]:
 
 
 def metadata_map(v: dict[str, Any]) -> dict[str, Any]:
-    size = len(json.dumps(v, default=str).encode())
+    # UTF-8 bytes, as stored; not ASCII escapes (six bytes for a CJK character, not three).
+    size = len(json.dumps(v, default=str, ensure_ascii=False).encode())
     if size > MAX_METADATA_BYTES:
         raise ValueError(
             f"Metadata is too large: {size} bytes as JSON (limit {MAX_METADATA_BYTES}). "

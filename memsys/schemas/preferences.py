@@ -72,7 +72,9 @@ def _key(v: str) -> str:
 def _value(v: Any) -> Any:
     if v is None:
         raise ValueError("Preference value cannot be null")
-    size = len(json.dumps(v))
+    # Characters as the value reads, not as ASCII escapes (\uXXXX: six for one CJK
+    # character, twelve for an emoji), which refused a 6,000-character Chinese value.
+    size = len(json.dumps(v, ensure_ascii=False))
     limit = get_settings().max_content_chars
     if size > limit:
         raise ValueError(f"Preference value is too large: {size} characters (limit {limit})")

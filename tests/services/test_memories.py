@@ -209,6 +209,16 @@ def test_unknown_namespace_is_an_error_not_an_empty_list(embedder) -> None:
             runner.execute(op, model, {"namespace": "project:ghost"})
 
 
+def test_metadata_is_measured_in_the_bytes_it_is_stored_in(embedder) -> None:
+    """The 64 KiB metadata limit counted ASCII escapes (six bytes for a CJK character, three
+    in UTF-8): 60 KB of Chinese notes were refused as 120 KB."""
+    notes = "说明" * 10_000
+    stored = store("Notes of the Shenzhen vendor meeting", metadata={"notes": notes})
+    with session_scope() as s:
+        row = s.get(Chunk, ("global", stored.id))
+        assert row is not None and row.meta["notes"] == notes
+
+
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
