@@ -66,6 +66,11 @@ def _key(v: str) -> str:
         raise ValueError(f"Preference key {v!r} contains a control character; use visible text")
     if not visible(v):
         raise ValueError("Preference key has no visible character (only zero-width ones)")
+    if v.endswith("/history"):  # the REST path of the history of the key before it
+        raise ValueError(
+            f"Preference key {v!r} ends in '/history', which REST reads as the history of "
+            f"{v.removesuffix('/history')!r}: choose another key"
+        )
     return v
 
 
