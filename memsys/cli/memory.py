@@ -41,6 +41,8 @@ def stored(r: MemoryStoreOut) -> None:
         echo(f"Duplicate: already stored as {r.id} in namespace {r.namespace}")
     else:
         echo(f"Stored {r.id} ({r.memory_type}, namespace {r.namespace})")
+    for warning in r.warnings:  # a secret-like string: the user should know it is stored
+        echo(f"warning: {warning}")
 
 
 def recalled(r: MemoryRecallOut) -> None:
@@ -184,6 +186,9 @@ def store_file(path: str, defaults: dict[str, Any], as_json: bool) -> None:
 
 def stored_batch(r: MemoryStoreBatchOut) -> None:
     echo(f"Stored {plural(r.stored, 'memory')}; {plural(r.duplicates, 'duplicate')} already there")
+    for item in r.results:
+        for warning in item.warnings:
+            echo(f"warning: {item.id}: {warning}")
 
 
 def applied(r: MemoryApplyOut) -> None:

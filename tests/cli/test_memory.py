@@ -298,3 +298,19 @@ def test_forget_takes_an_imported_id_given_as_its_argument(tmp_path: Path) -> No
     gone = run_json("forget", "mem_release7")
     assert gone["deleted_ids"] == ["mem_release7"]
     assert "Memory not found: mem_release7" in fails("forget", "mem_release7")
+
+
+def test_store_shows_the_secret_warning_it_answers_with(tmp_path: Path) -> None:
+    """memory_store answers with `warnings` when the content looks like a secret; the
+    CLI's plain output printed only "Stored …", so the user never learned of it."""
+    one = run("store", "The deploy user's key is AKIAIOSFODNN7EXAMPLE")
+    assert one.exit_code == 0
+    assert "warning: content looks like it holds a secret (AWS access key id)" in one.stdout
+    lines = tmp_path / "notes.jsonl"
+    lines.write_text(
+        '{"content": "Backups run nightly"}\n'
+        '{"content": "The CI token is ghp_abcdefghijklmnopqrstuvwxyz0123456789"}\n'
+    )
+    batch = run("store-batch", str(lines))
+    assert batch.exit_code == 0
+    assert "warning: mem_" in batch.stdout and "GitHub token" in batch.stdout
