@@ -38,9 +38,11 @@ _STATUS_ERRORS: dict[int, type[errors.MemsysError]] = {
 
 def server_url() -> str | None:
     """The running server for this MEMSYS_HOME and database, if any."""
-    if os.environ.get("MEMSYS_CLI_LOCAL") == "1":
-        return None
     from memsys import runtime_info
+    from memsys.config import get_settings
+
+    if get_settings().cli_local:
+        return None
 
     info = runtime_info.running_server()
     if info is None or info.get("database") != runtime_info.database_identity():
