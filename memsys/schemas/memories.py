@@ -11,6 +11,7 @@ from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_v
 from memsys import ids
 from memsys.config import get_settings
 from memsys.schemas.common import (
+    FILLED,
     NAME_BREAKERS,
     NAME_CHARACTERS,
     NOT_BLANK,
@@ -208,7 +209,7 @@ class MemoryForgetIn(Input):
     )
 
     memory_id: Annotated[
-        Annotated[str, NOT_BLANK] | None, Field(description="Specific memory ID to delete")
+        Annotated[str, FILLED] | None, Field(description="Specific memory ID to delete")
     ] = None
     query: Annotated[
         QueryText | None, Field(description="Search query to find memories to delete")

@@ -274,6 +274,14 @@ def test_forget_unknown_id_says_so(embedder) -> None:
         forget(memory_id="mem_0000000000000000")
 
 
+def test_forget_refuses_a_blank_id_as_bad_input(embedder) -> None:
+    """The published schema gives memory_id minLength 1 and a non-blank pattern, but a blank
+    id was looked up: 404 "Memory not found: " instead of a refusal of the input."""
+    for blank in ("", "   "):
+        with pytest.raises(InvalidInput, match="memory_id cannot be empty"):
+            forget(memory_id=blank)
+
+
 def test_golden_rules_are_protected_unless_forced(embedder) -> None:
     rule = store("Never commit secrets to the repository", memory_type="golden_rule")
     out = forget(memory_id=rule.id)
