@@ -11,6 +11,7 @@ from memsys.cli.output import (
     Json,
     echo,
     emit,
+    inert,
     json_lines,
     plural,
     progress_bar,
@@ -73,7 +74,7 @@ def forgotten(r: MemoryForgetOut) -> None:
 
 
 def show_context(r: MemoryContextOut) -> None:
-    typer.echo(r.context, nl=not r.context.endswith("\n"))
+    typer.echo(inert(r.context), nl=not r.context.endswith("\n"))
 
 
 def counted(r: MemoryCountOut) -> None:

@@ -314,3 +314,17 @@ def test_store_shows_the_secret_warning_it_answers_with(tmp_path: Path) -> None:
     batch = run("store-batch", str(lines))
     assert batch.exit_code == 0
     assert "warning: mem_" in batch.stdout and "GitHub token" in batch.stdout
+
+
+def test_stored_terminal_controls_are_shown_not_acted_on() -> None:
+    """A memory's text reached the terminal raw in list, recall and context: an escape
+    sequence a writer stored (ESC [ 8 m hides text, ESC ] 0 ; retitles, OSC 52 writes the
+    clipboard) acted on the user's terminal. Human output shows controls as \\xNN."""
+    stored = run_json("store", "Deploy notes \x1b[8mhidden\x1b[0m \x1b]0;owned\x07 end")
+    for args in (("list",), ("recall", "deploy notes"), ("context", "deploy notes")):
+        shown = run(*args)
+        assert shown.exit_code == 0, shown.output
+        assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout, args
+        assert "Deploy notes \\x1b[8mhidden\\x1b[0m \\x1b]0;owned\\x07 end" in shown.stdout, args
+    raw = run_json("get", stored["id"])  # --json keeps the text, JSON-escaped
+    assert raw["content"] == "Deploy notes \x1b[8mhidden\x1b[0m \x1b]0;owned\x07 end"
