@@ -75,6 +75,11 @@ class Settings(BaseSettings):
     # The namespace of the knowledge-graph tools (create_entities, …) when a call names none.
     graph_namespace: str = "global"
 
+    # True: a CLI command runs in process even when a `memsys serve` on the same home could
+    # answer (memsys.cli.remote). A setting like the others, so that `true` counts and a
+    # value that is no boolean is refused rather than taken silently as "no".
+    cli_local: bool = False
+
     # An OpenAI-compatible endpoint (e.g. http://127.0.0.1:11434/v1) for extracting entities
     # and relations from episodes; unset (the default): the rule-based extractor only.
     extractor_url: str | None = None
@@ -92,9 +97,8 @@ class Settings(BaseSettings):
         return self.home / "pgdata"
 
 
-# MEMSYS_ variables read outside Settings: the ONNX file's folder, the CLI's in-process
-# switch, the test suite's database.
-_READ_ELSEWHERE = ("MEMSYS_MODEL_DIR", "MEMSYS_CLI_LOCAL", "MEMSYS_TEST_DATABASE_URL")
+# MEMSYS_ variables read outside Settings: the ONNX file's folder, the test suite's database.
+_READ_ELSEWHERE = ("MEMSYS_MODEL_DIR", "MEMSYS_TEST_DATABASE_URL")
 
 
 @lru_cache

@@ -14,6 +14,12 @@ TRACE = "trc"
 
 _MEMORY_ID = re.compile(r"^mem_[0-9a-f]{16}$")
 
+# The words REST routes put where a memory's id goes (/v1/memories/count is the count, not
+# the memory "count"): an imported memory may not take one as its id, or GET /v1/memories/ID
+# (and `memsys get ID` with a server running) would answer another route.
+# tests/test_operations.py keeps this in step with the operation table.
+ROUTE_WORDS = frozenset({"analyze-health", "batch", "context", "count", "forget", "recall"})
+
 
 def content_hash(content: str) -> str:
     """The hex SHA-256 of a text as stored (memsys.schemas.memories.content_text's form): what

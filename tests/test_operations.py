@@ -106,6 +106,19 @@ def test_rest_routes_are_documented_from_the_model(op: Operation, openapi: dict[
         assert offered == expected, (path, offered ^ expected)
 
 
+def test_the_words_an_imported_memory_id_may_not_be_are_the_routes_words() -> None:
+    """A memory id in /v1/memories/{memory_id} must not be a word another route has there."""
+    from memsys.ids import ROUTE_WORDS
+
+    words = {
+        rest.path.split("/")[2]
+        for op in OPERATIONS
+        for rest in op.rest
+        if rest.path.startswith("/memories/") and not rest.path.split("/")[2].startswith("{")
+    }
+    assert words == ROUTE_WORDS
+
+
 @pytest.mark.parametrize("op", OPERATIONS, ids=lambda op: op.name)
 def test_cli_command_offers_every_field_with_help(op: Operation) -> None:
     if op.cli.command is not None:  # written by hand: it must exist, with --json

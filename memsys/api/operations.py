@@ -35,9 +35,11 @@ PATH_PARAM = re.compile(r"{(\w+)(?::\w+)?}")
 class KeyConvertor(PathConvertor):
     """`{key:path}` of the operation table: a key may hold "/", but does not end in a
     sub-resource of its own route, so /preferences/a/history is the history of "a" (a PUT
-    there is 405, not a write of the key "a/history")."""
+    there is 405, not a write of the key "a/history"; such keys are refused on write). The
+    key "history" itself is a key: the look-behind alone also saw the route's own "/"
+    before it, and /preferences/history was no route (a PUT redirected to "history/")."""
 
-    regex = r".*(?<!/history)"
+    regex = r"(?:history|.*(?<!/history))"
 
 
 register_url_convertor("key", KeyConvertor())

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from memsys import regular_files
-from memsys.cli.output import read_input, short
+from memsys.cli.output import inert, read_input, short
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -44,7 +44,7 @@ def inspected(r: MemoryInspectOut) -> None:
     for node in r.nodes:
         score = "" if node.relevance is None else f"  relevance {node.relevance:.3f}"
         kind = "" if node.kind == "memory" else f"  [{node.kind}]"
-        typer.echo(f"{'  ' * node.depth}{node.id}{score}{kind}  {short(node.content, 80)}")
+        typer.echo(inert(f"{'  ' * node.depth}{node.id}{score}{kind}  {short(node.content, 80)}"))
     for edge in r.edges:
         typer.echo(f"edge {edge.id}: {edge.source} -{edge.relation}-> {edge.target}")
 

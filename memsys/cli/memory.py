@@ -11,6 +11,7 @@ from memsys.cli.output import (
     Json,
     echo,
     emit,
+    inert,
     json_lines,
     plural,
     progress_bar,
@@ -41,6 +42,8 @@ def stored(r: MemoryStoreOut) -> None:
         echo(f"Duplicate: already stored as {r.id} in namespace {r.namespace}")
     else:
         echo(f"Stored {r.id} ({r.memory_type}, namespace {r.namespace})")
+    for warning in r.warnings:  # a secret-like string: the user should know it is stored
+        echo(f"warning: {warning}")
 
 
 def recalled(r: MemoryRecallOut) -> None:
@@ -71,7 +74,7 @@ def forgotten(r: MemoryForgetOut) -> None:
 
 
 def show_context(r: MemoryContextOut) -> None:
-    typer.echo(r.context, nl=not r.context.endswith("\n"))
+    typer.echo(inert(r.context), nl=not r.context.endswith("\n"))
 
 
 def counted(r: MemoryCountOut) -> None:
@@ -184,6 +187,9 @@ def store_file(path: str, defaults: dict[str, Any], as_json: bool) -> None:
 
 def stored_batch(r: MemoryStoreBatchOut) -> None:
     echo(f"Stored {plural(r.stored, 'memory')}; {plural(r.duplicates, 'duplicate')} already there")
+    for item in r.results:
+        for warning in item.warnings:
+            echo(f"warning: {item.id}: {warning}")
 
 
 def applied(r: MemoryApplyOut) -> None:

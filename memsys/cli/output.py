@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -85,9 +86,21 @@ def err_console() -> Console:
     return Console(stderr=True, highlight=False)
 
 
+# Terminal controls (C0 but tab and newline, DEL, C1): stored text holds what a writer put
+# there, and ESC [ … or ESC ] … printed raw would recolour, hide or retitle the user's
+# terminal (OSC 52 even writes the clipboard). Human output shows them as \xNN; --json
+# escapes them anyway.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def inert(text: str) -> str:
+    """The text with every terminal control shown as \\xNN instead of acted on."""
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def echo(line: str) -> None:
     """Print plain text without rich markup (user content may contain brackets)."""
-    console().print(line, markup=False, highlight=False, soft_wrap=True)
+    console().print(inert(line), markup=False, highlight=False, soft_wrap=True)
 
 
 def emit(result: M | dict[str, Any], as_json: bool, human: Callable[[M], None] | None) -> None:
@@ -107,7 +120,7 @@ def table(columns: list[str], rows: list[list[Any]]) -> Table:
     for name in columns:
         grid.add_column(name, overflow="fold")
     for row in rows:
-        grid.add_row(*(Text("" if v is None else str(v)) for v in row))
+        grid.add_row(*(Text("" if v is None else inert(str(v))) for v in row))
     return grid
 
 
@@ -119,8 +132,8 @@ def show_records(records: list[tuple[str, str]]) -> None:
     """Content-heavy results: a bold header line per record, its text indented below."""
     out = console()
     for header, body in records:
-        out.print(Text(header, style="bold"), soft_wrap=True)
-        out.print(Padding(Text(body), (0, 0, 0, 2), expand=False))
+        out.print(Text(inert(header), style="bold"), soft_wrap=True)
+        out.print(Padding(Text(inert(body)), (0, 0, 0, 2), expand=False))
 
 
 def short(text: str, limit: int = 200) -> str:

@@ -38,9 +38,11 @@ _STATUS_ERRORS: dict[int, type[errors.MemsysError]] = {
 
 def server_url() -> str | None:
     """The running server for this MEMSYS_HOME and database, if any."""
-    if os.environ.get("MEMSYS_CLI_LOCAL") == "1":
-        return None
     from memsys import runtime_info
+    from memsys.config import get_settings
+
+    if get_settings().cli_local:
+        return None
 
     info = runtime_info.running_server()
     if info is None or info.get("database") != runtime_info.database_identity():
@@ -61,6 +63,11 @@ def _request(op: Operation, data: dict[str, Any], base: str) -> urllib.request.R
     for name in PATH_FIELDS:
         if isinstance(data.get(name), str) and data[name].strip():
             data[name] = os.path.abspath(os.path.expanduser(data[name]))
+    nested = data.get("filters")  # a search's --source-file travels inside its filters
+    if isinstance(nested, dict) and isinstance(nested.get("source_file"), str):
+        source = nested["source_file"]
+        if source.strip():
+            data["filters"] = {**nested, "source_file": os.path.abspath(os.path.expanduser(source))}
     path = rest.path
     for name in [p.split(":")[0] for p in _path_params(path)]:
         raw = str(data.pop(name, ""))

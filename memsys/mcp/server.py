@@ -32,7 +32,15 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError, Unexpected
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent, ToolAnnotations, jsonrpc_message_adapter
-from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, create_model
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+    ValidationError,
+    create_model,
+)
 from pydantic.fields import FieldInfo
 
 from memsys import __version__, envelope, tenancy
@@ -117,7 +125,9 @@ def bare(annotation: Any) -> Any:
         return Union[tuple(bare(a) for a in get_args(annotation))]  # noqa: UP007
     if origin in (list, dict):
         return origin[tuple(bare(a) for a in get_args(annotation))]
-    if annotation in (int, float, bool):  # JSON types as given: no "5" for 5, no 1 for true
+    if annotation is int:  # JSON Schema's integer includes 5.0, as REST takes it; no "5"
+        return Annotated[int, BeforeValidator(_integral), Strict()]
+    if annotation in (float, bool):  # JSON types as given: no "5" for 5, no 1 for true
         return Annotated[annotation, Strict()]
     if annotation in (datetime, date):
         # A string for memsys to read (ISO 8601): the SDK's own reading would make 123 a
@@ -125,6 +135,12 @@ def bare(annotation: Any) -> Any:
         kind = "date-time" if annotation is datetime else "date"
         return Annotated[str, Field(json_schema_extra={"format": kind})]
     return annotation
+
+
+def _integral(value: Any) -> Any:
+    """5.0 as 5 (a JSON number without a fraction is an integer); anything else as given,
+    for the strict check to refuse ("5", true, 5.5)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def published(info: FieldInfo, required: bool = False) -> FieldInfo:

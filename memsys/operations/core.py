@@ -137,7 +137,6 @@ CORE_OPERATIONS: tuple[Operation, ...] = (
             render=f"{MEMORY_CLI}:stored",
             from_file=f"{MEMORY_CLI}:store_file",
         ),
-        mcp_hidden=("lifecycle",),
     ),
     Operation(
         name="memory_store_batch",

@@ -12,6 +12,7 @@ from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_v
 from memsys import ids
 from memsys.config import get_settings
 from memsys.schemas.common import (
+    FILLED,
     NAME_BREAKERS,
     NAME_CHARACTERS,
     NOT_BLANK,
@@ -79,7 +80,8 @@ def tag_list(v: list[str]) -> list[str]:
 
 
 def metadata_map(v: dict[str, Any]) -> dict[str, Any]:
-    size = len(json.dumps(v, default=str).encode())
+    # UTF-8 bytes, as stored; not ASCII escapes (six bytes for a CJK character, not three).
+    size = len(json.dumps(v, default=str, ensure_ascii=False).encode())
     if size > MAX_METADATA_BYTES:
         raise ValueError(
             f"Metadata is too large: {size} bytes as JSON (limit {MAX_METADATA_BYTES}). "
@@ -211,7 +213,7 @@ class MemoryForgetIn(Input):
     )
 
     memory_id: Annotated[
-        Annotated[str, NOT_BLANK] | None, Field(description="Specific memory ID to delete")
+        Annotated[str, FILLED] | None, Field(description="Specific memory ID to delete")
     ] = None
     query: Annotated[
         QueryText | None, Field(description="Search query to find memories to delete")

@@ -66,13 +66,20 @@ def _key(v: str) -> str:
         raise ValueError(f"Preference key {v!r} contains a control character; use visible text")
     if not visible(v):
         raise ValueError("Preference key has no visible character (only zero-width ones)")
+    if v.endswith("/history"):  # the REST path of the history of the key before it
+        raise ValueError(
+            f"Preference key {v!r} ends in '/history', which REST reads as the history of "
+            f"{v.removesuffix('/history')!r}: choose another key"
+        )
     return v
 
 
 def _value(v: Any) -> Any:
     if v is None:
         raise ValueError("Preference value cannot be null")
-    size = len(json.dumps(v))
+    # Characters as the value reads, not as ASCII escapes (\uXXXX: six for one CJK
+    # character, twelve for an emoji), which refused a 6,000-character Chinese value.
+    size = len(json.dumps(v, ensure_ascii=False))
     limit = get_settings().max_content_chars
     if size > limit:
         raise ValueError(f"Preference value is too large: {size} characters (limit {limit})")

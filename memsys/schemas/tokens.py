@@ -7,15 +7,27 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from memsys.schemas.common import Input, Output
+from memsys.schemas.common import NAME_BREAKERS, Input, Output, visible
 from memsys.tenancy import check_pattern
 
 TokenMode = Literal["read", "read-write"]
 NamespacePattern = Annotated[str, AfterValidator(check_pattern)]
 
 
+def _label(v: str) -> str:
+    """A label people read in `memsys token list`: trimmed, showing something, one line."""
+    v = v.strip()
+    if not visible(v):
+        raise ValueError("A token's name cannot be empty: give a label (who or what uses it)")
+    if NAME_BREAKERS.search(v):
+        raise ValueError("A token's name cannot hold a control character (a newline, a tab, …)")
+    return v
+
+
 class TokenCreateIn(Input):
-    name: str = Field(min_length=1, max_length=128, description="A label for people")
+    name: Annotated[str, AfterValidator(_label)] = Field(
+        min_length=1, max_length=128, description="A label for people"
+    )
     namespaces: list[NamespacePattern] = Field(
         min_length=1,
         max_length=64,

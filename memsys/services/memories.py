@@ -51,15 +51,16 @@ def live_memory(session: Session, memory_id: str, lock: bool = False) -> Chunk:
     return chunk
 
 
-def held(session: Session, keys: list[tuple[str, str]]) -> list[Chunk]:
-    """The live memories of these (namespace, id) keys, locked until commit in (namespace,
-    id) order — the order every call that locks several takes, so two queue, never
-    deadlock — and read afresh."""
+def held(session: Session, keys: list[tuple[str, str]], closed_too: bool = False) -> list[Chunk]:
+    """The live memories of these (namespace, id) keys (`closed_too`: forgotten ones as
+    well), locked until commit in (namespace, id) order — the order every call that locks
+    several takes, so two queue, never deadlock — and read afresh."""
+    stmt = select(Chunk).where(tuple_(Chunk.namespace, Chunk.id).in_(keys))
+    if not closed_too:
+        stmt = stmt.where(Chunk.valid_to.is_(None))
     return list(
         session.scalars(
-            select(Chunk)
-            .where(tuple_(Chunk.namespace, Chunk.id).in_(keys), Chunk.valid_to.is_(None))
-            .order_by(Chunk.namespace, Chunk.id)
+            stmt.order_by(Chunk.namespace, Chunk.id)
             .with_for_update()
             .execution_options(populate_existing=True)
         )
@@ -171,7 +172,8 @@ def _close(session: Session, targets: list[Chunk], operation: str, purge: bool) 
     else:
         namespaces.share(session, touched)  # after any import
     take_turns_all(session, sorted({(c.namespace, "memory", c.content_hash) for c in targets}))
-    still = set(held(session, [(c.namespace, c.id) for c in targets]))
+    # A purge erases a memory forgotten meanwhile too; a forget leaves it (gone once).
+    still = set(held(session, [(c.namespace, c.id) for c in targets], closed_too=purge))
     closed = [c for c in targets if c in still]
     at = clock(session)  # its rows held (a store that committed meanwhile began before)
     if purge:  # what repeats their text goes first (memsys.services.erasure)
@@ -201,7 +203,7 @@ def forget(session: Session, params: MemoryForgetIn) -> MemoryForgetOut:
     memory_id, query = params.memory_id, params.query
     if params.input_value is not None and memory_id is None and query is None:
         value = params.input_value  # validated: a memory id, or a checked query
-        if ids.looks_like_memory_id(value):
+        if ids.looks_like_memory_id(value) or _memory_named(session, value):
             memory_id = value
         else:
             query = value
@@ -210,7 +212,11 @@ def forget(session: Session, params: MemoryForgetIn) -> MemoryForgetOut:
     namespaces.require(session, params.namespace)
 
     if memory_id is not None:
-        stmt = live_memories().where(Chunk.id == memory_id.strip())
+        # A purge also takes a memory forgotten before (closed, its text still kept): the
+        # way to erase what was only forgotten. A forget finds live memories only.
+        stmt = select(Chunk).where(Chunk.doc_type == "memory", Chunk.id == memory_id.strip())
+        if not params.purge:
+            stmt = stmt.where(Chunk.valid_to.is_(None))
         if params.namespace:
             stmt = stmt.where(Chunk.namespace == params.namespace)
         targets = list(session.scalars(stmt))
@@ -241,6 +247,14 @@ def forget(session: Session, params: MemoryForgetIn) -> MemoryForgetOut:
         protected_ids=[c.id for c in protected],
         purged=params.purge and bool(doomed),
     )
+
+
+def _memory_named(session: Session, value: str) -> bool:
+    """Whether a memory (live or forgotten, of a namespace the caller sees) has this id: an
+    import keeps the ids its file gives (`mem_abc123`, `note-7`), which do not look like
+    the ids memsys makes, and `input_value` holding one is that memory, not a query."""
+    stmt = select(Chunk.id).where(Chunk.doc_type == "memory", Chunk.id == value.strip())
+    return session.scalars(stmt.limit(1)).first() is not None
 
 
 def _copies(session: Session, found: list[Chunk], namespace: str | None) -> list[Chunk]:

@@ -25,7 +25,7 @@ from memsys.schemas import (
     SearchWithBudgetIn,
     SearchWithFiltersIn,
 )
-from memsys.services import access, lifecycle, namespaces, tracing
+from memsys.services import access, documents, lifecycle, namespaces, tracing
 
 BUDGET_CANDIDATES = 50  # S001: search_with_budget considers up to 50 candidates
 
@@ -171,8 +171,18 @@ def search(session: Session, params: SearchIn) -> SearchOut:
 @retrieval_only
 @before_transaction(embed_query_of)
 def search_with_filters(session: Session, params: SearchWithFiltersIn) -> SearchOut:
-    filters = params.filters.model_dump(exclude_none=True)
+    filters = indexed_file(params.filters.model_dump(exclude_none=True))
     return _run(session, params, "search_with_filters", filters)
+
+
+def indexed_file(filters: dict[str, Any]) -> dict[str, Any]:
+    """Filters whose `source_file` names a file as indexing stored it and delete_file reads
+    it: a relative or ~ path, or one through a link, is the resolved absolute path (a
+    relative one matched nothing)."""
+    given = filters.get("source_file")
+    if given is None:
+        return filters
+    return {**filters, "source_file": str(documents.resolve_path(given))}
 
 
 @retrieval_only
@@ -183,7 +193,7 @@ def search_with_budget(session: Session, params: SearchWithBudgetIn) -> SearchBu
     A result too large for what is left is skipped (a smaller, lower-ranked one may still
     fit); `truncated_count` says how many candidates were left out.
     """
-    filters = params.filters.model_dump(exclude_none=True) if params.filters else {}
+    filters = indexed_file(params.filters.model_dump(exclude_none=True) if params.filters else {})
     ns = filters.get("namespace")
     with tracing.traced(
         "search_with_budget", params.query, namespace=ns, filters=filters, params=params

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memsys import relations
+from memsys import ids, relations
 from memsys.errors import bounded, encodable
 from memsys.ids import content_hash
 from memsys.models.chunk import STAGES
@@ -241,6 +241,14 @@ def check_memory(rec: Record) -> list[tuple[str, str]]:
         found.extend((key, p) for p in problems)
 
     field("id", lambda p: _text(rec, "id", _ID, p))
+    if rec.get("id") in ids.ROUTE_WORDS:
+        found.append(
+            (
+                "id",
+                f"id: {rec['id']!r} names a REST route (/v1/memories/{rec['id']}): "
+                "choose another id",
+            )
+        )
     rec.setdefault("namespace", "global")
     field("namespace", lambda p: _text(rec, "namespace", _NAMESPACE, p))
     if rec.get("type") not in MEMORY_TYPES:

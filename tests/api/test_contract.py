@@ -112,6 +112,23 @@ def test_a_key_route_does_not_swallow_its_history(client: TestClient) -> None:
     assert client.get("/v1/preferences/editor").status_code == 404  # nothing was written
 
 
+def test_the_key_history_is_a_key_like_any_other(client: TestClient) -> None:
+    """The route's look-behind for "/history" also saw the slash before the key, so the
+    key "history" could not be set (a redirect to "history/") nor read over REST, nor by
+    the CLI while a server ran; MCP stored it. A key ending in "/history", which REST
+    cannot address, is refused on every front end."""
+    assert client.put("/v1/preferences/history", json={"value": "off"}).status_code == 200
+    assert client.get("/v1/preferences/history").json()["value"] == "off"
+    versions = client.get("/v1/preferences/history/history").json()["versions"]
+    assert [v["value"] for v in versions] == ["off"]
+    assert client.delete("/v1/preferences/history").status_code == 200
+    from memsys.mcp.server import call
+    from memsys.operations import BY_NAME
+
+    refused = call(BY_NAME["preference_set"], {"key": "notes/history", "value": 1})
+    assert refused["success"] is False and "ends in '/history'" in refused["error"]
+
+
 def test_import_and_migrate_refuse_clearly(client: TestClient) -> None:
     answer = client.post(
         "/v1/import", content=b"`\xff\xfe", headers={"content-type": "application/json"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -274,3 +275,56 @@ def refused_every_way(fifo, loop, folder) -> None:  # type: ignore[no-untyped-de
     ):
         assert reason in fails("store", "--from-file", str(path)), path
         assert reason in fails("store-batch", str(path)), path
+
+
+def test_forget_takes_an_imported_id_given_as_its_argument(tmp_path: Path) -> None:
+    """`memsys forget ID` (input_value: an id or a query) took only ids shaped as memsys
+    makes them (mem_ + 16 hex): an imported memory's own id ran as a query instead, which
+    forgot nothing and said so with success."""
+    snapshot = tmp_path / "snap.json"
+    memory = {
+        "kind": "memory",
+        "id": "mem_release7",
+        "namespace": "global",
+        "type": "decision",
+        "content": "Release 7 ships on a Friday",
+        "importance": 0.5,
+        "created": "2026-01-05T10:00:00Z",
+        "updated": "2026-01-05T10:00:00Z",
+    }
+    doc = {"format": "memsys-export", "schema_version": "1.1", "memories": [memory]}
+    snapshot.write_text(json.dumps(doc))
+    assert run("import", str(snapshot)).exit_code == 0
+    gone = run_json("forget", "mem_release7")
+    assert gone["deleted_ids"] == ["mem_release7"]
+    assert "Memory not found: mem_release7" in fails("forget", "mem_release7")
+
+
+def test_store_shows_the_secret_warning_it_answers_with(tmp_path: Path) -> None:
+    """memory_store answers with `warnings` when the content looks like a secret; the
+    CLI's plain output printed only "Stored …", so the user never learned of it."""
+    one = run("store", "The deploy user's key is AKIAIOSFODNN7EXAMPLE")
+    assert one.exit_code == 0
+    assert "warning: content looks like it holds a secret (AWS access key id)" in one.stdout
+    lines = tmp_path / "notes.jsonl"
+    lines.write_text(
+        '{"content": "Backups run nightly"}\n'
+        '{"content": "The CI token is ghp_abcdefghijklmnopqrstuvwxyz0123456789"}\n'
+    )
+    batch = run("store-batch", str(lines))
+    assert batch.exit_code == 0
+    assert "warning: mem_" in batch.stdout and "GitHub token" in batch.stdout
+
+
+def test_stored_terminal_controls_are_shown_not_acted_on() -> None:
+    """A memory's text reached the terminal raw in list, recall and context: an escape
+    sequence a writer stored (ESC [ 8 m hides text, ESC ] 0 ; retitles, OSC 52 writes the
+    clipboard) acted on the user's terminal. Human output shows controls as \\xNN."""
+    stored = run_json("store", "Deploy notes \x1b[8mhidden\x1b[0m \x1b]0;owned\x07 end")
+    for args in (("list",), ("recall", "deploy notes"), ("context", "deploy notes")):
+        shown = run(*args)
+        assert shown.exit_code == 0, shown.output
+        assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout, args
+        assert "Deploy notes \\x1b[8mhidden\\x1b[0m \\x1b]0;owned\\x07 end" in shown.stdout, args
+    raw = run_json("get", stored["id"])  # --json keeps the text, JSON-escaped
+    assert raw["content"] == "Deploy notes \x1b[8mhidden\x1b[0m \x1b]0;owned\x07 end"

@@ -81,3 +81,26 @@ def test_search_output_keeps_the_lines_of_code(tmp_path) -> None:
     lines = [line.rstrip() for line in run("search", "retry attempts").stdout.splitlines()]
     # one line each, the body's indentation kept (under the two-space indent of a record)
     assert "  def retry(call):" in lines and "      for attempt in range(3):" in lines
+
+
+def test_a_search_sent_to_a_server_carries_its_source_file_as_an_absolute_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a server running, the CLI sends its call over REST: a path it names must be
+    resolved where the user typed it, not in the server's working directory. Top-level
+    paths (delete-file, index-file) were; --source-file, which travels inside the
+    search's filters, was sent as typed."""
+    import json
+
+    from memsys.cli import remote
+    from memsys.operations import BY_NAME
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("search_with_filters", "search_with_budget"):
+        data = {"query": "q", "filters": {"source_file": "docs/guide.md"}, "max_tokens": 5}
+        if name == "search_with_filters":
+            del data["max_tokens"]
+        request = remote._request(BY_NAME[name], data, "http://127.0.0.1:1")
+        assert request.data is not None
+        sent = json.loads(request.data)["filters"]["source_file"]
+        assert sent == str(tmp_path / "docs" / "guide.md"), name

@@ -81,6 +81,21 @@ def test_a_setting_that_does_not_parse_is_one_line_naming_it_not_its_value(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_cli_local_is_a_setting_that_must_parse(tmp_path: Path) -> None:
+    """MEMSYS_CLI_LOCAL was read as "1" or nothing: `true` or `yes` was silently "no" (the
+    call went to the server) instead of parsing or being refused like every setting."""
+    env = {**_env(tmp_path), "MEMSYS_CLI_LOCAL": "sometimes"}
+    done = subprocess.run(
+        [*_memsys(), "count"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("error: MEMSYS_CLI_LOCAL: Input should be a valid boolean")
+    assert "sometimes" not in done.stderr
+    from memsys.config import Settings
+
+    assert Settings(cli_local="true").cli_local and not Settings(cli_local="0").cli_local
+
+
 def test_a_misspelt_setting_is_named_not_ignored_without_a_word(tmp_path: Path) -> None:
     env = {**_env(tmp_path), "MEMSYS_BUSY_WAIT": "30"}  # MEMSYS_BUSY_WAIT_S meant
     env["memsys_busy_wait_s"] = "5"  # read: settings' names are read in any case

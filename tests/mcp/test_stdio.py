@@ -271,6 +271,30 @@ def test_memory_store_and_recall(mcp: Stdio) -> None:
     assert recalled["data"]["memories"][0]["id"] == stored["data"]["id"]
 
 
+def test_memory_store_takes_a_lifecycle_as_rest_the_cli_and_a_batch_item_do(mcp: Stdio) -> None:
+    """MCP's memory_store hid `lifecycle`, refusing it as an unknown argument, while REST,
+    `memsys store --lifecycle` and every item of MCP's own memory_store_batch took it."""
+    from memsys.db import session_scope
+    from memsys.models import Chunk
+
+    stored = mcp.envelope(
+        "memory_store", {"content": "The build server is in Oslo", "lifecycle": "personal"}
+    )
+    assert stored["success"], stored
+    with session_scope() as s:
+        row = s.get(Chunk, ("global", stored["data"]["id"]))
+        assert row is not None and row.lifecycle == "personal"
+
+
+def test_an_integral_number_is_an_integer_as_over_rest(mcp: Stdio) -> None:
+    """JSON Schema's integer includes 5.0 and REST takes it (memsys.api.operations.strict);
+    MCP's strict int refused it ("Input should be a valid integer")."""
+    mcp.envelope("memory_store", {"content": "The build cache lives on the NAS"})
+    recalled = mcp.envelope("memory_recall", {"query": "build cache", "n_results": 2.0})
+    assert recalled["success"], recalled
+    assert recalled["data"]["memories"][0]["content"] == "The build cache lives on the NAS"
+
+
 def test_index_file_and_search(mcp: Stdio, tmp_path: Path) -> None:
     doc = tmp_path / "guide.md"
     doc.write_text("# Guide\n\n## Retries\n\nThe client retries three times with jitter.\n")
@@ -331,6 +355,7 @@ BAD_INPUT = [
     ("memory_store", {"content": "x", "unknown_arg": 1}, "Unknown argument(s)"),
     ("memory_recall", {"query": "x", "n_results": "5"}, "Invalid arguments: n_results"),
     ("memory_recall", {"query": "x", "n_results": True}, "Invalid arguments: n_results"),
+    ("memory_recall", {"query": "x", "n_results": 2.5}, "Invalid arguments: n_results"),
     ("index_directory", {"dir_path": "{tmp}", "recursive": "yes"}, "Invalid arguments"),
     # A number is no time (the SDK read 123 as 1970-01-01T00:02:03 and the call stored it).
     ("memory_store", {"content": "x", "reference_time": 123}, "Invalid arguments: reference"),

@@ -54,6 +54,9 @@ def test_cli_refuses_bad_patterns_and_unknown_tokens() -> None:
     past = fails("token", "create", "x", "-n", ACME, "--expires", "2001-01-01T00:00:00")
     assert "in the past" in past
     assert "neither a duration" in fails("token", "create", "x", "-n", ACME, "--expires", "soon")
+    # A blank name made a token that `memsys token list` showed without a label.
+    assert "name cannot be empty" in fails("token", "create", "   ", "-n", ACME)
+    assert "control character" in fails("token", "create", "ci\nbot", "-n", ACME)
     with get_engine().connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM api_token")).scalar_one() == 0
 

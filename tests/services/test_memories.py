@@ -223,6 +223,16 @@ def test_unknown_namespace_is_an_error_not_an_empty_list(embedder) -> None:
             runner.execute(op, model, {"namespace": "project:ghost"})
 
 
+def test_metadata_is_measured_in_the_bytes_it_is_stored_in(embedder) -> None:
+    """The 64 KiB metadata limit counted ASCII escapes (six bytes for a CJK character, three
+    in UTF-8): 60 KB of Chinese notes were refused as 120 KB."""
+    notes = "说明" * 10_000
+    stored = store("Notes of the Shenzhen vendor meeting", metadata={"notes": notes})
+    with session_scope() as s:
+        row = s.get(Chunk, ("global", stored.id))
+        assert row is not None and row.meta["notes"] == notes
+
+
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
@@ -276,6 +286,14 @@ def test_forget_by_id_closes_the_memory_but_keeps_history(embedder) -> None:
 def test_forget_unknown_id_says_so(embedder) -> None:
     with pytest.raises(NotFound, match="Memory not found: mem_0000000000000000"):
         forget(memory_id="mem_0000000000000000")
+
+
+def test_forget_refuses_a_blank_id_as_bad_input(embedder) -> None:
+    """The published schema gives memory_id minLength 1 and a non-blank pattern, but a blank
+    id was looked up: 404 "Memory not found: " instead of a refusal of the input."""
+    for blank in ("", "   "):
+        with pytest.raises(InvalidInput, match="memory_id cannot be empty"):
+            forget(memory_id=blank)
 
 
 def test_golden_rules_are_protected_unless_forced(embedder) -> None:
@@ -347,6 +365,22 @@ def test_purge_erases_the_row_and_logs_only_that_it_happened(embedder) -> None:
         assert s.get(Chunk, ("global", secret.id)) is None
         purge = s.scalars(select(Event).where(Event.event_type == "purge")).one()
         assert "hunter2" not in str(purge.payload)
+
+
+def test_a_forgotten_memory_can_still_be_purged(embedder) -> None:
+    """A forget keeps the text (closed, with its history); a purge asked for afterwards
+    answered "Memory not found", so what was only forgotten could never be erased."""
+    secret = store("The staging database password is swordfish")
+    forget(memory_id=secret.id)
+    with pytest.raises(NotFound):
+        forget(memory_id=secret.id)  # forgotten once: a second forget finds nothing
+    out = forget(memory_id=secret.id, purge=True)
+    assert out.purged and out.deleted_ids == [secret.id]
+    with session_scope() as s:
+        assert s.get(Chunk, ("global", secret.id)) is None
+        assert not s.scalars(select(MemoryAccess).where(MemoryAccess.memory_id == secret.id)).all()
+    with pytest.raises(NotFound):
+        forget(memory_id=secret.id, purge=True)  # erased: nothing left to purge
 
 
 def test_context_groups_by_type_golden_rules_first(embedder) -> None:

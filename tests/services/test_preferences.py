@@ -46,6 +46,14 @@ def test_a_value_changes_by_json_not_by_python_equality() -> None:
     assert not set_preference("huge", {"a": [1e23]}).changed
 
 
+def test_a_value_of_other_scripts_is_measured_by_its_characters() -> None:
+    """The 32,000-character limit counted the value as ASCII-escaped JSON: a 6,000-character
+    Chinese value (\\uXXXX each) was "too large: 36002 characters"."""
+    value = "你好" * 3_000 + "👋"
+    assert set_preference("greeting", value).changed
+    assert get("greeting").value == value
+
+
 def test_value_as_of_a_past_time() -> None:
     set_preference("response_tone", "friendly")
     time.sleep(0.05)

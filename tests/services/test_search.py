@@ -85,6 +85,19 @@ def test_filters_by_doc_type_namespace_and_file(corpus) -> None:
         filtered("x", {"author": "me"})
 
 
+def test_a_relative_source_file_filter_names_the_indexed_file(corpus, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Indexing stores a file under its resolved absolute path and delete_file resolves the
+    path it is given; the source_file filter compared the string as given, so a relative
+    path (what a shell user types) matched nothing, silently."""
+    indexed = str(corpus["code"].resolve())
+    monkeypatch.chdir(corpus["code"].parent)
+    relative = {"source_file": corpus["code"].name}
+    one_file = filtered("anything at all", relative, n_results=10)
+    assert one_file.results and {r.metadata["source_file"] for r in one_file.results} == {indexed}
+    within = budget("anything at all", 3000, filters=relative)
+    assert within.results and {r.metadata["source_file"] for r in within.results} == {indexed}
+
+
 @pytest.mark.parametrize("max_tokens", [1, 10, 30, 60, 200, 3000])
 def test_budget_is_never_exceeded(corpus, max_tokens: int) -> None:
     out = budget("configuration deployment tokens cache", max_tokens)

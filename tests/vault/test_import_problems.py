@@ -462,6 +462,19 @@ def test_a_memory_under_a_document_chunks_id_is_a_problem_not_a_crash(
     assert table_counts() == before
 
 
+def test_a_memory_id_that_names_a_rest_route_is_a_problem(tmp_path: Path, embedder: object) -> None:
+    """An imported memory with the id "count" could not be read over REST (GET
+    /v1/memories/count is the count), and `memsys get count` with a server running printed
+    a pydantic traceback."""
+    path = tmp_path / "snap.jsonl"
+    header = '{"kind": "header", "format": "memsys-export", "schema_version": "1.0"}'
+    path.write_text(f"{header}\n{memory_line(1, id='count')}\n{memory_line(2, id='counts')}\n")
+    before = table_counts()
+    (problem,) = import_(path, dry_run=False).problems
+    assert problem.line == 2 and "'count' names a REST route" in problem.message
+    assert table_counts() == before
+
+
 def test_a_vault_link_to_a_file_outside_it_is_not_read(tmp_path: Path, embedder: object) -> None:
     outside = tmp_path / "secret.md"
     outside.write_text(GOOD.split("relations:")[0] + "---\nNot the vault's.\n")
