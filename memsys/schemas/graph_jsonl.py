@@ -29,8 +29,9 @@ class GraphImportIn(Input):
 def objects(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) per non-blank line; a line that is not a JSON object is an error
     naming it. Lines end at "\n" (a "\r" before it is JSON whitespace) and nowhere else: a
-    value may hold U+2028, U+0085 or U+001C, at which splitlines() would cut it."""
-    for n, line in enumerate(text.split("\n"), start=1):
+    value may hold U+2028, U+0085 or U+001C, at which splitlines() would cut it. A byte-order
+    mark opening the text (Windows Notepad writes one) marks the encoding: no content."""
+    for n, line in enumerate(text.removeprefix("\ufeff").split("\n"), start=1):
         if not line.strip():
             continue
         try:

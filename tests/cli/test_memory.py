@@ -328,3 +328,17 @@ def test_stored_terminal_controls_are_shown_not_acted_on() -> None:
         assert "Deploy notes \\x1b[8mhidden\\x1b[0m \\x1b]0;owned\\x07 end" in shown.stdout, args
     raw = run_json("get", stored["id"])  # --json keeps the text, JSON-escaped
     assert raw["content"] == "Deploy notes \x1b[8mhidden\x1b[0m \x1b]0;owned\x07 end"
+
+
+def test_a_json_lines_file_saved_with_a_byte_order_mark(tmp_path) -> None:
+    """Windows Notepad saves UTF-8 with a byte-order mark: store-batch and store --from-file
+    refused such a file ("line 1: not valid JSON: Unexpected UTF-8 BOM"), as import did not."""
+    source = tmp_path / "notepad.jsonl"
+    lines = '{"content": "Saved by Notepad"}\r\n{"content": "Second line"}\r\n'
+    source.write_bytes(b"\xef\xbb\xbf" + lines.encode())
+    out = run_json("store-batch", str(source), "-n", "project:bom")
+    assert out["stored"] == 2
+    contents = {m["content"] for m in run_json("list", "-n", "project:bom")["memories"]}
+    assert contents == {"Saved by Notepad", "Second line"}
+    again = run_json("store", "--from-file", str(source), "-n", "project:bom")
+    assert (again["stored"], again["duplicates"]) == (0, 2)
