@@ -100,7 +100,8 @@ def create_app(extra_hosts: list[str] | None = None, background: bool = True) ->
                 ),
                 status_code=415,
             )
-        return JSONResponse(envelope.failure(_describe_request_errors(exc)), status_code=422)
+        message = _describe_request_errors(exc, _elsewhere(request))
+        return JSONResponse(envelope.failure(message), status_code=422)
 
     app.include_router(system.router, prefix="/v1")
     app.include_router(operations.router(), prefix="/v1")
@@ -157,9 +158,26 @@ def _not_json(content_type: str) -> bool:
     return bool(kind) and not (kind == "application/json" or kind.endswith("+json"))
 
 
-def _describe_request_errors(exc: RequestValidationError) -> str:
+def _elsewhere(request: Request) -> dict[str, str]:
+    """Where this route takes each field it does not read from the body: the URL path or the
+    query string (PUT /v1/preferences/{key}?namespace=…)."""
+    dependant = getattr(request.scope.get("route"), "dependant", None)
+    if dependant is None:
+        return {}
+    places = {p.name: "the URL path" for p in dependant.path_params}
+    places.update({p.name: f"the query string (?{p.name}=…)" for p in dependant.query_params})
+    return places
+
+
+def _describe_request_errors(exc: RequestValidationError, elsewhere: dict[str, str]) -> str:
     parts = []
     for err in exc.errors():
+        at = err.get("loc", ())
+        name = str(at[1]) if len(at) == 2 and at[0] == "body" else None
+        if err.get("type") == "extra_forbidden" and name in elsewhere:
+            # a field sent in the body that this route takes in its path or query string
+            parts.append(f"{name}: goes in {elsewhere[name]}, not in the body")
+            continue
         if err.get("type") == "json_invalid":  # where and why, not "5: JSON decode error"
             where = err.get("loc", ("body", 0))[-1]
             why = (err.get("ctx") or {}).get("error", "not JSON")

@@ -197,3 +197,21 @@ def test_a_query_parameter_given_twice_is_refused_not_half_dropped(client: TestC
     answer = client.delete("/v1/preferences/k?namespace=a&namespace=b")
     assert answer.status_code == 422 and "given more than once" in answer.text
     assert table_counts() == before
+
+
+def test_a_field_sent_in_the_body_that_goes_elsewhere_says_where(client: TestClient) -> None:
+    """PUT /v1/preferences/{key} takes its namespace in the query string: one sent in the body
+    was refused with 'Extra inputs are not permitted', which did not say where it goes."""
+    before = table_counts()
+    answer = client.put("/v1/preferences/editor", json={"value": "vim", "namespace": "p"})
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["error"] == (
+        "namespace: goes in the query string (?namespace=…), not in the body"
+    )
+    answer = client.put("/v1/preferences/editor", json={"value": "vim", "key": "editor"})
+    assert answer.json()["error"] == "key: goes in the URL path, not in the body"
+    assert table_counts() == before
+    # a field no route takes is still refused as unknown
+    answer = client.put("/v1/preferences/editor", json={"value": "vim", "colour": "red"})
+    assert answer.status_code == 422 and "colour" in answer.json()["error"]
+    assert client.put("/v1/preferences/editor?namespace=p", json={"value": "vim"}).is_success

@@ -148,7 +148,7 @@ def test_context_and_namespaces(client: TestClient) -> None:
             "/v1/preferences/editor",
             {"value": "vim", "namespace": "project:x"},
             422,
-            "namespace: Extra inputs are not permitted",
+            "namespace: goes in the query string (?namespace=…), not in the body",
         ),
         (
             "post",
