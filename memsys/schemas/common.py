@@ -324,11 +324,23 @@ def limited(limit: int, what: str | None = None) -> Rule:
 NOTE_CHARS = 8_000  # a note, a context, an error message: a paragraph or a stack trace head
 
 
+# PostgreSQL reads a UTC offset of at most 15:59:59 either way; Python's go up to 23:59:59
+# (real ones span -12:00 to +14:00).
+MAX_UTC_OFFSET = timedelta(hours=16)
+
+
 def _in_utc_range(value: date, name: str) -> date:
     """A time whose offset takes it out of the years 1-9999 in UTC ("0001-01-01T00:00+14:00")
     is refused: every reader turns it into UTC (and PostgreSQL would store a year BC that
-    no read of the memory could give back)."""
+    no read of the memory could give back). So is an offset PostgreSQL cannot read
+    ("+23:59": a DataError, HTTP 500, where the time reached it as given)."""
     if isinstance(value, datetime) and value.tzinfo is not None:
+        offset = value.utcoffset()
+        if offset is not None and abs(offset) >= MAX_UTC_OFFSET:
+            raise ValueError(
+                f"{name} {value.isoformat()} has a UTC offset outside -15:59 to +15:59; "
+                "give the time in UTC (…Z) or with its real offset"
+            )
         in_utc(value, name)
     return value
 

@@ -121,6 +121,14 @@ CASES = [
     # year 1 east of UTC is before year 1 in UTC: reading as of it raised OverflowError (500)
     ("memory_query", {"query": "x", "as_of": "0001-01-01T00:00:00+05:00"}, "years 1-9999"),
     ("preference_list", {"as_of": "0001-01-01T00:00:00+05:00"}, "outside the years 1-9999"),
+    # an offset Python reads and PostgreSQL does not (past 15:59 either way): the time reached
+    # the database as given (DataError, "Internal error", the connection dropped)
+    (
+        "memory_store",
+        {"content": "x", "reference_time": "2020-01-01T00:00:00+23:59"},
+        "reference_time 2020-01-01T00:00:00+23:59 has a UTC offset outside -15:59 to +15:59",
+    ),
+    ("memory_store", {"content": "x", "reference_time": "2020-01-01T00:00-16:00"}, "UTC offset"),
     # What an error echoes is bounded: a huge value is cut, a list of bad items summed up.
     ("memory_store", {"content": "x", "namespace": "n" * 100_000}, "Invalid namespace: 'nnn"),
     ("memory_store_batch", {"memories": [1] * 20_000}, "… and 19,990 more"),
