@@ -25,6 +25,13 @@ DOCS_ASSETS = "/docs/assets"  # Swagger UI's JS and CSS (memsys.api.docs)
 SCOPE_KEY = tenancy.ASGI_KEY
 
 
+def unread_body(status: int, message: str) -> JSONResponse:
+    """The error of a request refused before its body was read to the end (a body of NULs,
+    bytes that are not UTF-8, too many): the connection closes after it, or the server
+    would go on reading and dropping what an endless client sends."""
+    return JSONResponse(envelope.failure(message), status, headers={"Connection": "close"})
+
+
 def matches(value: str, patterns: Iterable[str]) -> bool:
     """`value` against patterns such as "localhost", "localhost:*", "http://127.0.0.1:*"."""
     for pattern in patterns:

@@ -105,3 +105,35 @@ def test_search_with_budget_filters_over_mcp(embedder: Any) -> None:
     )
     assert answer["success"] is True
     assert {r["namespace"] for r in answer["data"]["results"]} == {"project:b"}
+
+
+@pytest.mark.parametrize("path", ["/v1/import", "/v1/graph/import"])
+def test_an_endless_body_is_refused_as_it_arrives(embedder: Any, path: str) -> None:
+    """/dev/zero sent as a file: POST /v1/import spooled it to the disk for as long as the
+    client sent (then "not JSON"), POST /v1/graph/import read it whole into memory before
+    it compared its size with the limit, and neither closed the connection after refusing
+    it (the server read and dropped what the client went on sending). Now the first NUL
+    (no JSON text has one) ends the request and its connection; nothing is written."""
+    import httpx
+
+    from tests.security.helpers import http_server
+
+    sent = 0
+
+    def zeros() -> Any:
+        nonlocal sent
+        while sent < 256 << 20:  # a bound for the test: the client stops here
+            sent += 1 << 16
+            yield bytes(1 << 16)
+
+    before = table_counts()
+    with http_server() as url, httpx.Client(timeout=60) as client:
+        try:
+            response = client.post(url + path, content=zeros())
+        except httpx.TransportError:  # closed before the client had sent it all: fine
+            pass
+        else:
+            assert response.status_code == 422, response.text
+            assert response.json()["success"] is False
+    assert sent <= 16 << 20, f"{sent:,} bytes read"
+    assert table_counts() == before
