@@ -32,6 +32,16 @@ Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON on 
 Namespace = Annotated[str | None, typer.Option("--namespace", "-n", help="Namespace.")]
 
 
+def path_given(value: str | None) -> str | None:
+    """A typer callback for a path argument or option: blank text is refused, one line,
+    exit 2. Taken as a path it is ".", the working folder: `memsys import ""` read the
+    folder as a vault (its error lost every "."), `export " "` made a folder named " ",
+    `diff "$SNAP"` with SNAP unset compared the working folder."""
+    if value is not None and not value.strip():
+        raise typer.BadParameter("a path cannot be empty or blank")
+    return value
+
+
 def given(**fields: Any) -> dict[str, Any]:
     """The fields the user set (None means 'not given': the schema default applies)."""
     return {k: v for k, v in fields.items() if v is not None}

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from memsys.cli.output import Json, Namespace, echo, emit, plural, stdin_bytes
+from memsys.cli.output import Json, Namespace, echo, emit, path_given, plural, stdin_bytes
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -51,7 +51,10 @@ Form = Annotated[
 def export_command(
     path: Annotated[
         str,
-        typer.Argument(help="A .json/.jsonl file, a folder for the vault, or - for stdout."),
+        typer.Argument(
+            help="A .json/.jsonl file, a folder for the vault, or - for stdout.",
+            callback=path_given,
+        ),
     ] = "-",
     form: Form = None,
     namespace: Namespace = None,
@@ -109,7 +112,10 @@ def _readable(path: str) -> Iterator[Path]:
 
 
 def import_command(
-    path: Annotated[str, typer.Argument(help="A .json/.jsonl export, a vault folder, or -.")],
+    path: Annotated[
+        str,
+        typer.Argument(help="A .json/.jsonl export, a vault folder, or -.", callback=path_given),
+    ],
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Check and count what would change; write nothing.")
     ] = False,
@@ -160,9 +166,15 @@ def _imported(r: ImportOut) -> None:
 
 
 def diff_command(
-    snapshot_a: Annotated[str, typer.Argument(help="A snapshot: .json, .jsonl or a vault folder.")],
+    snapshot_a: Annotated[
+        str,
+        typer.Argument(help="A snapshot: .json, .jsonl or a vault folder.", callback=path_given),
+    ],
     snapshot_b: Annotated[
-        str, typer.Argument(help="Another snapshot, or 'live' for the database now.")
+        str,
+        typer.Argument(
+            help="Another snapshot, or 'live' for the database now.", callback=path_given
+        ),
     ] = "live",
     namespace: Namespace = None,
     as_json: Json = False,
