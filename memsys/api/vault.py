@@ -22,7 +22,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import Field
 
 from memsys import envelope, migrator
-from memsys.api.deps import unread_body
+from memsys.api.deps import JsonBodyRoute, unread_body
 from memsys.api.operations import strict
 from memsys.db import session_scope
 from memsys.errors import InvalidInput, NotFound
@@ -31,7 +31,7 @@ from memsys.schemas.vault import ImportOut
 from memsys.services import namespaces
 from memsys.vault import files, live, service
 
-router = APIRouter(tags=["vault"])
+router = APIRouter(tags=["vault"], route_class=JsonBodyRoute)
 PIECE = 256 * 1024  # bytes per streamed piece
 MEDIA = {"json": "application/json", "jsonl": "application/x-ndjson"}
 

@@ -137,3 +137,32 @@ def test_an_endless_body_is_refused_as_it_arrives(embedder: Any, path: str) -> N
             assert response.json()["success"] is False
     assert sent <= 16 << 20, f"{sent:,} bytes read"
     assert table_counts() == before
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "message"),
+    [
+        ("post", "/v1/memories", b'{"content": "a", "content": "b"}', "the key 'content' is given"),
+        ("post", "/v1/memories", b'{"content": "a", "metadata": {"k": 1, "k": 2}}', "key 'k'"),
+        ("put", "/v1/preferences/editor", b'{"value": 1, "value": 2}', "key 'value' is given"),
+        ("post", "/v1/migrate", b'{"dry_run": true, "dry_run": false}', "key 'dry_run'"),
+        (
+            "post",
+            "/v1/memories",
+            b'{"content": "a", "importance": ' + b"9" * 5_000 + b"}",
+            "digits",
+        ),
+    ],
+)
+def test_a_json_body_names_each_key_once(
+    client: TestClient, method: str, path: str, body: bytes, message: str
+) -> None:
+    """A key given twice kept the last without a word (an argument dropped: the first
+    content, a metadata value, a dry run turned into a migration); an integer of more
+    digits than Python reads was said to be "not UTF-8 text, or nested too deeply"."""
+    before = table_counts()
+    headers = {"content-type": "application/json"}
+    response = client.request(method.upper(), path, content=body, headers=headers)
+    assert response.status_code == 422, response.text
+    assert message in response.json()["error"] and "sys." not in response.json()["error"]
+    assert table_counts() == before
