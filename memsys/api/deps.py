@@ -21,8 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memsys import envelope, tenancy
-from memsys.errors import shortened
+from memsys import envelope, jsonvalue, tenancy
 
 OPEN_PATHS = {"/v1/health", "/docs", "/openapi.json", "/docs/oauth2-redirect"}
 DOCS_ASSETS = "/docs/assets"  # Swagger UI's JS and CSS (memsys.api.docs)
@@ -49,34 +48,21 @@ class _JsonBodyRequest(Request):
         if not hasattr(self, "_json"):
             body = await self.body()
             try:
-                self._json = json.loads(body, object_pairs_hook=_each_once)
+                self._json = jsonvalue.loads(body)
             except json.JSONDecodeError:
                 raise  # FastAPI says where and why (422)
             except UnicodeDecodeError:
                 raise HTTPException(400, f"{_UNREAD}: it is not UTF-8 text") from None
             except RecursionError:
                 raise HTTPException(400, f"{_UNREAD}: it is nested too deeply") from None
-            except _KeyTwice as exc:
-                raise HTTPException(422, f"{_UNREAD}: {exc}") from None
+            except jsonvalue.KeyTwice as exc:
+                raise HTTPException(422, f"{_UNREAD}: {exc}; give it once") from None
             except ValueError:  # Python reads no integer of more than 4,300 digits
                 raise HTTPException(422, f"{_UNREAD}: a number has too many digits") from None
         return self._json
 
 
 _UNREAD = "The body could not be read as JSON"
-
-
-class _KeyTwice(ValueError):
-    pass
-
-
-def _each_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in found:
-            raise _KeyTwice(f"the key {shortened(repr(key), 80)} is given twice; give it once")
-        found[key] = value
-    return found
 
 
 def unread_body(status: int, message: str) -> JSONResponse:

@@ -18,7 +18,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from memsys import regular_files
+from memsys import jsonvalue, regular_files
 from memsys.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -50,19 +50,24 @@ def given(**fields: Any) -> dict[str, Any]:
 def parse_json(text: str, option: str) -> Any:
     """Parse an option's JSON value or fail with a one-line reason."""
     try:
-        return json.loads(text)
+        return jsonvalue.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidInput(
             f"{option} is not valid JSON: {exc.msg} (at character {exc.pos})"
         ) from None
+    except jsonvalue.KeyTwice as exc:  # json would keep the last without a word
+        raise InvalidInput(f"{option} is not valid JSON: {exc}; give it once") from None
 
 
 def value_of(text: str) -> Any:
-    """A value given as text: JSON when it parses (42, true, {"a": 1}), else the text itself."""
+    """A value given as text: JSON when it parses (42, true, {"a": 1}), else the text itself;
+    JSON that gives a key twice is refused (json would keep the last without a word)."""
     try:
-        return json.loads(text)
+        return jsonvalue.loads(text)
     except json.JSONDecodeError:
         return text
+    except jsonvalue.KeyTwice as exc:
+        raise InvalidInput(f"The value is JSON that is not valid: {exc}; give it once") from None
 
 
 STDIN_PIECE = 1 << 16

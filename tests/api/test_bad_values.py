@@ -121,6 +121,26 @@ CASES = [
     # year 1 east of UTC is before year 1 in UTC: reading as of it raised OverflowError (500)
     ("memory_query", {"query": "x", "as_of": "0001-01-01T00:00:00+05:00"}, "years 1-9999"),
     ("preference_list", {"as_of": "0001-01-01T00:00:00+05:00"}, "outside the years 1-9999"),
+    # an observation given as JSON text: nested past Python's reader it was a RecursionError
+    # ("Internal error", HTTP 500); a key given twice kept the last without a word
+    (
+        "add_observations",
+        {
+            "observations": [
+                {"entityName": "A", "contents": ['{"type":"doc.note","x":' + "[" * 100_000]}
+            ]
+        },
+        "observation is not valid JSON (nested too deeply to read)",
+    ),
+    (
+        "create_entities",
+        {
+            "entities": [
+                {"name": "A", "entityType": "t", "observations": ['{"type":"a","type":"b"}']}
+            ]
+        },
+        "the key 'type' is given twice",
+    ),
     # What an error echoes is bounded: a huge value is cut, a list of bad items summed up.
     ("memory_store", {"content": "x", "namespace": "n" * 100_000}, "Invalid namespace: 'nnn"),
     ("memory_store_batch", {"memories": [1] * 20_000}, "… and 19,990 more"),
@@ -165,6 +185,11 @@ def test_refused_by_the_cli() -> None:
     assert "is too far in the future" in far
     assert "not valid Unicode" in fails("store", "lone \udcff byte")
     assert "offset must be 0 or more" in fails("list", "--offset", str(10**30))
+    # JSON that gives a key twice: json kept the last without a word
+    assert "the key 'a' is given twice" in fails("pref", "set", "k", '{"a": 1, "a": 2}')
+    twice = '[{"name": "A", "name": "B", "entityType": "t", "observations": []}]'
+    said = fails("graph", "create-entities", "--entities", twice)
+    assert "the key 'name' is given twice" in said
     assert table_counts() == before
 
 
