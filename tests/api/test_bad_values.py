@@ -255,3 +255,14 @@ def test_a_utc_offset_past_what_postgresql_reads_is_taken_in_utc(client: TestCli
         ),
     ):
         assert call(BY_NAME[name], args)["success"] is True, name
+
+
+def test_an_episode_of_json_nested_past_python_s_reader_is_read_as_text(
+    client: TestClient,
+) -> None:
+    """add_episode reads JSON content as `key: value` lines; 15,000 brackets (within the
+    content limit) were a RecursionError: "Internal error", HTTP 500."""
+    deep = "[" * 15_000 + "]" * 15_000
+    answer = client.post("/v1/graph/episodes", json={"content": deep})
+    assert answer.status_code == 201, answer.text
+    assert call(BY_NAME["add_episode"], {"content": "[" * 15_000})["success"] is True
