@@ -166,3 +166,13 @@ def test_a_json_body_names_each_key_once(
     assert response.status_code == 422, response.text
     assert message in response.json()["error"] and "sys." not in response.json()["error"]
     assert table_counts() == before
+
+
+def test_a_missing_body_is_named_as_such(client: TestClient) -> None:
+    """POST without a body (routes whose fields are all optional too) said
+    "request: Field required": neither that a body is wanted nor what it should be."""
+    for path in ("/v1/lifecycle/decay", "/v1/facts/fact_x/verify", "/v1/memories"):
+        response = client.post(path)
+        assert response.status_code == 422, response.text
+        error = response.json()["error"]
+        assert error == "The body is missing: send the input as a JSON object (at least {})"
