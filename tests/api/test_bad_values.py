@@ -141,6 +141,13 @@ CASES = [
         },
         "the key 'type' is given twice",
     ),
+    # memory_edge_forget matched a blank id or any text as a relation to nothing, without a word
+    ("memory_edge_forget", {"memory_id": " "}, "memory_id cannot be empty"),
+    (
+        "memory_edge_forget",
+        {"source_id": "mem_a", "target_id": "mem_b", "relation": "no;such"},
+        "Invalid edge type: 'no;such'",
+    ),
     # What an error echoes is bounded: a huge value is cut, a list of bad items summed up.
     ("memory_store", {"content": "x", "namespace": "n" * 100_000}, "Invalid namespace: 'nnn"),
     ("memory_store_batch", {"memories": [1] * 20_000}, "… and 19,990 more"),
