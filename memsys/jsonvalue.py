@@ -1,7 +1,8 @@
-"""Equality of JSON values as PostgreSQL's jsonb keeps them."""
+"""JSON values as memsys reads them (each key once) and as PostgreSQL's jsonb keeps them."""
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from typing import Any
 
@@ -26,3 +27,23 @@ def _exact(value: Any) -> Any:
     if isinstance(value, list):
         return [_exact(v) for v in value]
     return value
+
+
+class KeyTwice(ValueError):
+    """An object that gives a key twice."""
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise KeyTwice(f"the key {key[:80]!r} is given twice")
+        found[key] = value
+    return found
+
+
+def loads(text: str | bytes) -> Any:
+    """json.loads refusing an object that gives a key twice (KeyTwice): json keeps the last
+    one, so what came before it (a second `"value"` in a preference line, a second
+    `"content"` in a request body) would be lost without a word."""
+    return json.loads(text, object_pairs_hook=_once)

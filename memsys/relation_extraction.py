@@ -62,11 +62,16 @@ def relation_between(words: str) -> str:
 
 
 def readable(content: str) -> str:
-    """The text of an episode: JSON becomes `key: value` lines of its scalar values."""
+    """The text of an episode: JSON becomes `key: value` lines of its scalar values; JSON
+    nested deeper than Python reads (`[` 15,000 times: a RecursionError, HTTP 500) or
+    walks is read as the text it is."""
     try:
-        data = json.loads(content)
-    except ValueError:
+        return _lines(json.loads(content), content)
+    except (ValueError, RecursionError):
         return content
+
+
+def _lines(data: object, content: str) -> str:
     if not isinstance(data, dict | list):
         return content
     lines: list[str] = []

@@ -144,6 +144,14 @@ def test_core_brief_is_a_file_a_text_a_resource_and_a_prompt(
     assert "- **Memory:** [Use uv to manage Python environments](../graph/decisions/" in log
 
 
+def test_the_calendar_s_first_and_last_day_have_an_episode_log(client: TestClient) -> None:
+    """9999-12-31 has no next day in Python: its log was an OverflowError (HTTP 500)."""
+    for day in ("0001-01-01", "9999-12-31"):
+        answer = client.get("/v1/briefs/episodes", params={"day": day})
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["text"] == f"# {day}\n" and answer.json()["entries"] == 0
+
+
 def test_reflection_brief_reads_themes_projects_accesses_and_merges(embedder: Any) -> None:
     for ns, n in (("project:shop", 2), ("project:blog", 1)):
         for i in range(n):

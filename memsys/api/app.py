@@ -183,6 +183,10 @@ def _describe_request_errors(exc: RequestValidationError, elsewhere: dict[str, s
             why = (err.get("ctx") or {}).get("error", "not JSON")
             parts.append(f"The body is not valid JSON: {why} at character {where}")
             continue
+        if err.get("type") == "missing" and tuple(err.get("loc", ())) == ("body",):
+            # was "request: Field required": no word of a body, nor of what it should be
+            parts.append("The body is missing: send the input as a JSON object (at least {})")
+            continue
         ctx_error = (err.get("ctx") or {}).get("error")
         if err.get("type") == "value_error" and ctx_error is not None:
             parts.append(str(ctx_error))

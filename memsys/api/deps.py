@@ -4,13 +4,16 @@
 from __future__ import annotations
 
 import hmac
+import json
 import typing
 import urllib.parse
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
 import anyio
+from fastapi import HTTPException
+from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from starlette.datastructures import Headers
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
@@ -18,11 +21,55 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memsys import envelope, tenancy
+from memsys import envelope, jsonvalue, tenancy
 
 OPEN_PATHS = {"/v1/health", "/docs", "/openapi.json", "/docs/oauth2-redirect"}
 DOCS_ASSETS = "/docs/assets"  # Swagger UI's JS and CSS (memsys.api.docs)
 SCOPE_KEY = tenancy.ASGI_KEY
+
+
+class JsonBodyRoute(APIRoute):
+    """A route whose JSON body names each field once: `{"content": "a", "content": "b"}`
+    kept the last without a word (one argument silently dropped, where a query parameter
+    given twice is refused), and a number of more digits than Python reads was answered
+    as if the body were not UTF-8 or nested too deeply."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handle = super().get_route_handler()
+
+        async def handler(request: Request) -> Response:
+            return await handle(_JsonBodyRequest(request.scope, request.receive))
+
+        return handler
+
+
+class _JsonBodyRequest(Request):
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            body = await self.body()
+            try:
+                self._json = jsonvalue.loads(body)
+            except json.JSONDecodeError:
+                raise  # FastAPI says where and why (422)
+            except UnicodeDecodeError:
+                raise HTTPException(400, f"{_UNREAD}: it is not UTF-8 text") from None
+            except RecursionError:
+                raise HTTPException(400, f"{_UNREAD}: it is nested too deeply") from None
+            except jsonvalue.KeyTwice as exc:
+                raise HTTPException(422, f"{_UNREAD}: {exc}; give it once") from None
+            except ValueError:  # Python reads no integer of more than 4,300 digits
+                raise HTTPException(422, f"{_UNREAD}: a number has too many digits") from None
+        return self._json
+
+
+_UNREAD = "The body could not be read as JSON"
+
+
+def unread_body(status: int, message: str) -> JSONResponse:
+    """The error of a request refused before its body was read to the end (a body of NULs,
+    bytes that are not UTF-8, too many): the connection closes after it, or the server
+    would go on reading and dropping what an endless client sends."""
+    return JSONResponse(envelope.failure(message), status, headers={"Connection": "close"})
 
 
 def matches(value: str, patterns: Iterable[str]) -> bool:

@@ -5,14 +5,15 @@ files, not operations (the same import/export is `memsys graph import|export`)."
 
 from __future__ import annotations
 
-from typing import Annotated
+import codecs
+from typing import Annotated, Any
 
 import anyio
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import PlainTextResponse
 
 from memsys import runner
-from memsys.errors import InvalidInput
+from memsys.api.deps import unread_body
 from memsys.schemas import parse
 from memsys.schemas.common import NamespaceName
 from memsys.schemas.graph import ReadGraphIn
@@ -49,18 +50,25 @@ def export_graph(namespace: Namespace = None, as_of: AsOf = None) -> JsonLines:
     return JsonLines(render_jsonl(graph))
 
 
-@router.post("/graph/import")
-async def import_graph(request: Request, namespace: Namespace = None) -> dict[str, int]:
+@router.post("/graph/import", response_model=dict[str, int])
+async def import_graph(request: Request, namespace: Namespace = None) -> Any:
     """Load a memory server JSONL file (the request body): new entities with their
     observations, then new relations; existing names and triples are kept. Every line is
     validated first; one bad line refuses the file and writes nothing."""
-    body = await request.body()
-    if len(body) > MAX_BODY:
-        raise InvalidInput(f"The file is too large: {len(body)} bytes (limit {MAX_BODY})")
+    pieces, size = [], 0
+    decoder = codecs.getincrementaldecoder("utf-8")()
     try:
-        text = body.decode("utf-8")
+        async for piece in request.stream():  # read up to the limit, not whole before it
+            size += len(piece)
+            if size > MAX_BODY:
+                return unread_body(422, f"The file is too large: over {MAX_BODY} bytes (the limit)")
+            pieces.append(decoder.decode(piece))
+            if "\0" in pieces[-1]:  # no JSON line holds one: /dev/zero sent as the file
+                return unread_body(422, "The body holds a NUL character: it is no JSON lines")
+        pieces.append(decoder.decode(b"", final=True))
     except UnicodeDecodeError:
-        raise HTTPException(400, "The body is not UTF-8 text") from None  # as /v1/import
+        return unread_body(400, "The body is not UTF-8 text")  # as /v1/import
+    text = "".join(pieces)
 
     def run() -> dict[str, int]:
         params = parse_jsonl(text, namespace)

@@ -26,6 +26,7 @@ from pydantic.fields import FieldInfo
 from starlette.convertors import PathConvertor, register_url_convertor
 
 from memsys import schemas as s
+from memsys.api.deps import JsonBodyRoute
 from memsys.operations import OPERATIONS, Operation, Rest
 from memsys.schemas.common import Rule
 
@@ -206,7 +207,7 @@ def router() -> APIRouter:
     parameter first (GET /memories/count before GET /memories/{memory_id})."""
     routes = [(op, rest) for op in OPERATIONS for rest in op.rest]
     routes.sort(key=lambda pair: specificity(pair[1].path))
-    api = APIRouter()
+    api = APIRouter(route_class=JsonBodyRoute)
     for op, rest in routes:
         api.add_api_route(
             rest.path.replace(":path}", ":key}"),

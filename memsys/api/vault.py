@@ -16,12 +16,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import Field
 
 from memsys import envelope, migrator
+from memsys.api.deps import JsonBodyRoute, unread_body
 from memsys.api.operations import strict
 from memsys.db import session_scope
 from memsys.errors import InvalidInput, NotFound
@@ -30,7 +31,7 @@ from memsys.schemas.vault import ImportOut
 from memsys.services import namespaces
 from memsys.vault import files, live, service
 
-router = APIRouter(tags=["vault"])
+router = APIRouter(tags=["vault"], route_class=JsonBodyRoute)
 PIECE = 256 * 1024  # bytes per streamed piece
 MEDIA = {"json": "application/json", "jsonl": "application/x-ndjson"}
 
@@ -112,16 +113,25 @@ async def import_(
         try:
             with spool.open("wb") as out:
                 async for chunk in request.stream():
-                    text.decode(chunk)
+                    _no_nul(text.decode(chunk))
                     out.write(chunk)
-            text.decode(b"", final=True)
+            _no_nul(text.decode(b"", final=True))
         except UnicodeDecodeError:
-            raise HTTPException(400, "The body is not UTF-8 text") from None
+            return unread_body(400, "The body is not UTF-8 text")
+        except InvalidInput as exc:
+            return unread_body(422, exc.message)
         result = await run_in_threadpool(_import, spool, dry_run, partial, restore)
     if result.problem_count and not partial:
         body = envelope.failure(service.refusal(result))
         return JSONResponse({**body, "data": result.model_dump(mode="json")}, status_code=422)
     return result
+
+
+def _no_nul(text: str) -> None:
+    """No JSON text holds a NUL character: a body of them (/dev/zero sent as a file) is
+    refused as it arrives, not spooled to the disk for as long as the client sends."""
+    if "\0" in text:
+        raise InvalidInput("The body holds a NUL character: it is no memsys export")
 
 
 def _import(spool: Path, dry_run: bool, partial: bool, restore: bool) -> ImportOut:

@@ -18,7 +18,7 @@ import typer
 from pydantic import BaseModel
 
 from memsys.cli import remote
-from memsys.cli.output import Json, emit, parse_json, value_of
+from memsys.cli.output import Json, emit, parse_json, path_given, value_of
 from memsys.errors import SET_CONFIRM, InvalidInput
 from memsys.operations import OPERATIONS, Cli, Operation, resolve
 
@@ -124,6 +124,7 @@ FROM_FILE = inspect.Parameter(
             help="A JSON-lines file of inputs, one per line (- reads stdin), instead of the "
             "arguments; the options given apply to every line that does not set them.",
             show_default=False,
+            callback=path_given,
         ),
     ],
     default=None,

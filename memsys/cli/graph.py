@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from memsys import regular_files
-from memsys.cli.output import inert, read_input, short
+from memsys.cli.output import inert, path_given, read_input, short
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -58,7 +58,9 @@ def _graph_op(name: str, data: dict[str, Any]) -> Any:
 
 @app.command("export")
 def export(
-    path: Annotated[str, typer.Argument(help="The JSONL file to write; - for stdout.")],
+    path: Annotated[
+        str, typer.Argument(help="The JSONL file to write; - for stdout.", callback=path_given)
+    ],
     namespace: Annotated[str | None, typer.Option("--namespace", "-n")] = None,
     as_of: Annotated[
         str | None, typer.Option("--as-of", help="ISO 8601 time: the graph as it was then.")
@@ -80,7 +82,10 @@ def export(
 
 @app.command("import")
 def import_(
-    path: Annotated[str, typer.Argument(help="The memory server's JSONL file; - for stdin.")],
+    path: Annotated[
+        str,
+        typer.Argument(help="The memory server's JSONL file; - for stdin.", callback=path_given),
+    ],
     namespace: Annotated[str | None, typer.Option("--namespace", "-n")] = None,
 ) -> None:
     """Load the official memory server's JSONL file: entities (with their observations),

@@ -13,6 +13,7 @@ from memsys.cli.output import (
     emit,
     inert,
     json_lines,
+    path_given,
     plural,
     progress_bar,
     progress_wanted,
@@ -129,7 +130,8 @@ def store_batch(
         str,
         typer.Argument(
             help="A JSON-lines file, one memory per line as memory_store takes it "
-            '({"content": …, "memory_type": …}); - reads stdin.'
+            '({"content": …, "memory_type": …}); - reads stdin.',
+            callback=path_given,
         ),
     ],
     namespace: Annotated[

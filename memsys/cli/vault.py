@@ -9,7 +9,6 @@ something (diff: the snapshots differ; lint: errors; eval: a suite below its thr
 
 from __future__ import annotations
 
-import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from memsys.cli.output import Json, Namespace, echo, emit, plural
+from memsys.cli.output import Json, Namespace, echo, emit, path_given, plural, stdin_bytes
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -52,7 +51,10 @@ Form = Annotated[
 def export_command(
     path: Annotated[
         str,
-        typer.Argument(help="A .json/.jsonl file, a folder for the vault, or - for stdout."),
+        typer.Argument(
+            help="A .json/.jsonl file, a folder for the vault, or - for stdout.",
+            callback=path_given,
+        ),
     ] = "-",
     form: Form = None,
     namespace: Namespace = None,
@@ -91,6 +93,10 @@ def _exported(r: ExportOut) -> None:
     )
 
 
+# What json.loads reads a file in, so stdin too (its bytes are spooled as they came).
+ENCODINGS = ("utf-8", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be")
+
+
 @contextmanager
 def _readable(path: str) -> Iterator[Path]:
     """The snapshot as a path; stdin (-) is spooled to a temporary file (import reads twice)."""
@@ -99,13 +105,17 @@ def _readable(path: str) -> Iterator[Path]:
         return
     with tempfile.TemporaryDirectory(prefix="memsys-import-") as folder:
         spool = Path(folder) / "stdin.json"
-        with spool.open("w", encoding="utf-8") as out:
-            shutil.copyfileobj(sys.stdin, out)
+        with spool.open("wb") as out:  # the bytes, read as a file's are (UTF-8, 16 or 32)
+            for piece in stdin_bytes(ENCODINGS):
+                out.write(piece)
         yield spool
 
 
 def import_command(
-    path: Annotated[str, typer.Argument(help="A .json/.jsonl export, a vault folder, or -.")],
+    path: Annotated[
+        str,
+        typer.Argument(help="A .json/.jsonl export, a vault folder, or -.", callback=path_given),
+    ],
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Check and count what would change; write nothing.")
     ] = False,
@@ -156,9 +166,15 @@ def _imported(r: ImportOut) -> None:
 
 
 def diff_command(
-    snapshot_a: Annotated[str, typer.Argument(help="A snapshot: .json, .jsonl or a vault folder.")],
+    snapshot_a: Annotated[
+        str,
+        typer.Argument(help="A snapshot: .json, .jsonl or a vault folder.", callback=path_given),
+    ],
     snapshot_b: Annotated[
-        str, typer.Argument(help="Another snapshot, or 'live' for the database now.")
+        str,
+        typer.Argument(
+            help="Another snapshot, or 'live' for the database now.", callback=path_given
+        ),
     ] = "live",
     namespace: Namespace = None,
     as_json: Json = False,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from memsys import regular_files
-from memsys.cli.output import Json, Namespace, echo, emit
+from memsys.cli.output import Json, Namespace, echo, emit, path_given
 from memsys.cli.vault import EXIT_FOUND, in_session
 
 if TYPE_CHECKING:
@@ -21,11 +21,18 @@ if TYPE_CHECKING:
 def lint_command(
     path: Annotated[
         str | None,
-        typer.Argument(help="A vault folder or .json/.jsonl export (default: the live database)."),
+        typer.Argument(
+            help="A vault folder or .json/.jsonl export (default: the live database).",
+            callback=path_given,
+        ),
     ] = None,
     schema: Annotated[
         str | None,
-        typer.Option("--schema", help="memory-schema.yaml to check against (default: memsys's)."),
+        typer.Option(
+            "--schema",
+            help="memory-schema.yaml to check against (default: memsys's).",
+            callback=path_given,
+        ),
     ] = None,
     fix: Annotated[
         bool, typer.Option("--fix", help="Write the safe fixes back into the files.")
@@ -101,10 +108,15 @@ def migrate_command(
     ] = False,
     file: Annotated[
         str | None,
-        typer.Option("--file", help="Upgrade an exported .json/.jsonl file instead."),
+        typer.Option(
+            "--file", help="Upgrade an exported .json/.jsonl file instead.", callback=path_given
+        ),
     ] = None,
     output: Annotated[
-        str | None, typer.Option("--output", "-o", help="Where the upgraded file goes (- stdout).")
+        str | None,
+        typer.Option(
+            "--output", "-o", help="Where the upgraded file goes (- stdout).", callback=path_given
+        ),
     ] = None,
     as_json: Json = False,
 ) -> None:
@@ -153,7 +165,9 @@ def eval_command(
     namespace: Namespace = None,
     locomo: Annotated[
         str | None,
-        typer.Option("--locomo", help="locomo10.json for the precision/recall suite."),
+        typer.Option(
+            "--locomo", help="locomo10.json for the precision/recall suite.", callback=path_given
+        ),
     ] = None,
     as_json: Json = False,
 ) -> None:

@@ -283,7 +283,7 @@ class MemsysMCPServer(MCPServer):
         the SDK cannot read is answered, not dropped)."""
         lowlevel = self._lowlevel_server  # what the SDK's own run_stdio_async runs
         stdin = anyio.wrap_file(
-            io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+            io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
         )
         lines = cast(Any, ReadableLines(stdin, _sdk_reads))  # an async line source
         async with stdio_server(stdin=lines) as (read_stream, write_stream):

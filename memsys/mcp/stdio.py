@@ -14,6 +14,7 @@ under its id. A notification waits for no answer and goes on as it came.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -23,9 +24,23 @@ UNREADABLE = "memsys:unreadable"  # the argument carrying why a call's JSON was 
 DEEP = 100  # brackets on a line beyond which pydantic may refuse it (its limit is ~200)
 
 
+# Besides an escape and many brackets, what makes a line unreadable to both readers: a raw
+# control character (JSON allows one only escaped: a NUL a client wrote raw), a byte that is
+# not UTF-8 (stdin is read with surrogateescape: it comes as a lone surrogate), and an
+# integer of more digits than Python converts (4,300). The SDK dropped such a line unanswered.
+_RAW = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]")
+_NOT_UTF8 = re.compile(r"[\udc80-\udcff]")
+_DIGITS = re.compile(r"\d{4301}")
+
+
 def _suspect(line: str) -> bool:
-    """Cheap: only a line with a \\u escape or many brackets can fail the SDK's reader."""
-    return "\\u" in line or line.count("{") + line.count("[") > DEEP
+    """Cheap: only such a line can fail the SDK's reader."""
+    return (
+        "\\u" in line
+        or line.count("{") + line.count("[") > DEEP
+        or _RAW.search(line) is not None
+        or (len(line) > 4_300 and _DIGITS.search(line) is not None)
+    )
 
 
 def readable(line: str, sdk_reads: Callable[[str], bool]) -> str:
@@ -39,9 +54,18 @@ def readable(line: str, sdk_reads: Callable[[str], bool]) -> str:
         except RecursionError:  # deeper than Python reads: the call's id from its top level
             message = _top_level(line)
             reason = "The call's arguments are nested too deeply to read"
+        except json.JSONDecodeError as exc:  # a raw control character
+            message = _top_level(line)
+            why = exc.msg.removesuffix(" at").lower()
+            reason = f"The call's JSON could not be read: {why} at character {exc.pos}"
+        except ValueError:  # an integer of more digits than Python converts
+            message = _top_level(line)
+            reason = "The call's JSON could not be read: a number has too many digits"
         else:
             params = message.get("params") if isinstance(message, dict) else None
             reason = _why(params.get("arguments") if isinstance(params, dict) else None)
+        if _NOT_UTF8.search(line):
+            reason = "The call is not UTF-8 text: it holds a byte that is not UTF-8"
         if not isinstance(message, dict):
             return line
         return _rewritten(message, reason) or line
@@ -64,7 +88,7 @@ def _top_level(line: str) -> dict[str, Any]:
     """The top-level `id` and `method` of a JSON object too deep for json.loads, read by
     walking its text (a nested "id" in the arguments is not the request's)."""
     found: dict[str, Any] = {}
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)  # a raw control character in a string too
     depth, i, key = 0, 0, None
     while i < len(line):
         char = line[i]

@@ -379,13 +379,15 @@ def in_utc(value: datetime, name: str) -> datetime:
 
 
 def check_as_of(value: datetime | None, info: ValidationInfo) -> datetime | None:
-    """An instant in the past (a naive time is UTC); the future is refused, not guessed at,
-    with the field's name (as_of, reference_time, valid_from)."""
+    """An instant in the past (a naive time is UTC), in UTC; the future is refused, not
+    guessed at, with the field's name (as_of, reference_time, valid_from). In UTC, because
+    PostgreSQL reads no UTC offset past 15:59 and ISO 8601 allows up to 23:59: "+23:59" went
+    to the database as given (DataError, HTTP 500)."""
     if value is None:
         return None
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
-    in_utc(value, info.field_name or "time")
+    value = in_utc(value, info.field_name or "time")
     if value > datetime.now(UTC) + CLOCK_SKEW:
         raise ValueError(
             f"{info.field_name or 'time'} {value.isoformat()} is in the future; give a past "

@@ -9,7 +9,7 @@ from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from memsys import relations
 from memsys.errors import shortened
-from memsys.schemas.common import AsOf, Input, Output, Rule, given, one_way, within
+from memsys.schemas.common import FILLED, AsOf, Input, Output, Rule, given, one_way, within
 
 # memory_relate takes any public relation of the one registry (memsys.relations): S001's four
 # first, then S000's vocabulary, S003's and S002's types; any case, stored lower snake_case.
@@ -121,12 +121,23 @@ class MemoryEdgeForgetIn(Input):
         Annotated[int, within(1, MAX_EDGE_ID)] | None,
         Field(description="Specific edge ID to delete"),
     ] = None
+    # Blank ids are refused, and the relation is read as memory_relate and
+    # memory_inspect_graph read it: "depends on" matched no stored depends_on, and a blank id
+    # or a relation of any text matched nothing, deleted_count 0, without a word.
     memory_id: Annotated[
-        str | None, Field(description="Memory ID to delete all connected edges")
+        Annotated[str, FILLED] | None,
+        Field(description="Memory ID to delete all connected edges"),
     ] = None
-    source_id: Annotated[str | None, Field(description="Source memory ID for pair deletion")] = None
-    target_id: Annotated[str | None, Field(description="Target memory ID for pair deletion")] = None
-    relation: Annotated[str | None, Field(description="Filter by relation type")] = None
+    source_id: Annotated[
+        Annotated[str, FILLED] | None, Field(description="Source memory ID for pair deletion")
+    ] = None
+    target_id: Annotated[
+        Annotated[str, FILLED] | None, Field(description="Target memory ID for pair deletion")
+    ] = None
+    relation: Annotated[
+        Annotated[str, Rule(_edge_type, pattern=EDGE_TYPE)] | None,
+        Field(description="Filter by relation type (any case; `-` or a space for `_`)"),
+    ] = None
     direction: Annotated[Direction, Field(description="For memory_id mode: edge direction")] = (
         "both"
     )

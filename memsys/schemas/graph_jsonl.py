@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
+from memsys import jsonvalue
 from memsys.errors import InvalidInput
 from memsys.schemas.common import Input, parse
 from memsys.schemas.graph import MAX_ITEMS, CreateEntitiesIn, CreateRelationsIn, GraphOut
@@ -35,11 +36,15 @@ def objects(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = jsonvalue.loads(line)
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"line {n}: not valid JSON: {exc.msg}") from None
         except RecursionError:
             raise InvalidInput(f"line {n}: not valid JSON: nested too deeply to read") from None
+        except jsonvalue.KeyTwice as exc:  # json kept the last without a word
+            raise InvalidInput(f"line {n}: not valid JSON: {exc}") from None
+        except ValueError:  # an integer of more digits than Python converts
+            raise InvalidInput(f"line {n}: not valid JSON: a number has too many digits") from None
         if not isinstance(item, dict):
             raise InvalidInput(f"line {n}: expected a JSON object")
         yield n, item

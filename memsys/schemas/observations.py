@@ -20,6 +20,7 @@ from pydantic import (
     ValidationError,
 )
 
+from memsys import jsonvalue
 from memsys.schemas.common import Timestamp, check_past, check_values
 
 MAX_HEAD = 2000  # characters of stdout/stderr/excerpt kept in an observation
@@ -125,9 +126,15 @@ def parse_envelope(data: Any, where: str = "observation") -> Any:
     """An envelope model from a dict or JSON text, or ValueError naming the bad field."""
     if isinstance(data, str):
         try:
-            data = json.loads(data)
+            data = jsonvalue.loads(data)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{where} is not valid JSON ({exc.msg} at {exc.pos})") from None
+        except RecursionError:  # was a crash: "Internal error", HTTP 500
+            raise ValueError(f"{where} is not valid JSON (nested too deeply to read)") from None
+        except jsonvalue.KeyTwice as exc:  # json kept the last without a word
+            raise ValueError(f"{where} is not valid JSON ({exc})") from None
+        except ValueError:  # an integer of more digits than Python converts
+            raise ValueError(f"{where} is not valid JSON (a number has too many digits)") from None
         check_values(data, where)  # text read here skips the Input check (NaN, NUL, depth)
     if not isinstance(data, dict):
         raise ValueError(f"{where} must be a JSON object with a type")

@@ -120,7 +120,8 @@ def core_brief(session: Session, namespace: str | None, now: datetime) -> str:
 def episode_log(session: Session, namespace: str | None, day: date) -> str:
     """episodes/YYYY-MM-DD.md: the memories stored that day and the merges made, by time."""
     start = datetime.combine(day, time(), tzinfo=UTC)
-    end = start + timedelta(days=1)
+    # 9999-12-31 has no next day in Python (OverflowError, HTTP 500): its log ends with time
+    end = start + timedelta(days=1) if day < date.max else datetime.max.replace(tzinfo=UTC)
     stmt = select(*decay.SIGNALS, Chunk.content).where(
         Chunk.doc_type == "memory", Chunk.created_at >= start, Chunk.created_at < end
     )

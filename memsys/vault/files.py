@@ -175,7 +175,7 @@ def open_snapshot(path: str | Path) -> Snapshot:
 
 def _vault_version(root: Path) -> tuple[str, str, int]:
     manifest = root / MANIFEST
-    if not manifest.exists():  # a plain S003 vault: the current format
+    if not present(manifest):  # a plain S003 vault: the current format
         if not any((root / part).exists() for part in VAULT_PARTS):
             # A typo'd path or an empty folder would otherwise import as "0 new".
             raise InvalidInput(
@@ -489,14 +489,22 @@ def _vault_items(root: Path, read: dict[str, str]) -> Iterator[Item]:
         except RecursionError:
             yield Problem(source, None, "cannot be read: nested too deeply")
     prefs = root / PREFERENCES_FILE
-    if prefs.exists() and not prefs.is_file():
+    if present(prefs) and not prefs.is_file():
         yield Problem(PREFERENCES_FILE, None, regular_files.NOT_REGULAR)
-    elif prefs.exists() and not _inside(prefs, root):
+    elif present(prefs) and not _inside(prefs, root):
         yield Problem(PREFERENCES_FILE, None, "a link to a file outside the vault: not read")
-    elif prefs.exists():
+    elif present(prefs):
         lines = index.get(PREFERENCE_LINES)
         known = {x for x in lines if isinstance(x, str)} if isinstance(lines, list) else set()
         yield from _preference_items(prefs, read, written.get(PREFERENCES_FILE), known)
+
+
+def present(path: Path) -> bool:
+    """Whether the folder holds something by this name: a link that leads nowhere (a loop,
+    a missing target) too, which exists() calls absent. Taken for absent, a link loop as
+    vault/preferences.yaml imported as a vault without preferences, and as memsys-vault.yaml
+    as a vault of the current format, without a word."""
+    return path.exists() or path.is_symlink()
 
 
 def _preference_items(

@@ -12,7 +12,6 @@ databases; its integer database id is not exported.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,7 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memsys import ids, relations
+from memsys import ids, jsonvalue, relations
 from memsys.errors import bounded, encodable
 from memsys.ids import content_hash
 from memsys.models.chunk import STAGES
@@ -132,20 +131,11 @@ class Located(dict[str, Any]):
         return lines.get(key or "", lines.get(""))
 
 
-def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in found:
-            raise ValueError(f"the key {key!r} is given twice")
-        found[key] = value
-    return found
-
-
 def loads(text: str | bytes) -> Any:
     """json.loads refusing an object that gives a key twice: json keeps the last one, so an
     edit above it (a second `"value"` in a preference line, a second `"memories"` array)
     would be lost without a word, as YAML's would in a frontmatter."""
-    return json.loads(text, object_pairs_hook=_once)
+    return jsonvalue.loads(text)
 
 
 def edge_id(namespace: str, source: str, relation: str, target: str) -> str:

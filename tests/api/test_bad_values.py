@@ -121,6 +121,33 @@ CASES = [
     # year 1 east of UTC is before year 1 in UTC: reading as of it raised OverflowError (500)
     ("memory_query", {"query": "x", "as_of": "0001-01-01T00:00:00+05:00"}, "years 1-9999"),
     ("preference_list", {"as_of": "0001-01-01T00:00:00+05:00"}, "outside the years 1-9999"),
+    # an observation given as JSON text: nested past Python's reader it was a RecursionError
+    # ("Internal error", HTTP 500); a key given twice kept the last without a word
+    (
+        "add_observations",
+        {
+            "observations": [
+                {"entityName": "A", "contents": ['{"type":"doc.note","x":' + "[" * 100_000]}
+            ]
+        },
+        "observation is not valid JSON (nested too deeply to read)",
+    ),
+    (
+        "create_entities",
+        {
+            "entities": [
+                {"name": "A", "entityType": "t", "observations": ['{"type":"a","type":"b"}']}
+            ]
+        },
+        "the key 'type' is given twice",
+    ),
+    # memory_edge_forget matched a blank id or any text as a relation to nothing, without a word
+    ("memory_edge_forget", {"memory_id": " "}, "memory_id cannot be empty"),
+    (
+        "memory_edge_forget",
+        {"source_id": "mem_a", "target_id": "mem_b", "relation": "no;such"},
+        "Invalid edge type: 'no;such'",
+    ),
     # What an error echoes is bounded: a huge value is cut, a list of bad items summed up.
     ("memory_store", {"content": "x", "namespace": "n" * 100_000}, "Invalid namespace: 'nnn"),
     ("memory_store_batch", {"memories": [1] * 20_000}, "… and 19,990 more"),
@@ -165,6 +192,11 @@ def test_refused_by_the_cli() -> None:
     assert "is too far in the future" in far
     assert "not valid Unicode" in fails("store", "lone \udcff byte")
     assert "offset must be 0 or more" in fails("list", "--offset", str(10**30))
+    # JSON that gives a key twice: json kept the last without a word
+    assert "the key 'a' is given twice" in fails("pref", "set", "k", '{"a": 1, "a": 2}')
+    twice = '[{"name": "A", "name": "B", "entityType": "t", "observations": []}]'
+    said = fails("graph", "create-entities", "--entities", twice)
+    assert "the key 'name' is given twice" in said
     assert table_counts() == before
 
 
@@ -215,3 +247,47 @@ def test_a_field_sent_in_the_body_that_goes_elsewhere_says_where(client: TestCli
     answer = client.put("/v1/preferences/editor", json={"value": "vim", "colour": "red"})
     assert answer.status_code == 422 and "colour" in answer.json()["error"]
     assert client.put("/v1/preferences/editor?namespace=p", json={"value": "vim"}).is_success
+
+
+def test_a_utc_offset_past_what_postgresql_reads_is_taken_in_utc(client: TestClient) -> None:
+    """ISO 8601 (and the published date-time format) allows offsets up to 23:59; PostgreSQL
+    reads none past 15:59. A time with such an offset went to the database as given: a
+    DataError, HTTP 500 (and the keep-alive connection dropped). It is the same instant in
+    UTC, read as such."""
+    stored = client.post(
+        "/v1/memories",
+        json={"content": "Shipped the release", "reference_time": "2020-01-02T23:30:00+23:59"},
+    )
+    assert stored.status_code == 201, stored.text
+    for path, as_of in (
+        ("/v1/preferences", "2020-06-01T00:00:00+17:01"),
+        ("/v1/preferences/editor", "2020-06-01T00:00:00+17:01"),
+        ("/v1/graph", "2020-06-01T00:00:00-16:30"),
+    ):
+        answer = client.get(path, params={"as_of": as_of})
+        assert answer.status_code in (200, 404), (path, answer.text)
+    for name, args in (
+        ("memory_query", {"query": "release", "as_of": "2020-06-01T00:00:00+20:00"}),
+        ("add_episode", {"content": "Ann met Bo", "reference_time": "2020-01-01T00:00+16:00"}),
+        (
+            "fact_set",
+            {
+                "entity": "e",
+                "attribute": "a",
+                "content": "c",
+                "valid_from": "2020-01-01T00:00-23:00",
+            },
+        ),
+    ):
+        assert call(BY_NAME[name], args)["success"] is True, name
+
+
+def test_an_episode_of_json_nested_past_python_s_reader_is_read_as_text(
+    client: TestClient,
+) -> None:
+    """add_episode reads JSON content as `key: value` lines; 15,000 brackets (within the
+    content limit) were a RecursionError: "Internal error", HTTP 500."""
+    deep = "[" * 15_000 + "]" * 15_000
+    answer = client.post("/v1/graph/episodes", json={"content": deep})
+    assert answer.status_code == 201, answer.text
+    assert call(BY_NAME["add_episode"], {"content": "[" * 15_000})["success"] is True

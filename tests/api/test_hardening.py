@@ -105,3 +105,74 @@ def test_search_with_budget_filters_over_mcp(embedder: Any) -> None:
     )
     assert answer["success"] is True
     assert {r["namespace"] for r in answer["data"]["results"]} == {"project:b"}
+
+
+@pytest.mark.parametrize("path", ["/v1/import", "/v1/graph/import"])
+def test_an_endless_body_is_refused_as_it_arrives(embedder: Any, path: str) -> None:
+    """/dev/zero sent as a file: POST /v1/import spooled it to the disk for as long as the
+    client sent (then "not JSON"), POST /v1/graph/import read it whole into memory before
+    it compared its size with the limit, and neither closed the connection after refusing
+    it (the server read and dropped what the client went on sending). Now the first NUL
+    (no JSON text has one) ends the request and its connection; nothing is written."""
+    import httpx
+
+    from tests.security.helpers import http_server
+
+    sent = 0
+
+    def zeros() -> Any:
+        nonlocal sent
+        while sent < 256 << 20:  # a bound for the test: the client stops here
+            sent += 1 << 16
+            yield bytes(1 << 16)
+
+    before = table_counts()
+    with http_server() as url, httpx.Client(timeout=60) as client:
+        try:
+            response = client.post(url + path, content=zeros())
+        except httpx.TransportError:  # closed before the client had sent it all: fine
+            pass
+        else:
+            assert response.status_code == 422, response.text
+            assert response.json()["success"] is False
+    assert sent <= 16 << 20, f"{sent:,} bytes read"
+    assert table_counts() == before
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "message"),
+    [
+        ("post", "/v1/memories", b'{"content": "a", "content": "b"}', "the key 'content' is given"),
+        ("post", "/v1/memories", b'{"content": "a", "metadata": {"k": 1, "k": 2}}', "key 'k'"),
+        ("put", "/v1/preferences/editor", b'{"value": 1, "value": 2}', "key 'value' is given"),
+        ("post", "/v1/migrate", b'{"dry_run": true, "dry_run": false}', "key 'dry_run'"),
+        (
+            "post",
+            "/v1/memories",
+            b'{"content": "a", "importance": ' + b"9" * 5_000 + b"}",
+            "digits",
+        ),
+    ],
+)
+def test_a_json_body_names_each_key_once(
+    client: TestClient, method: str, path: str, body: bytes, message: str
+) -> None:
+    """A key given twice kept the last without a word (an argument dropped: the first
+    content, a metadata value, a dry run turned into a migration); an integer of more
+    digits than Python reads was said to be "not UTF-8 text, or nested too deeply"."""
+    before = table_counts()
+    headers = {"content-type": "application/json"}
+    response = client.request(method.upper(), path, content=body, headers=headers)
+    assert response.status_code == 422, response.text
+    assert message in response.json()["error"] and "sys." not in response.json()["error"]
+    assert table_counts() == before
+
+
+def test_a_missing_body_is_named_as_such(client: TestClient) -> None:
+    """POST without a body (routes whose fields are all optional too) said
+    "request: Field required": neither that a body is wanted nor what it should be."""
+    for path in ("/v1/lifecycle/decay", "/v1/facts/fact_x/verify", "/v1/memories"):
+        response = client.post(path)
+        assert response.status_code == 422, response.text
+        error = response.json()["error"]
+        assert error == "The body is missing: send the input as a JSON object (at least {})"

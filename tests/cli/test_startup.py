@@ -104,3 +104,62 @@ def test_a_misspelt_setting_is_named_not_ignored_without_a_word(tmp_path: Path) 
     )
     assert "MEMSYS_BUSY_WAIT is not a memsys setting and is ignored" in done.stderr
     assert "memsys_busy_wait_s" not in done.stderr
+
+
+STDIN_COMMANDS = [["store", "--from-file", "-"], ["store-batch", "-"], ["import", "-"]]
+STDIN_COMMANDS += [["graph", "import", "-"]]
+
+
+def _bounded() -> None:
+    """The child may not fill the disk or the memory, even when the check under test fails
+    (it is then killed, and the test fails on its exit code)."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (50 << 20, 50 << 20))
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+
+def _one_line(done: subprocess.CompletedProcess[bytes], wanted: str) -> None:
+    error = done.stderr.decode(errors="replace")
+    assert done.returncode == 2, error[-2_000:]
+    assert error.startswith(f"error: Cannot read -: {wanted}"), error[-2_000:]
+    assert len(error.strip().splitlines()) == 1
+
+
+def test_stdin_that_is_a_device_or_no_text_is_one_line_not_read_forever(tmp_path: Path) -> None:
+    """`memsys import - < /dev/zero` spooled zeros to the disk until it was full (10 GB in
+    25 s), the other commands read them into memory (MemoryError); bytes that are not UTF-8
+    were a UnicodeEncodeError traceback. The database is never reached."""
+    for args in STDIN_COMMANDS:
+        command = [*_memsys(), *args]
+        with open("/dev/zero", "rb") as zero:
+            done = subprocess.run(
+                command,
+                env=_env(tmp_path),
+                stdin=zero,
+                capture_output=True,
+                timeout=60,
+                preexec_fn=_bounded,
+            )
+        _one_line(done, "stdin is a device")
+        with subprocess.Popen(["cat", "/dev/zero"], stdout=subprocess.PIPE) as endless:
+            done = subprocess.run(
+                command,
+                env=_env(tmp_path),
+                stdin=endless.stdout,
+                capture_output=True,
+                timeout=60,
+                preexec_fn=_bounded,
+            )
+            endless.kill()
+        _one_line(done, "stdin ")  # not UTF-8 text, or a NUL character in UTF-32
+        done = subprocess.run(
+            command,
+            env=_env(tmp_path),
+            input=b'{"content": "caf\xe9"}\n',
+            capture_output=True,
+            timeout=60,
+            preexec_fn=_bounded,
+        )
+        _one_line(done, "invalid continuation byte (stdin is not utf-8 text)")
+    assert not any(tmp_path.iterdir())

@@ -403,7 +403,7 @@ def test_a_call_whose_json_the_sdk_cannot_read_is_answered_not_dropped() -> None
     def ask(ident: int, method: str, params: str) -> dict[str, Any]:
         line = f'{{"jsonrpc":"2.0","id":{ident},"method":"{method}","params":{params}}}\n'
         assert proc.stdin is not None
-        proc.stdin.write(line.encode())
+        proc.stdin.write(line.encode("utf-8", "surrogateescape"))  # \udce9: the byte 0xE9
         proc.stdin.flush()
         while True:
             answer = answers.get(timeout=60)  # queue.Empty: no answer, the old hang
@@ -419,6 +419,11 @@ def test_a_call_whose_json_the_sdk_cannot_read_is_answered_not_dropped() -> None
         cases = {
             2: ('{"content":"half an emoji \\ud83d"}', "content is not valid Unicode"),
             3: (f'{{"content":"deep","metadata":{deep}}}', "nested more than 20 levels"),
+            # unanswered too: a raw control character, more digits than Python converts, a
+            # byte that is not UTF-8 (it was stored as U+FFFD without a word)
+            8: ('{"content":"a\x00b"}', "invalid control character at character"),
+            9: ('{"content":"x","importance":' + "9" * 5_000 + "}", "too many digits"),
+            10: ('{"content":"caf\udce9"}', "not UTF-8 text"),
         }
         for ident, (arguments, said) in cases.items():
             result = ask(ident, "tools/call", f'{{"name":"memory_store","arguments":{arguments}}}')

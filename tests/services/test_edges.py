@@ -120,7 +120,8 @@ def test_edge_forget_in_its_three_modes(chain: list[str]) -> None:
     )
     assert op("memory_edge_forget", edge_id=first)["deleted_ids"] == [first]
     assert "Edge not found" in fails("memory_edge_forget", edge_id=first)
-    pair = op("memory_edge_forget", source_id=c, target_id=d, relation="relates_to")
+    # the relation in any spelling memory_relate takes (it matched nothing: deleted_count 0)
+    pair = op("memory_edge_forget", source_id=c, target_id=d, relation="Relates-To")
     assert pair["deleted_count"] == 1
     around = op("memory_edge_forget", memory_id=c, direction="both")
     assert around["deleted_count"] == 2  # b → c and a → c

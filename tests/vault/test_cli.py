@@ -7,6 +7,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.cli.helpers import deadline, fails, run, run_json
 from tests.conftest import table_counts
 from tests.vault.helpers import empty_database, seed
@@ -477,3 +479,32 @@ def test_migrating_a_1_0_file_warns_that_its_memories_lose_when_they_happened(
     same = str(tmp_path / "same.jsonl")
     quiet = run("migrate", "--file", str(tmp_path / "new.jsonl"), "-o", same)
     assert quiet.exit_code == 0 and quiet.stderr == ""
+
+
+def test_a_blank_path_is_refused_not_taken_for_the_working_folder(
+    tmp_path: Path, embedder: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Path("") is ".": in a folder that is a vault, `memsys import ""` read it (its error
+    in another folder had lost every "."), `diff ""` and `lint ""` compared and checked it,
+    and `export " "` made a vault in a new folder named " " (MCP and REST refuse these)."""
+    seed()
+    run("export", str(tmp_path / "vault"))
+    monkeypatch.chdir(tmp_path / "vault")
+    before = table_counts()
+    for args in (
+        ("import", ""),
+        ("import", " "),
+        ("diff", ""),
+        ("diff", "live", " "),
+        ("lint", ""),
+        ("lint", "--schema", ""),
+        ("export", " "),
+        ("migrate", "--file", "", "-o", "-"),
+        ("store", "--from-file", " "),
+        ("store-batch", ""),
+        ("graph", "import", ""),
+        ("graph", "export", " "),
+    ):
+        assert "a path cannot be empty or blank" in fails(*args), args
+    assert table_counts() == before
+    assert not (tmp_path / "vault" / " ").exists()

@@ -506,6 +506,34 @@ def test_a_linked_folder_in_a_vault_is_a_problem_not_passed_over(
         diff(str(tmp_path / "v"))
 
 
+def test_a_link_to_nothing_as_the_preferences_or_manifest_is_a_problem_not_absent(
+    tmp_path: Path, embedder: object
+) -> None:
+    """vault/preferences.yaml or memsys-vault.yaml as a link loop or a link to a missing
+    file: exists() calls it absent, so import, lint and diff read a vault without
+    preferences (or of the current format) without a word, where a pipe there is refused."""
+    write(tmp_path / "v", "graph/general/fine-ffffff.md", GOOD.split("relations:")[0] + "---\nx\n")
+    prefs = tmp_path / "v" / files.PREFERENCES_FILE
+    prefs.parent.mkdir(parents=True)
+    for target in (prefs, tmp_path / "v" / "vault" / "gone.yaml"):  # a loop, then dangling
+        prefs.unlink(missing_ok=True)
+        prefs.symlink_to(target)
+        (problem,) = import_(tmp_path / "v", dry_run=True).problems
+        assert problem.source == files.PREFERENCES_FILE, problem
+        assert "not a regular file" in problem.message
+        linted = lint.lint(files.open_snapshot(tmp_path / "v").items(), lint.load_schema())
+        errors = [f.source for f in linted.findings if f.severity == "error"]
+        assert errors == [files.PREFERENCES_FILE], linted.findings
+        with pytest.raises(InvalidInput, match=r"vault/preferences\.yaml: not a regular file"):
+            diff(str(tmp_path / "v"))
+    prefs.unlink()
+    manifest = tmp_path / "v" / files.MANIFEST
+    manifest.symlink_to(manifest)
+    with pytest.raises(InvalidInput, match=r"memsys-vault\.yaml:1: not a regular file"):
+        import_(tmp_path / "v", dry_run=True)
+    assert table_counts()["chunk"] == 0
+
+
 def test_what_the_other_writers_refuse_is_a_problem_in_a_file_too(
     tmp_path: Path, embedder: object
 ) -> None:
