@@ -105,6 +105,45 @@ def test_memories_stored_decomposed_get_their_composed_text(scratch_engine: Engi
     assert (found["mem_plain"], hashes["mem_plain"]) == (rows["mem_plain"], _sha(rows["mem_plain"]))
 
 
+def test_an_aged_memory_keeps_its_summary_and_hash_through_composition(
+    scratch_engine: Engine,
+) -> None:
+    """An archived memory's row holds a summary, its content hash is that of its full text,
+    and its history finds the full text by walking back from the row's exact summary: the
+    upgrade that composes text leaves such a row alone (composing its summary lost the full
+    text for export and rehydration, and gave it the summary's hash)."""
+    from sqlalchemy.orm import Session
+
+    from memsys.services import history
+
+    _run(scratch_engine, "upgrade", "c5d2e8a17f40")
+    full = "Cafe\u0301 au lait at the re\u0301union, every Monday before the standup."
+    summary = "Cafe\u0301 au lait at the re\u0301union"
+    _insert_memories(scratch_engine, {"mem_aged": (full, False)})
+    with scratch_engine.begin() as conn:
+        conn.execute(
+            text("UPDATE chunk SET content = :s, stage = 'archived' WHERE id = 'mem_aged'"),
+            {"s": summary},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO memory_change (namespace, memory_id, field, old_value, new_value, "
+                "operation) VALUES ('ns', 'mem_aged', 'content', to_jsonb(CAST(:old AS text)), "
+                "to_jsonb(CAST(:new AS text)), 'archive')"
+            ),
+            {"old": full, "new": summary},
+        )
+    _run(scratch_engine, "upgrade", "head")
+    with Session(scratch_engine) as session:
+        row = session.execute(
+            text("SELECT content, content_hash FROM chunk WHERE id = 'mem_aged'")
+        ).one()
+        assert (row.content, row.content_hash) == (summary, _sha(full))
+        assert history.full_texts(session, [("ns", "mem_aged", row.content)]) == {
+            ("ns", "mem_aged"): full
+        }
+
+
 def test_edge_contexts_stored_with_windows_line_breaks_get_newlines(
     scratch_engine: Engine,
 ) -> None:

@@ -39,7 +39,7 @@ def edges_forgotten(r: MemoryEdgeForgetOut) -> None:
 
 def inspected(r: MemoryInspectOut) -> None:
     if r.mermaid is not None:
-        typer.echo(r.mermaid, nl=False)
+        typer.echo(inert(r.mermaid), nl=False)  # its labels are memories' text
         return
     for node in r.nodes:
         score = "" if node.relevance is None else f"  relevance {node.relevance:.3f}"

@@ -11,7 +11,7 @@ import numpy as np
 from sqlalchemy import Select, func, select, tuple_
 from sqlalchemy.orm import Session
 
-from memsys import ids
+from memsys import ids, tenancy
 from memsys.db import clock, take_turns_all
 from memsys.embeddings import embed_beside, embed_query, get_embedder
 from memsys.errors import InvalidInput, NotFound
@@ -164,6 +164,8 @@ def _close(session: Session, targets: list[Chunk], operation: str, purge: bool) 
     if not targets:
         return []
     touched = sorted({c.namespace for c in targets})
+    for namespace in touched:  # the policies drop a reader's DELETE: "purged", nothing erased
+        tenancy.require_write(namespace)
     if purge:
         # A purge writes alone in its namespaces, as an import does, for the few ms it takes:
         # writers in flight commit first, so the entities it finds nothing names any more

@@ -4,8 +4,11 @@ What: live memories whose content is not in NFC (an accent stored as a letter an
 combining mark, as macOS file names and some keyboards give it) get it composed, and the
 content hash of that text. One whose composed text another live memory of its namespace
 already holds (or a second such memory holding it too) is left as it was: two live
-memories cannot hold one text. Nothing happens on a server whose encoding is not UTF-8
-(PostgreSQL normalises only UTF-8 text).
+memories cannot hold one text. So is an aged memory (archived, rehydratable): its row holds
+a summary or a key, its content hash is its full text's, and its history finds that full
+text by the exact summary the row holds (memsys.services.history.full_texts) — composing
+the summary lost the full text for export and rehydration. Nothing happens on a server
+whose encoding is not UTF-8 (PostgreSQL normalises only UTF-8 text).
 Why: memory_store now stores NFC (memsys.schemas.memories.content_text), so that "café"
 typed either way is one memory. A memory stored before kept its decomposed text: storing
 the same words again, composed, made a second memory.
@@ -35,7 +38,8 @@ BEGIN
     WITH fixed AS (
         SELECT namespace, id, normalize(content, NFC) AS text
         FROM chunk
-        WHERE doc_type = 'memory' AND valid_to IS NULL AND content IS NOT NFC NORMALIZED
+        WHERE doc_type = 'memory' AND valid_to IS NULL
+          AND stage NOT IN ('archived', 'rehydratable') AND content IS NOT NFC NORMALIZED
     ), hashed AS (
         SELECT namespace, id, text, encode(sha256(convert_to(text, 'UTF8')), 'hex') AS digest
         FROM fixed

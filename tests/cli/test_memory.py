@@ -328,6 +328,10 @@ def test_stored_terminal_controls_are_shown_not_acted_on() -> None:
         assert "Deploy notes \\x1b[8mhidden\\x1b[0m \\x1b]0;owned\\x07 end" in shown.stdout, args
     raw = run_json("get", stored["id"])  # --json keeps the text, JSON-escaped
     assert raw["content"] == "Deploy notes \x1b[8mhidden\x1b[0m \x1b]0;owned\x07 end"
+    chart = run("inspect", stored["id"], "--output-format", "mermaid")  # labels hold the text
+    assert chart.exit_code == 0, chart.output
+    assert "\x1b" not in chart.stdout and "\x07" not in chart.stdout, chart.stdout
+    assert "\\x1b" in chart.stdout
 
 
 def test_a_json_lines_file_saved_with_a_byte_order_mark(tmp_path) -> None:

@@ -395,7 +395,8 @@ def test_a_read_only_token_changing_a_row_it_can_read_is_refused_not_a_crash(
 ) -> None:
     """preference_delete was a 500 (the ORM's UPDATE matched no row the policies let it
     change), fact_verify answered "Fact not found" and memory_edge_forget "Edge not found" or
-    0 deleted for rows the token had just read."""
+    0 deleted for rows the token had just read; memory_forget with purge answered "purged"
+    (a 500 here, where SQLAlchemy's warning of a DELETE that matched nothing is an error)."""
     run("preference_set", key="editor", value="helix", namespace=ACME)
     fact = run("fact_set", entity="Anvil", attribute="weight", content="100 kg", namespace=ACME)
     other = run("memory_store", content="ACME ships rockets on Fridays", namespace=ACME).id
@@ -409,6 +410,8 @@ def test_a_read_only_token_changing_a_row_it_can_read_is_refused_not_a_crash(
         ("fact_verify", {"fact_id": fact.fact.fact_id, "namespace": ACME}),
         ("memory_edge_forget", {"edge_id": edge.edge_id}),
         ("memory_edge_forget", {"memory_id": tenants.acme_memory}),
+        # the policies dropped its DELETEs: "purged", a purge event logged, nothing erased
+        ("memory_forget", {"memory_id": tenants.acme_memory, "purge": True, "force": True}),
     ]
     headers = {"Authorization": f"Bearer {ro}"}
     with httpx.Client(base_url=base, timeout=120, headers=headers) as http:
