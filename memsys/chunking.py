@@ -9,6 +9,7 @@ import ast
 import io
 import logging
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +44,9 @@ def pieces_from_bytes(data: bytes, kind: str, max_tokens: int) -> list[Piece]:
     if kind == "pdf":
         return _pdf(data, max_tokens)
     try:
-        source = data.decode("utf-8-sig")
+        # Composed (NFC), as memories and queries are: "é" as a letter and a combining mark
+        # is the same text as the one character, and full text reads the two forms apart.
+        source = unicodedata.normalize("NFC", data.decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
         raise InvalidInput(
             f"Failed to read file: not valid UTF-8 ({exc.reason} at byte {exc.start})"
@@ -227,7 +230,7 @@ def _pdf(data: bytes, max_tokens: int) -> list[Piece]:
 
     try:
         reader = PdfReader(io.BytesIO(data))
-        pages = [page.extract_text() or "" for page in reader.pages]
+        pages = [unicodedata.normalize("NFC", page.extract_text() or "") for page in reader.pages]
     except (PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:
         raise InvalidInput(f"Failed to read file: not a readable PDF ({exc})") from None
     pieces: list[Piece] = []

@@ -105,6 +105,48 @@ def test_memories_stored_decomposed_get_their_composed_text(scratch_engine: Engi
     assert (found["mem_plain"], hashes["mem_plain"]) == (rows["mem_plain"], _sha(rows["mem_plain"]))
 
 
+def test_document_chunks_stored_decomposed_get_their_composed_text(
+    scratch_engine: Engine,
+) -> None:
+    """Indexing now composes a document's text (queries are read composed): live chunks
+    indexed before are composed with their content hash, closed ones keep their text."""
+    _run(scratch_engine, "upgrade", "c5d2e8a17f40")
+    texts = {"chk_live": "Notes from the re\u0301union", "chk_gone": "Old re\u0301union notes"}
+    with scratch_engine.begin() as conn:
+        conn.execute(text("INSERT INTO namespace (name) VALUES ('ns')"))
+        conn.execute(
+            text(
+                "INSERT INTO document (namespace, id, source_file, file_type, sha256, "
+                "size_bytes, chunk_count) VALUES ('ns', 'doc_1', '/notes.md', 'markdown', "
+                "'x', 1, 2)"
+            )
+        )
+        for n, (chunk_id, content) in enumerate(texts.items()):
+            conn.execute(
+                text(
+                    "INSERT INTO chunk (namespace, id, doc_type, content, content_hash, "
+                    "token_count, document_id, source_file, chunk_index, valid_to) VALUES "
+                    "('ns', :id, 'document', :content, :hash, 5, 'doc_1', '/notes.md', :n, "
+                    "CASE WHEN :gone THEN now() END)"
+                ),
+                {
+                    "id": chunk_id,
+                    "content": content,
+                    "hash": _sha(content),
+                    "n": n,
+                    "gone": chunk_id == "chk_gone",
+                },
+            )
+    _run(scratch_engine, "upgrade", "head")
+    with scratch_engine.connect() as conn:
+        now = {
+            r.id: (r.content, r.content_hash)
+            for r in conn.execute(text("SELECT id, content, content_hash FROM chunk"))
+        }
+    assert now["chk_live"] == ("Notes from the r\u00e9union", _sha("Notes from the r\u00e9union"))
+    assert now["chk_gone"] == (texts["chk_gone"], _sha(texts["chk_gone"]))
+
+
 def test_an_aged_memory_keeps_its_summary_and_hash_through_composition(
     scratch_engine: Engine,
 ) -> None:

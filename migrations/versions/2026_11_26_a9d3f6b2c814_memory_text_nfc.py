@@ -1,4 +1,4 @@
-"""Memories' text in Unicode's composed form (NFC).
+"""Memories' and documents' text in Unicode's composed form (NFC).
 
 What: live memories whose content is not in NFC (an accent stored as a letter and a
 combining mark, as macOS file names and some keyboards give it) get it composed, and the
@@ -7,11 +7,14 @@ already holds (or a second such memory holding it too) is left as it was: two li
 memories cannot hold one text. So is an aged memory (archived, rehydratable): its row holds
 a summary or a key, its content hash is its full text's, and its history finds that full
 text by the exact summary the row holds (memsys.services.history.full_texts) — composing
-the summary lost the full text for export and rehydration. Nothing happens on a server
-whose encoding is not UTF-8 (PostgreSQL normalises only UTF-8 text).
+the summary lost the full text for export and rehydration. Live document chunks not in NFC
+get it composed too, with their content hash. Nothing happens on a server whose encoding is
+not UTF-8 (PostgreSQL normalises only UTF-8 text).
 Why: memory_store now stores NFC (memsys.schemas.memories.content_text), so that "café"
-typed either way is one memory. A memory stored before kept its decomposed text: storing
-the same words again, composed, made a second memory.
+typed either way is one memory; indexing composes documents (memsys.chunking) and queries
+are read composed (memsys.schemas.common.check_query). A memory stored before kept its
+decomposed text: storing the same words again, composed, made a second memory; and a
+document chunk stored decomposed no longer matched a query's words in full text.
 Downgrade: nothing to undo (the text means the same; which form it came in is not kept).
 
 Revision ID: a9d3f6b2c814
@@ -56,6 +59,10 @@ BEGIN
           WHERE t.namespace = f.namespace AND t.doc_type = 'memory' AND t.valid_to IS NULL
             AND t.content_hash = f.digest
       );
+    UPDATE chunk
+    SET content = normalize(content, NFC),
+        content_hash = encode(sha256(convert_to(normalize(content, NFC), 'UTF8')), 'hex')
+    WHERE doc_type = 'document' AND valid_to IS NULL AND content IS NOT NFC NORMALIZED;
   END IF;
 END
 $$

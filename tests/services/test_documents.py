@@ -425,3 +425,24 @@ def test_embedding_a_queued_memory_is_not_an_edit(embedder) -> None:
     with session_scope() as s:
         assert embedding_queue.embed_pending(s) == 1
     assert listed() == before and before[-1][0] == old
+
+
+def test_a_decomposed_document_is_found_by_its_words_typed_either_way(tmp_path, embedder) -> None:
+    """Queries are read composed (NFC): a document indexed with an accent as a letter and a
+    combining mark matched neither way of typing its words in full text. Indexing composes
+    it, as memories are stored."""
+    note = tmp_path / "notes.md"
+    note.write_text("# Offsite\n\nThe re\u0301union in Montre\u0301al moved to Thursday.\n")
+    index(note, namespace="docs")
+    (chunk,) = live_chunks(note)
+    assert "r\u00e9union" in chunk.content and "\u0301" not in chunk.content
+
+    def lexical_hit(query: str) -> float:
+        found = runner.execute(
+            search_service.search_with_filters,
+            SearchWithFiltersIn,
+            {"query": query, "filters": {"namespace": "docs"}},
+        )
+        return found.results[0].score
+
+    assert lexical_hit("r\u00e9union Montr\u00e9al") == lexical_hit("re\u0301union Montre\u0301al")
