@@ -478,12 +478,12 @@ class Plan:
             ):
                 self.report.edges.unchanged += 1
                 continue
-            if rec.get(UNEDITED) and (
-                live is not None
-                or self.session.scalar(select(Edge.id).where(*this).limit(1)) is not None
+            if rec.get(UNEDITED) and any(
+                (old.weight, old.context or None) == (rec["strength"], rec["context"])
+                for old in self.session.execute(select(Edge.weight, Edge.context).where(*this))
             ):
-                # The edge as memsys wrote it: the database changed or deleted it since, and
-                # that stands.
+                # The edge as memsys wrote it, as this database held it once: it changed or
+                # deleted the edge since, and that stands. One it never held applies.
                 self.report.edges.unchanged += 1
                 continue
             counts = self.report.edges
@@ -522,12 +522,15 @@ class Plan:
         if row is not None and same(row.value, rec["value"]) and row.lifecycle == rec["lifecycle"]:
             self.report.preferences.unchanged += 1
             return
-        if rec.get(UNEDITED) and (
-            row is not None
-            or self.session.scalar(select(Preference.version).where(*where).limit(1)) is not None
+        if rec.get(UNEDITED) and any(
+            same(old.value, rec["value"]) and old.lifecycle == rec["lifecycle"]
+            for old in self.session.execute(
+                select(Preference.value, Preference.lifecycle).where(*where)
+            )
         ):
-            # The line as memsys wrote it: the database set or deleted the preference since,
-            # and that stands (re-importing an untouched vault never reverts it).
+            # The line as memsys wrote it, and a value this database held: it set or deleted
+            # the preference since, and that stands (re-importing an untouched vault never
+            # reverts it). A value it never held (another database's vault) applies.
             self.report.preferences.unchanged += 1
             return
         if row is None:

@@ -109,7 +109,7 @@ class _Seen:
     preferences: dict[tuple[str, str], str] = field(default_factory=dict)
     bad: set[str] = field(default_factory=set)  # memory ids and edge ids to skip
     unedited: set[str] = field(default_factory=set)  # memory ids of files as memsys wrote them
-    forgotten: int = 0  # of those, memories the database forgot since: skipped, no problem
+    forgotten: set[str] = field(default_factory=set)  # of those, forgotten since: skipped
 
 
 def _where(rec: Located, key: str | None = None) -> str:
@@ -222,7 +222,7 @@ def _check_database(session: Session, seen: _Seen, problems: list[Problem]) -> N
             # Forgotten after memsys wrote the file: the forget stands, and the next export
             # removes the file.
             seen.bad.add(memory_id)
-            seen.forgotten += 1
+            seen.forgotten.add(memory_id)
         elif not live:
             problems.append(
                 _at(
@@ -265,6 +265,16 @@ def _check_database(session: Session, seen: _Seen, problems: list[Problem]) -> N
                 )
                 seen.bad.add(edge_id)
                 break
+            if end in seen.forgotten and not rec.get(UNEDITED):
+                # an edge edited by hand to a memory forgotten since: its edit cannot apply
+                problems.append(
+                    _problem(
+                        rec,
+                        None,
+                        f"memory {end} was forgotten in this database: "
+                        "an edge to it is not imported (store the memory anew)",
+                    )
+                )
             if end in seen.bad:
                 seen.bad.add(edge_id)
 
@@ -328,7 +338,7 @@ def run(
             raise Protected(f"{tenancy.denied_message()}; the file writes in {', '.join(refused)}")
         namespaces.write_alone(session, names)
     _check_database(session, seen, report.problems)
-    report.memories.unchanged += seen.forgotten
+    report.memories.unchanged += len(seen.forgotten)
     if report.problems and not (partial or dry_run):
         return report
     rebuild = restore and not dry_run

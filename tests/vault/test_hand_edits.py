@@ -471,9 +471,15 @@ def test_an_untouched_preference_line_does_not_undo_what_the_database_set_since(
     assert prefs("project:game")["theme"] == {"dark": True, "size": 16}
     assert "editor" not in prefs()
     assert import_(tmp_path / "v").preferences.unchanged == 2  # imported: no edit again
-    # Into an empty database the same vault, index and all, restores every line.
+    # Into an empty database the same vault, index and all, restores every line; into one
+    # that set the key to a value of its own, an untouched line is no stale copy: it applies.
     empty_database()
     assert import_(tmp_path / "v").preferences.new == 2
+    assert prefs()["editor"] == "helix"
+    empty_database()
+    assert run("pref", "set", "editor", '"emacs"').exit_code == 0
+    report = import_(tmp_path / "v")
+    assert (report.preferences.changed, report.preferences.new) == (1, 1)
     assert prefs()["editor"] == "helix"
 
 
@@ -503,10 +509,17 @@ def test_an_untouched_file_does_not_bring_back_an_edge_or_memory_deleted_since(
             {"id": ids["problem"]},
         ).scalar_one()
     assert (live, back) == ([], 0)
+    # An edge file edited by hand to the forgotten memory is an edit that cannot apply.
+    (edge_file,) = [
+        p for p in (tmp_path / "v/graph/edges").glob("*.md") if ids["problem"] in p.read_text()
+    ]
+    edge_file.write_text(edge_file.read_text() + "\n")  # saved again: no longer as written
+    found = problems(tmp_path / "v")
+    assert f"memory {ids['problem']} was forgotten in this database: an edge" in found, found
     # The forgotten memory's file, edited, is an edit of a forgotten memory: refused by name.
     edit(one(tmp_path / "v", "graph/problems"), r"^importance: .*$", "importance: 0.9")
     found = problems(tmp_path / "v")
-    assert f"memory {ids['problem']} was forgotten in this database" in found, found
+    assert f"memory {ids['problem']} was forgotten in this database: import" in found, found
 
 
 def test_an_untouched_file_still_applies_over_another_text_under_its_id(
