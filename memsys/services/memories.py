@@ -205,7 +205,7 @@ def forget(session: Session, params: MemoryForgetIn) -> MemoryForgetOut:
     memory_id, query = params.memory_id, params.query
     if params.input_value is not None and memory_id is None and query is None:
         value = params.input_value  # validated: a memory id, or a checked query
-        if ids.looks_like_memory_id(value) or _memory_named(session, value):
+        if ids.looks_like_memory_id(value) or _memory_named(session, value, params.namespace):
             memory_id = value
         else:
             query = value
@@ -251,11 +251,14 @@ def forget(session: Session, params: MemoryForgetIn) -> MemoryForgetOut:
     )
 
 
-def _memory_named(session: Session, value: str) -> bool:
-    """Whether a memory (live or forgotten, of a namespace the caller sees) has this id: an
-    import keeps the ids its file gives (`mem_abc123`, `note-7`), which do not look like
-    the ids memsys makes, and `input_value` holding one is that memory, not a query."""
+def _memory_named(session: Session, value: str, namespace: str | None) -> bool:
+    """Whether a memory (live or forgotten, of a namespace the caller sees; of `namespace`
+    when given) has this id: an import keeps the ids its file gives (`mem_abc123`,
+    `note-7`), which do not look like the ids memsys makes, and `input_value` holding one is
+    that memory, not a query."""
     stmt = select(Chunk.id).where(Chunk.doc_type == "memory", Chunk.id == value.strip())
+    if namespace is not None:
+        stmt = stmt.where(Chunk.namespace == namespace)
     return session.scalars(stmt.limit(1)).first() is not None
 
 

@@ -295,6 +295,11 @@ def test_forget_takes_an_imported_id_given_as_its_argument(tmp_path: Path) -> No
     doc = {"format": "memsys-export", "schema_version": "1.1", "memories": [memory]}
     snapshot.write_text(json.dumps(doc))
     assert run("import", str(snapshot)).exit_code == 0
+    # Named with another namespace, the value is no id there: it runs as a query of that
+    # namespace (forgetting nothing), not as "not found" of the other namespace's memory.
+    run("store", "Unrelated note", "-n", "project:other")
+    elsewhere = run_json("forget", "mem_release7", "-n", "project:other")
+    assert elsewhere["deleted_ids"] == []
     gone = run_json("forget", "mem_release7")
     assert gone["deleted_ids"] == ["mem_release7"]
     assert "Memory not found: mem_release7" in fails("forget", "mem_release7")
