@@ -4,7 +4,6 @@ and import/export of that server's JSONL file, to move over in one command and b
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -12,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from memsys import regular_files
-from memsys.cli.output import inert, path_given, read_input, short
+from memsys.cli.output import inert, json_dumps, path_given, read_input, short
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -23,9 +22,7 @@ app = typer.Typer(no_args_is_help=True)
 
 
 def show(result: BaseModel) -> None:
-    typer.echo(
-        json.dumps(result.model_dump(mode="json", by_alias=True), indent=2, ensure_ascii=False)
-    )
+    typer.echo(json_dumps(result.model_dump(mode="json", by_alias=True)))
 
 
 def related(r: MemoryRelateOut) -> None:

@@ -167,6 +167,18 @@ def inert(text: str) -> str:
     return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
+_UNESCAPED = re.compile(r"[\x7f-\x9f]")  # what json.dumps(ensure_ascii=False) leaves raw
+
+
+def json_dumps(data: Any, indent: int | None = 2) -> str:
+    """JSON as the CLI prints it: non-ASCII text as itself, but DEL and the C1 controls
+    escaped like the C0 ones (json escapes only those): a stored ESC-less CSI (U+009B)
+    printed raw is a terminal control too. Only strings can hold them: the JSON is the
+    same value."""
+    text = json.dumps(data, indent=indent, ensure_ascii=False)
+    return _UNESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def echo(line: str) -> None:
     """Print plain text without rich markup (user content may contain brackets)."""
     console().print(inert(line), markup=False, highlight=False, soft_wrap=True)
@@ -176,7 +188,7 @@ def emit(result: M | dict[str, Any], as_json: bool, human: Callable[[M], None] |
     """Print the result: its JSON dump with --json, else the command's human rendering."""
     if as_json or human is None:
         data = result if isinstance(result, dict) else result.model_dump(mode="json")
-        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_dumps(data) + "\n")
         sys.stdout.flush()
     else:
         assert not isinstance(result, dict)

@@ -3,13 +3,12 @@ commands come from memsys.operations)."""
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import typer
 
-from memsys.cli.output import echo, short, show_table
+from memsys.cli.output import echo, json_dumps, short, show_table
 
 if TYPE_CHECKING:
     from memsys.schemas import (
@@ -24,7 +23,7 @@ app = typer.Typer(no_args_is_help=True)
 
 
 def _shown(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    return json_dumps(value, indent=None)
 
 
 def _when(moment: datetime | None) -> str:

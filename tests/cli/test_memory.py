@@ -333,6 +333,11 @@ def test_stored_terminal_controls_are_shown_not_acted_on() -> None:
         assert "Deploy notes \\x1b[8mhidden\\x1b[0m \\x1b]0;owned\\x07 end" in shown.stdout, args
     raw = run_json("get", stored["id"])  # --json keeps the text, JSON-escaped
     assert raw["content"] == "Deploy notes \x1b[8mhidden\x1b[0m \x1b]0;owned\x07 end"
+    # --json escapes DEL and the C1 controls too (json escapes only C0): U+009B is a CSI.
+    c1 = run_json("store", "Eight-bit \x9b8m hidden \x7f end")
+    printed = run("get", c1["id"], "--json").stdout
+    assert "\x9b" not in printed and "\x7f" not in printed and "\\u009b" in printed
+    assert json.loads(printed)["content"] == "Eight-bit \x9b8m hidden \x7f end"
     chart = run("inspect", stored["id"], "--output-format", "mermaid")  # labels hold the text
     assert chart.exit_code == 0, chart.output
     assert "\x1b" not in chart.stdout and "\x07" not in chart.stdout, chart.stdout
