@@ -1,0 +1,89 @@
+"""A client that goes away in the middle of a streamed answer leaves nothing open behind it."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import pytest
+from fastapi.testclient import TestClient
+
+from memsys.api import vault
+from memsys.db import get_engine
+
+
+@pytest.fixture
+def no_collector() -> Iterator[None]:
+    """Only reference counting frees objects meanwhile: what a cycle holds stays held, as it
+    does in a server between two runs of the garbage collector."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _export_cut_after_first_piece(app: Any) -> list[bytes]:
+    """GET /v1/export over ASGI as uvicorn runs it, the client hanging up once the first
+    piece of the body arrived; the pieces it got."""
+    got: list[bytes] = []
+    asked, first, gone = anyio.Event(), anyio.Event(), anyio.Event()
+
+    async def receive() -> dict[str, Any]:
+        if not asked.is_set():
+            asked.set()
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await first.wait()
+        gone.set()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        if gone.is_set():
+            return  # as uvicorn does: what is sent after the hang-up goes nowhere
+        if message["type"] == "http.response.body" and message.get("body"):
+            got.append(message["body"])
+            first.set()
+            await gone.wait()  # the client reads no more: sending waits until it hangs up
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": "/v1/export",
+        "raw_path": b"/v1/export",
+        "root_path": "",
+        "query_string": b"format=jsonl",
+        "headers": [(b"host", b"127.0.0.1:8700")],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8700),
+    }
+
+    async def call() -> None:
+        with anyio.fail_after(30):
+            await app(scope, receive, send)
+
+    anyio.run(call)
+    return got
+
+
+def test_an_export_the_client_left_gives_its_connection_back(
+    client: TestClient, no_collector: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The export's read-only transaction stayed open after the client hung up (idle in
+    transaction, holding a pooled connection and a snapshot) until the garbage collector
+    happened to close the paused generator: a dozen cut downloads held most of the pool."""
+    for i in range(3):
+        stored = client.post("/v1/memories", json={"content": f"Exported memory number {i}"})
+        assert stored.status_code == 201
+    monkeypatch.setattr(vault, "PIECE", 16)  # a piece per record: the cut comes mid-export
+    whole = client.get("/v1/export", params={"format": "jsonl"}).content
+    pool = get_engine().pool
+    before = pool.checkedout()  # type: ignore[attr-defined]
+    got = b"".join(_export_cut_after_first_piece(client.app))
+    assert got and whole.startswith(got) and len(got) < len(whole)  # cut mid-export
+    assert pool.checkedout() == before  # type: ignore[attr-defined]
