@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,6 +13,7 @@ from fastapi.testclient import TestClient
 
 from memsys.api import vault
 from memsys.db import get_engine
+from tests.conftest import table_counts
 
 
 @pytest.fixture
@@ -87,3 +89,52 @@ def test_an_export_the_client_left_gives_its_connection_back(
     got = b"".join(_export_cut_after_first_piece(client.app))
     assert got and whole.startswith(got) and len(got) < len(whole)  # cut mid-export
     assert pool.checkedout() == before  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("path", ["/v1/memories", "/v1/import", "/v1/graph/import"])
+def test_a_client_that_hangs_up_before_its_body_is_not_a_server_crash(
+    client: TestClient, path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A client gone before its whole body arrived (a cut upload of a large import) was
+    logged as a crash — 'POST /v1/import failed', then uvicorn's 'Exception in ASGI
+    application', two tracebacks — and the exception escaped the app."""
+    sent: list[dict[str, Any]] = []
+    parts = iter(
+        [
+            {"type": "http.request", "body": b'{"content": "half a bo', "more_body": True},
+            {"type": "http.disconnect"},
+        ]
+    )
+
+    async def receive() -> dict[str, Any]:
+        return next(parts, {"type": "http.disconnect"})
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": [
+            (b"host", b"127.0.0.1:8700"),
+            (b"content-type", b"application/json"),
+            (b"content-length", b"1000"),
+        ],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8700),
+    }
+
+    async def call() -> None:
+        with anyio.fail_after(30):
+            await client.app(scope, receive, send)
+
+    anyio.run(call)  # raised ClientDisconnect
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert table_counts()["chunk"] == 0
