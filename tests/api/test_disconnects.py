@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import text
 
 from memsys.api import vault
 from memsys.db import get_engine
@@ -138,3 +139,63 @@ def test_a_client_that_hangs_up_before_its_body_is_not_a_server_crash(
     anyio.run(call)  # raised ClientDisconnect
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert table_counts()["chunk"] == 0
+
+
+def test_an_export_that_fails_midway_is_not_ended_as_whole(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The export's database connection lost after its first memory went out: the body was
+    ended as if complete (a 200 with a cut JSON lines file that reads as a whole one, curl
+    exit 0), the middleware relaying it having swallowed the failure. Now the failure
+    reaches the server, which breaks the response off (the client sees a cut transfer)."""
+    for i in range(3):
+        client.post("/v1/memories", json={"content": f"Exported memory number {i}"})
+    monkeypatch.setattr(vault, "PIECE", 16)
+    sent: list[dict[str, Any]] = []
+    asked, ended = False, [0]
+
+    async def receive() -> dict[str, Any]:
+        nonlocal asked
+        if not asked:
+            asked = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await anyio.sleep_forever()
+        raise AssertionError
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+        if b'"kind": "memory"' in message.get("body", b"") and not ended[0]:
+            # The export's snapshot transaction is open, the edges not read yet: end it.
+            with get_engine().connect() as conn:
+                ended[0] = conn.scalar(
+                    text(
+                        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                        "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+                        "AND state = 'idle in transaction'"
+                    )
+                )
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": "/v1/export",
+        "raw_path": b"/v1/export",
+        "root_path": "",
+        "query_string": b"format=jsonl",
+        "headers": [(b"host", b"127.0.0.1:8700")],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8700),
+    }
+
+    async def call() -> None:
+        with anyio.fail_after(30):
+            await client.app(scope, receive, send)
+
+    with pytest.raises(Exception):  # noqa: B017 (whatever it is, it reaches the server)
+        anyio.run(call)
+    assert ended == [1]
+    bodies = [m for m in sent if m["type"] == "http.response.body"]
+    assert bodies and all(m.get("more_body") for m in bodies)  # never ended as complete
