@@ -10,6 +10,7 @@ management endpoints); GET /v1/diff comes from the operation table like every ot
 from __future__ import annotations
 
 import codecs
+import itertools
 import re
 import tempfile
 from collections.abc import Generator
@@ -59,7 +60,11 @@ class _ClosingStream(StreamingResponse):
     snapshot held) until the garbage collector happened to free the generator."""
 
     def __init__(self, pieces: Generator[bytes, None, None], **kwargs: Any) -> None:
-        super().__init__(pieces, **kwargs)
+        # The first piece now, in the route: the export's first statements (its snapshot,
+        # the first page) fail before the answer begins, as an error with its status (503
+        # for a database that cannot answer), not as a 200 whose body breaks off.
+        first = next(pieces)
+        super().__init__(itertools.chain((first,), pieces), **kwargs)
         self._pieces = pieces
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import text
+from sqlalchemy import create_engine, text
 
 from memsys.api import vault
 from memsys.db import get_engine
@@ -199,3 +199,41 @@ def test_an_export_that_fails_midway_is_not_ended_as_whole(
     assert ended == [1]
     bodies = [m for m in sent if m["type"] == "http.response.body"]
     assert bodies and all(m.get("more_body") for m in bodies)  # never ended as complete
+
+
+@pytest.fixture
+def statement_timeout_1s(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """MEMSYS_STATEMENT_TIMEOUT_S=1 for one test, on an engine of its own."""
+    from memsys import db
+    from memsys.config import get_settings
+
+    monkeypatch.setenv("MEMSYS_STATEMENT_TIMEOUT_S", "1")
+    get_settings.cache_clear()
+    db.set_engine(None)
+    try:
+        yield
+    finally:
+        monkeypatch.delenv("MEMSYS_STATEMENT_TIMEOUT_S")
+        get_settings.cache_clear()
+        db.set_engine(None)
+
+
+def test_an_export_that_cannot_start_is_an_error_not_a_cut_200(
+    client: TestClient, statement_timeout_1s: None
+) -> None:
+    """The export's first statements ran only once the answer had begun: a database that
+    could not answer (down, or a table locked past the statement limit) gave a 200 and a
+    body that broke off, with no word of why. They run before the answer now: a 503 that
+    says what happened, as any other call gives."""
+    client.post("/v1/memories", json={"content": "Exported memory"})
+    holder = create_engine(get_engine().url).connect()
+    try:
+        holder.exec_driver_sql("LOCK TABLE chunk IN ACCESS EXCLUSIVE MODE")  # held on purpose
+        answer = client.get("/v1/export", params={"format": "jsonl"})
+    finally:
+        holder.rollback()
+        holder.close()
+        holder.engine.dispose()
+    assert answer.status_code == 503
+    assert answer.json()["success"] is False and "statement timeout" in answer.json()["error"]
+    assert client.get("/v1/export", params={"format": "jsonl"}).status_code == 200
