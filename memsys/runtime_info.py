@@ -57,14 +57,25 @@ def withdraw() -> None:
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid exists (a pid owned by someone else counts)."""
+    """Whether a process with this pid exists (a pid owned by someone else counts) and has
+    not ended: a zombie — killed, its status not yet read by its parent (a supervisor, a
+    container's init that reaps late) — is dead."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """Linux: the process's state in /proc/<pid>/stat is Z. Elsewhere: not known, False."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]  # the name in (…) may hold spaces
 
 
 def running_server() -> dict[str, Any] | None:

@@ -102,6 +102,36 @@ def test_a_crashed_user_does_not_keep_the_server_alive(home: Path) -> None:
     assert wait_for(lambda: not running(home))
 
 
+@pytest.mark.parametrize("reaped", [True, False])
+def test_the_last_user_stops_the_server_though_another_was_killed_before_it(
+    home: Path, reaped: bool
+) -> None:
+    """`memsys serve` killed with SIGKILL while `memsys mcp` still ran on the same home: when
+    the mcp process left, the dead pid still listed as a user kept PostgreSQL running with
+    nobody left to stop it (only a process starting later dropped dead users). Not reaped
+    yet by its parent, the killed process is a zombie, which counted as alive."""
+    staying = attach(home, "wait")
+    assert staying.stdout is not None and staying.stdout.readline().strip() == "attached"
+    crashed = attach(home, "crash")
+    if reaped:
+        assert crashed.wait(60) == -9
+    else:
+        assert wait_for(lambda: zombie(crashed.pid))
+    assert running(home) and crashed.pid in users(home)
+    assert staying.stdin is not None
+    staying.stdin.write("\n")
+    staying.stdin.flush()
+    assert staying.wait(60) == 0
+    assert wait_for(lambda: not running(home))
+    assert crashed.wait(60) == -9
+
+
+def zombie(pid: int) -> bool:
+    """Whether the process has ended and waits for its parent to read its status (Linux)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.rpartition(")")[2].split()[0] == "Z"
+
+
 def test_shared_buffers_grow_with_memory_and_a_users_setting_is_kept() -> None:
     gib = 2**30
     # A quarter of memory, at most 2 GB: what a 100k store's rows and indexes need.

@@ -15,8 +15,9 @@ from typing import Any
 import anyio
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.routing import Match
 
 from memsys import __version__, deferred, envelope
@@ -83,6 +84,13 @@ def create_app(extra_hosts: list[str] | None = None, background: bool = True) ->
                 "too deeply"
             )
         return JSONResponse(envelope.failure(detail), status_code=exc.status_code, headers=headers)
+
+    @app.exception_handler(ClientDisconnect)
+    async def _client_gone(request: Request, exc: ClientDisconnect) -> Response:
+        # The client hung up before its body arrived (a cut upload): nobody reads an answer,
+        # nothing ran, and it is not a crash (it was logged as one, with two tracebacks).
+        log.info("%s %s: the client left before sending its body", request.method, request.url.path)
+        return Response(status_code=400)
 
     @app.exception_handler(Exception)
     async def _crash(request: Request, exc: Exception) -> JSONResponse:

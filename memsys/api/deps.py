@@ -16,7 +16,6 @@ from fastapi import HTTPException
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from starlette.datastructures import Headers
-from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -84,25 +83,40 @@ def matches(value: str, patterns: Iterable[str]) -> bool:
     return False
 
 
-class OriginGuardMiddleware(BaseHTTPMiddleware):
+class OriginGuardMiddleware:
     """DNS-rebinding protection for REST, with the allow-lists MCP's transport uses: a Host
     outside them is 421, a browser Origin outside them is 403 (a page on another site may
-    not read or write memories through the user's browser)."""
+    not read or write memories through the user's browser).
+
+    Plain ASGI, not Starlette's BaseHTTPMiddleware: that one relays a streamed body through
+    a queue and, when the app fails in the middle of it (a streamed export whose database
+    connection was lost), ends the body as if it were whole — the client got a 200 with a
+    cut export and no sign of the failure. Here the failure reaches the server, which
+    breaks off the response."""
 
     def __init__(self, app: ASGIApp, hosts: list[str], origins: list[str]) -> None:
-        super().__init__(app)
+        self.app = app
         self._hosts, self._origins = hosts, origins
 
-    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
-        if request.url.path.startswith("/mcp"):  # the MCP transport checks its own requests
-            return await call_next(request)
-        host = request.headers.get("host", "")
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # The MCP transport checks its own requests.
+        if scope["type"] != "http" or scope["path"].startswith("/mcp"):
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        host = headers.get("host", "")
+        refused = None
         if not matches(host, self._hosts):
-            return JSONResponse(envelope.failure(f"Host not allowed: {host}"), status_code=421)
-        origin = request.headers.get("origin")
-        if origin is not None and not matches(origin, self._origins):
-            return JSONResponse(envelope.failure(f"Origin not allowed: {origin}"), status_code=403)
-        return await call_next(request)
+            refused = JSONResponse(envelope.failure(f"Host not allowed: {host}"), status_code=421)
+        origin = headers.get("origin")
+        if refused is None and origin is not None and not matches(origin, self._origins):
+            refused = JSONResponse(
+                envelope.failure(f"Origin not allowed: {origin}"), status_code=403
+            )
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 class Utf8UrlMiddleware:

@@ -71,6 +71,13 @@ def check_port(host: str, port: int) -> None:
             ) from None
 
 
+# On SIGTERM or SIGINT, how long requests under way may take to finish before they are
+# cancelled. Without a limit uvicorn waited for every connection to close: a client that
+# stopped sending a body or reading a streamed export held the stop (and the embedded
+# PostgreSQL) for as long as it stayed connected. Below docker stop's 10 s before SIGKILL.
+STOP_GRACE_S = 5
+
+
 def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
     # uvicorn shuts down gracefully on SIGTERM, then re-raises the signal; with the default
     # action the process would die there, skipping the exit hooks that stop the embedded
@@ -101,6 +108,12 @@ def serve(host: str = "127.0.0.1", port: int = 8700) -> None:
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     runtime_info.announce(host, port)
     try:
-        uvicorn.run(create_app(extra_hosts=extra), host=host, port=port, log_level="info")
+        uvicorn.run(
+            create_app(extra_hosts=extra),
+            host=host,
+            port=port,
+            log_level="info",
+            timeout_graceful_shutdown=STOP_GRACE_S,
+        )
     finally:
         runtime_info.withdraw()

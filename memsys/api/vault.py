@@ -10,16 +10,19 @@ management endpoints); GET /v1/diff comes from the operation table like every ot
 from __future__ import annotations
 
 import codecs
+import itertools
 import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import anyio
 from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import Field
+from starlette.types import Receive, Scope, Send
 
 from memsys import envelope, migrator
 from memsys.api.deps import JsonBodyRoute, unread_body
@@ -36,7 +39,7 @@ PIECE = 256 * 1024  # bytes per streamed piece
 MEDIA = {"json": "application/json", "jsonl": "application/x-ndjson"}
 
 
-def _pieces(form: str, namespace: str | None) -> Iterator[bytes]:
+def _pieces(form: str, namespace: str | None) -> Generator[bytes, None, None]:
     with session_scope() as session:
         records = live.records(session, namespace)
         text = files.jsonl_text(records) if form == "jsonl" else files.json_text(records)
@@ -49,6 +52,28 @@ def _pieces(form: str, namespace: str | None) -> Iterator[bytes]:
                 yield "".join(buffer).encode("utf-8")
                 buffer, size = [], 0
         yield "".join(buffer).encode("utf-8")
+
+
+class _ClosingStream(StreamingResponse):
+    """A stream that ends its generator when the response ends, however it ends. Starlette
+    stops reading a generator whose client hung up and leaves it paused in its `yield`:
+    the export's transaction stayed open (idle in transaction, a pooled connection and a
+    snapshot held) until the garbage collector happened to free the generator."""
+
+    def __init__(self, pieces: Generator[bytes, None, None], **kwargs: Any) -> None:
+        # The first piece now, in the route: the export's first statements (its snapshot,
+        # the first page) fail before the answer begins, as an error with its status (503
+        # for a database that cannot answer), not as a 200 whose body breaks off.
+        first = next(pieces)
+        super().__init__(itertools.chain((first,), pieces), **kwargs)
+        self._pieces = pieces
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            with anyio.CancelScope(shield=True):  # also when the request was cancelled
+                await anyio.to_thread.run_sync(self._pieces.close)
 
 
 @router.get(
@@ -65,7 +90,7 @@ def export(
     with session_scope() as session:
         namespaces.require(session, namespace)
     suffix = "jsonl" if format == "jsonl" else "json"
-    return StreamingResponse(
+    return _ClosingStream(
         _pieces(format, namespace),
         media_type=MEDIA[format],
         headers={"Content-Disposition": f'attachment; filename="memsys-export.{suffix}"'},

@@ -387,10 +387,12 @@ def http_routes(server: MemsysMCPServer, extra_hosts: list[str] | None = None): 
 
 
 def _stop_stdio(signum: int, frame: FrameType | None) -> None:
-    """SIGTERM while serving stdio. The event loop cannot unwind (a thread sits in a read of
-    stdin until it closes), so stop here: write what the last answers left (memsys.deferred),
-    stop the embedding worker, leave the embedded PostgreSQL (stopped if this was its last
-    user), exit."""
+    """SIGTERM or SIGINT (Ctrl+C) while serving stdio. The event loop cannot unwind (a thread
+    sits in a read of stdin until it closes: after a KeyboardInterrupt the process went on
+    until stdin closed, and a call under way went on to commit), so stop here: write what
+    the last answers left (memsys.deferred), stop the embedding worker, leave the embedded
+    PostgreSQL (stopped if this was its last user), exit. A call still running ends with
+    the process: its transaction is rolled back unless it had committed."""
     from memsys import db, deferred
     from memsys.background import worker
 
@@ -411,6 +413,7 @@ def run_stdio() -> None:
     migrator.ensure_current()
     server = build_server()
     signal.signal(signal.SIGTERM, _stop_stdio)
+    signal.signal(signal.SIGINT, _stop_stdio)
     worker().start()
     try:
         server.run("stdio")

@@ -264,3 +264,47 @@ def test_a_second_server_on_one_home_and_a_port_out_of_range_are_refused(
         )
         assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1, bad.stderr
         assert "--port" in bad.stderr
+
+
+def test_sigterm_stops_the_server_though_a_client_stalls_in_the_middle_of_a_request(
+    home: Path,
+) -> None:
+    """A client that sent half a request body and then nothing (or stopped reading a streamed
+    export) kept `memsys serve` from stopping on SIGTERM: uvicorn waited for its connection
+    to close, with no limit, and PostgreSQL stayed up with it."""
+    port = _free_port()
+    proc = subprocess.Popen(
+        [*_memsys(), "serve", "--port", str(port)],
+        env=_env(home),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=2).status_code == 200:
+                    break
+            time.sleep(0.3)
+        pg_pid = int((home / "pgdata" / "postmaster.pid").read_text().splitlines()[0])
+        with socket.create_connection(("127.0.0.1", port)) as stalled:
+            head = (
+                f"POST /v1/import?dry_run=true HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                "Content-Type: application/json\r\nContent-Length: 1000\r\n"
+                "Expect: 100-continue\r\n\r\n"
+            )
+            stalled.sendall(head.encode())
+            stalled.settimeout(60)
+            # uvicorn says "100 Continue" once the route reads the body: it is waiting for it.
+            assert stalled.recv(1024).startswith(b"HTTP/1.1 100")
+            stalled.sendall(b"{")  # 1 of the 1000 bytes announced, then nothing
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=60) == 0  # with the client still connected
+        deadline = time.monotonic() + 30
+        while _alive(pg_pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _alive(pg_pid), "the embedded PostgreSQL outlived memsys serve"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -465,3 +466,68 @@ def test_the_line_filter_answers_the_right_request_and_never_stops_the_reader() 
     surrogate = f'{{"jsonrpc":"2.0","id":4,{call}{{"\\ud83d":"x"}}}}}}'
     answer = readable(surrogate, _sdk_reads)
     assert _sdk_reads(answer) and "not valid Unicode" in answer
+
+
+def test_sigint_stops_memsys_mcp_in_the_middle_of_a_call_and_nothing_is_written() -> None:
+    """Ctrl+C (SIGINT) of `memsys mcp` whose stdin stays open, while a call waits for a lock
+    the test holds: the process never exited (its event loop cannot unwind past the thread
+    reading stdin), and the interrupted call went on to commit once the lock was free."""
+    from memsys.db import get_engine
+    from tests.conftest import lock_waiters, until
+
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "memsys"), "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(message: dict[str, Any]) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write((json.dumps({"jsonrpc": "2.0", **message}) + "\n").encode())
+        proc.stdin.flush()
+
+    holder = get_engine().connect()
+    try:
+        params = {"protocolVersion": "2025-06-18", "capabilities": {}}
+        send({"id": 1, "method": "initialize", "params": {**params, "clientInfo": CLIENT}})
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        send({"method": "notifications/initialized"})
+        holder.exec_driver_sql("LOCK TABLE preference IN EXCLUSIVE MODE")  # held on purpose
+        call = {"name": "preference_set", "arguments": {"key": "editor", "value": "vim"}}
+        send({"id": 2, "method": "tools/call", "params": call})
+        assert until(lambda: lock_waiters() == 1, 60)  # the call waits for the lock
+        proc.send_signal(signal.SIGINT)  # stdin still open: a stop, not the end of input
+        assert proc.wait(timeout=30) == 0
+    finally:
+        holder.rollback()
+        holder.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    # The stopped call's backend, given the lock, finds its client gone and rolls back.
+    assert until(lambda: lock_waiters() == 0 and _others_busy() == 0, 30)
+    assert table_counts()["preference"] == 0
+
+
+CLIENT = {"name": "test", "version": "0"}
+
+
+def _others_busy() -> int:
+    """Backends of the test database, other than the one asking, inside a transaction."""
+    from sqlalchemy import text
+
+    from memsys.db import get_engine
+
+    with get_engine().connect() as conn:
+        return int(
+            conn.scalar(
+                text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND pid <> pg_backend_pid() AND state IN ('active', 'idle in transaction')"
+                )
+            )
+            or 0
+        )
