@@ -23,7 +23,7 @@ from memsys.config import get_settings
 from memsys.db import clock, rowcount, take_turns
 from memsys.embeddings import get_embedder
 from memsys.errors import NotFound
-from memsys.models import Chunk, Edge, Entity
+from memsys.models import Chunk, Edge, Entity, Fact
 from memsys.runner import before_transaction
 from memsys.schemas.graph import (
     AddedObservations,
@@ -359,8 +359,8 @@ def add_observations(
 
 
 def delete_entities(session: Session, params: DeleteEntitiesIn) -> DoneOut:
-    """Close the entities, their observations and every relation touching them (unknown
-    names are ignored, as server-memory does)."""
+    """Close the entities, their observations, every relation touching them and their
+    versioned facts (unknown names are ignored, as server-memory does)."""
     ns = graph_namespace(params)
     if not graph_exists(session, params):
         return DoneOut(success=True, message="Entities deleted successfully")
@@ -378,6 +378,11 @@ def delete_entities(session: Session, params: DeleteEntitiesIn) -> DoneOut:
             or_(Edge.source_id.in_(ids_), Edge.target_id.in_(ids_)),
         )
         .values(valid_to=at, expired_at=at)
+    )
+    session.execute(
+        update(Fact)
+        .where(Fact.namespace == ns, Fact.entity_id.in_(ids_), Fact.valid_to.is_(None))
+        .values(valid_to=at)
     )
     for entity in entities:
         entity.valid_to = at

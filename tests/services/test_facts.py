@@ -92,3 +92,19 @@ def test_verification_and_bad_fact_input(embedder: Any) -> None:
     )
     assert "A fact cannot be empty" in fails("fact_set", entity="db", attribute="x", content=" ")
     assert "bump" in fails("fact_set", entity="db", attribute="engine", content="x", bump="huge")
+
+
+def test_deleting_an_entity_closes_its_facts(embedder: Any) -> None:
+    """delete_entities closed the entity, its observations and relations, but left its facts
+    live: rows stating what a deleted thing is, pointing at an entity no read can reach."""
+    op("fact_set", entity="billing", attribute="timeout", content="30 seconds")
+    op("fact_set", entity="billing", attribute="owner", content="payments team")
+    op("fact_set", entity="search", attribute="timeout", content="5 seconds")
+    op("delete_entities", entityNames=["billing"])
+    with session_scope() as s:
+        live = s.scalars(select(Fact.content).where(Fact.valid_to.is_(None))).all()
+    assert live == ["5 seconds"]
+    # The name stated anew starts its own history; the deleted one's stays readable as of then.
+    again = op("fact_set", entity="billing", attribute="timeout", content="45 seconds")
+    assert again["superseded"] is None
+    assert [f["content"] for f in op("fact_get", entity="billing")["facts"]] == ["45 seconds"]
