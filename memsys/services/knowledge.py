@@ -227,28 +227,33 @@ def create_entities(
 
 def upsert_entity(session: Session, ns: str, name: str, entity_type: str) -> tuple[Entity, bool]:
     """The live entity of that name, created if missing; True when this call created it. Two
-    writers of one name converge on one row (the unique index on live keys)."""
-    new_id = session.execute(
-        insert(Entity)
-        .values(
-            namespace=ns,
-            id=ids.new_id(ids.ENTITY),
-            key=entity_key(name),
-            name=name,
-            entity_type=entity_type,
-            created_at=func.clock_timestamp(),  # the order they were given, as listed
-        )
-        .on_conflict_do_nothing(
-            index_elements=["namespace", "key"], index_where=text("valid_to IS NULL")
-        )
-        .returning(Entity.id)
-    ).scalar()
-    if new_id is not None:
-        entity = session.get(Entity, (ns, new_id))
-        assert entity is not None
-        return entity, True
-    found = live_entities(session, ns, [name])
-    return found[0], False
+    writers of one name converge on one row (the unique index on live keys). One found is
+    held (a share lock) as live_entities' writers hold theirs: a delete_entities waits for
+    what this transaction hangs on it (a fact, an observation) and closes that too."""
+    while True:
+        new_id = session.execute(
+            insert(Entity)
+            .values(
+                namespace=ns,
+                id=ids.new_id(ids.ENTITY),
+                key=entity_key(name),
+                name=name,
+                entity_type=entity_type,
+                created_at=func.clock_timestamp(),  # the order they were given, as listed
+            )
+            .on_conflict_do_nothing(
+                index_elements=["namespace", "key"], index_where=text("valid_to IS NULL")
+            )
+            .returning(Entity.id)
+        ).scalar()
+        if new_id is not None:
+            entity = session.get(Entity, (ns, new_id))
+            assert entity is not None
+            return entity, True
+        found = live_entities(session, ns, [name], lock="share")
+        if found:
+            return found[0], False
+        # deleted between the two statements: the name is free again
 
 
 _MORE_EVIDENCE = text(

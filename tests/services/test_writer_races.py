@@ -192,3 +192,35 @@ def test_a_purge_waiting_for_a_writer_does_not_hold_up_the_writers_after_it(
         assert not purge.is_alive()
     finally:
         get_settings.cache_clear()
+
+
+def test_a_fact_set_that_found_its_entity_before_a_delete_leaves_no_live_fact_on_it(
+    embedder: Any,
+) -> None:
+    """fact_set read its entity without holding it: a delete_entities that closed the entity
+    and its facts and committed before the fact_set wrote left a live fact on a deleted
+    entity (the delete's update had run before the fact existed). Holding the entity as the
+    other writers of what hangs on it do, the delete waits for the fact and closes it too."""
+    from memsys.db import take_turns
+    from memsys.models import Fact
+
+    op("fact_set", entity="billing", attribute="timeout", content="30 seconds")
+    with session_scope() as s:
+        entity = s.scalars(select(Entity).where(Entity.name == "billing")).one()
+    with session_scope() as turn:  # the attribute's turn, held: fact_set stops after its read
+        take_turns(turn, entity.namespace, "fact", entity.id, "timeout")
+        worker, answers = second_writer(
+            "fact_set", {"entity": "billing", "attribute": "timeout", "content": "45 seconds"}
+        )
+        assert until(lambda: lock_waiters() == 1, 20)
+        deleter, deleted = second_writer("delete_entities", {"entityNames": ["billing"]})
+        # the delete is done, or waits for the fact_set that holds the entity
+        assert until(lambda: not deleter.is_alive() or lock_waiters() == 2, 20)
+    worker.join(30)
+    deleter.join(30)
+    assert not worker.is_alive() and not deleter.is_alive()
+    assert answers[0]["success"] and deleted[0]["success"], (answers, deleted)
+    with session_scope() as s:
+        closed = {e.id for e in s.scalars(select(Entity).where(Entity.valid_to.is_not(None)))}
+        live = s.scalars(select(Fact).where(Fact.valid_to.is_(None))).all()
+    assert [f.content for f in live if f.entity_id in closed] == []
