@@ -29,6 +29,23 @@ def no_collector() -> Iterator[None]:
         gc.enable()
 
 
+# An ASGI request for GET /v1/export?format=jsonl, as uvicorn (ASGI spec 2.3) sends it.
+EXPORT_SCOPE = {
+    "type": "http",
+    "asgi": {"version": "3.0", "spec_version": "2.3"},
+    "http_version": "1.1",
+    "method": "GET",
+    "scheme": "http",
+    "path": "/v1/export",
+    "raw_path": b"/v1/export",
+    "root_path": "",
+    "query_string": b"format=jsonl",
+    "headers": [(b"host", b"127.0.0.1:8700")],
+    "client": ("127.0.0.1", 50000),
+    "server": ("127.0.0.1", 8700),
+}
+
+
 def _export_cut_after_first_piece(app: Any) -> list[bytes]:
     """GET /v1/export over ASGI as uvicorn runs it, the client hanging up once the first
     piece of the body arrived; the pieces it got."""
@@ -51,20 +68,7 @@ def _export_cut_after_first_piece(app: Any) -> list[bytes]:
             first.set()
             await gone.wait()  # the client reads no more: sending waits until it hangs up
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0", "spec_version": "2.3"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": "/v1/export",
-        "raw_path": b"/v1/export",
-        "root_path": "",
-        "query_string": b"format=jsonl",
-        "headers": [(b"host", b"127.0.0.1:8700")],
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 8700),
-    }
+    scope = dict(EXPORT_SCOPE)
 
     async def call() -> None:
         with anyio.fail_after(30):
@@ -175,20 +179,7 @@ def test_an_export_that_fails_midway_is_not_ended_as_whole(
                     )
                 )
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0", "spec_version": "2.3"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": "/v1/export",
-        "raw_path": b"/v1/export",
-        "root_path": "",
-        "query_string": b"format=jsonl",
-        "headers": [(b"host", b"127.0.0.1:8700")],
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 8700),
-    }
+    scope = dict(EXPORT_SCOPE)
 
     async def call() -> None:
         with anyio.fail_after(30):

@@ -138,6 +138,17 @@ def server_params() -> StdioServerParameters:
     )
 
 
+def raw_server() -> subprocess.Popen[bytes]:
+    """`memsys mcp` spoken to as raw JSON-RPC lines on its stdin and stdout."""
+    return subprocess.Popen(
+        [str(Path(sys.executable).parent / "memsys"), "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
 def envelope(result) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     text = json.loads(result.content[0].text)
     assert result.structured_content == text
@@ -389,13 +400,7 @@ def test_a_call_whose_json_the_sdk_cannot_read_is_answered_not_dropped() -> None
     """A lone surrogate escape (half an emoji) or ~200-level nesting made the SDK's reader
     drop the line: the client waited for an answer forever. Raw JSON-RPC, as a client that
     cuts strings by code unit sends it (the SDK's own client cannot encode a surrogate)."""
-    proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "memsys"), "mcp"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    proc = raw_server()
     answers: queue.Queue[dict[str, Any]] = queue.Queue()
     threading.Thread(
         target=lambda: [answers.put(json.loads(line)) for line in proc.stdout or ()], daemon=True
@@ -475,13 +480,7 @@ def test_sigint_stops_memsys_mcp_in_the_middle_of_a_call_and_nothing_is_written(
     from memsys.db import get_engine
     from tests.conftest import lock_waiters, until
 
-    proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "memsys"), "mcp"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    proc = raw_server()
     assert proc.stdin is not None and proc.stdout is not None
 
     def send(message: dict[str, Any]) -> None:
