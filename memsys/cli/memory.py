@@ -21,6 +21,7 @@ from memsys.cli.output import (
     short,
     show_records,
     show_table,
+    warn,
 )
 from memsys.errors import InvalidInput, MemsysError
 
@@ -44,7 +45,7 @@ def stored(r: MemoryStoreOut) -> None:
     else:
         echo(f"Stored {r.id} ({r.memory_type}, namespace {r.namespace})")
     for warning in r.warnings:  # a secret-like string: the user should know it is stored
-        echo(f"warning: {warning}")
+        warn(warning)
 
 
 def recalled(r: MemoryRecallOut) -> None:
@@ -191,7 +192,7 @@ def stored_batch(r: MemoryStoreBatchOut) -> None:
     echo(f"Stored {plural(r.stored, 'memory')}; {plural(r.duplicates, 'duplicate')} already there")
     for item in r.results:
         for warning in item.warnings:
-            echo(f"warning: {item.id}: {warning}")
+            warn(f"{item.id}: {warning}")
 
 
 def applied(r: MemoryApplyOut) -> None:
@@ -206,7 +207,7 @@ def learned(r: MemoryOutcomeOut) -> None:
         f"{r.new_confidence:.2f}{promoted}"
     )
     if r.warning:
-        echo(f"warning: {r.warning}")
+        warn(r.warning)
 
 
 def _moved(old: float | None, new: float | None) -> str:

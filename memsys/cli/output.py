@@ -179,6 +179,12 @@ def json_dumps(data: Any, indent: int | None = 2) -> str:
     return _UNESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+def warn(message: str) -> None:
+    """`warning: <message>` as one line on stderr, as errors go there: stdout keeps the
+    command's own output (a script reading it, `> file`)."""
+    typer.echo(f"warning: {inert(' '.join(message.split()))}", err=True)
+
+
 def echo(line: str) -> None:
     """Print plain text without rich markup (user content may contain brackets)."""
     console().print(inert(line), markup=False, highlight=False, soft_wrap=True)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from memsys import regular_files
-from memsys.cli.output import Json, Namespace, echo, emit, path_given
+from memsys.cli.output import Json, Namespace, echo, emit, path_given, warn
 from memsys.cli.vault import EXIT_FOUND, in_session
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ def migrate_command(
                 echo(_upgraded(result, output))
         if not as_json or output == "-":
             for warning in result["warnings"]:
-                typer.echo(f"warning: {' '.join(warning.split())}", err=True)
+                warn(warning)
         return
     result = service.migrate(revision, dry_run)
     if dry_run and not as_json:

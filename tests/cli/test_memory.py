@@ -310,7 +310,8 @@ def test_store_shows_the_secret_warning_it_answers_with(tmp_path: Path) -> None:
     CLI's plain output printed only "Stored …", so the user never learned of it."""
     one = run("store", "The deploy user's key is AKIAIOSFODNN7EXAMPLE")
     assert one.exit_code == 0
-    assert "warning: content looks like it holds a secret (AWS access key id)" in one.stdout
+    assert "warning: content looks like it holds a secret (AWS access key id)" in one.stderr
+    assert "warning" not in one.stdout  # stdout keeps the command's own output
     lines = tmp_path / "notes.jsonl"
     lines.write_text(
         '{"content": "Backups run nightly"}\n'
@@ -318,7 +319,7 @@ def test_store_shows_the_secret_warning_it_answers_with(tmp_path: Path) -> None:
     )
     batch = run("store-batch", str(lines))
     assert batch.exit_code == 0
-    assert "warning: mem_" in batch.stdout and "GitHub token" in batch.stdout
+    assert "warning: mem_" in batch.stderr and "GitHub token" in batch.stderr
 
 
 def test_stored_terminal_controls_are_shown_not_acted_on() -> None:
