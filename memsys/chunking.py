@@ -205,17 +205,34 @@ def _python(source: str, max_tokens: int) -> list[Piece]:
             pieces.extend(Piece(t, "module") for t in split_to_budget(text, max_tokens))
         loose.clear()
 
+    # Comments are no statements: the lines between two statements (a licence header, a
+    # comment on a definition, notes at the end) are kept too, or their words were never
+    # indexed. A comment block right above a definition goes with it; the rest is loose.
+    done = 0  # lines [0, done) are in a piece or in `loose`
     for node in tree.body:
-        start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-        segment = "\n".join(lines[start - 1 : node.end_lineno])
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        start = first
+        definition = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        if definition:
+            while start - 1 > done and lines[start - 2].lstrip().startswith("#"):
+                start -= 1
+        if start - 1 > done:
+            loose.append("\n".join(lines[done : start - 1]))
+        start = max(start, done + 1)  # two statements on one line: the line once
+        end = node.end_lineno or start
+        done = max(done, end)
+        if start > end:
+            continue
+        segment = "\n".join(lines[start - 1 : end])
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             flush_loose()
             kind = "class" if isinstance(node, ast.ClassDef) else "def"
             label = f"{kind} {node.name}"
             for text in split_to_budget(segment, max_tokens):
-                pieces.append(Piece(text, label, {"line": start}))
+                pieces.append(Piece(text, label, {"line": first}))
         else:
             loose.append(segment)
+    loose.append("\n".join(lines[done:]))
     flush_loose()
     return pieces
 

@@ -85,3 +85,29 @@ def test_a_text_over_the_window_is_cut_into_even_pieces_not_a_stray_last_line() 
     sizes = [count_tokens(p.content) for p in pieces_from_bytes(source.encode(), "python", 256)]
     assert len(sizes) >= 2 and max(sizes) <= 256
     assert min(sizes) >= sum(sizes) / len(sizes) / 2, sizes
+
+
+def test_python_comments_between_statements_are_indexed_with_what_they_describe() -> None:
+    """Comments are no statements: chunks were cut from the statements' own lines, so a
+    licence or module note, a comment on a definition and notes at the end of a file were
+    in no chunk, and a search for their words never found the file."""
+    source = (
+        "# The frobnicator leaks memory on retry.\n"
+        "import os; import sys\n"
+        "\n"
+        "# The wombat cache is flushed nightly by cron.\n"
+        "@staticmethod\n"
+        "def flush():\n"
+        "    return os.sync()\n"
+        "# A closing note about pelicans.\n"
+    )
+    pieces = pieces_from_bytes(source.encode(), "python", 254)
+    texts = [p.content for p in pieces]
+    assert texts == [
+        "# The frobnicator leaks memory on retry.\nimport os; import sys",
+        "# The wombat cache is flushed nightly by cron.\n@staticmethod\n"
+        "def flush():\n    return os.sync()",
+        "# A closing note about pelicans.",
+    ]
+    assert [p.header_path for p in pieces] == ["module", "def flush", "module"]
+    assert pieces[1].metadata == {"line": 5}  # where the definition starts, as before
