@@ -20,7 +20,7 @@ FILE_TYPES = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".py":
 FILE_TYPES[".pdf"] = "pdf"
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
-_FENCE = re.compile(r"^\s*(```|~~~)")
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
 
 
 @dataclass
@@ -141,16 +141,21 @@ def _markdown(source: str, max_tokens: int) -> list[Piece]:
     sections: list[tuple[list[str], list[str]]] = []  # (header path, lines)
     path: list[tuple[int, str]] = []
     lines: list[str] = []
-    in_fence = False
+    fence = ""  # the open code fence's marker ("```", "~~~~", ...); "" outside one
 
     def flush() -> None:
         if any(line.strip() for line in lines):
             sections.append(([title for _, title in path], list(lines)))
 
     for line in source.splitlines():
-        if _FENCE.match(line):
-            in_fence = not in_fence
-        match = None if in_fence else _HEADING.match(line)
+        # CommonMark: a fence closes only with its own character, at least as many of it,
+        # and nothing after; a ``` inside a ```` block (a fence shown as an example) is text.
+        marker = _FENCE.match(line)
+        if marker and not fence:
+            fence = marker.group(1)
+        elif marker and marker.group(1).startswith(fence) and not marker.group(2).strip():
+            fence = ""
+        match = None if fence or marker else _HEADING.match(line)
         if match:
             flush()
             level = len(match.group(1))

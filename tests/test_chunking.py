@@ -111,3 +111,24 @@ def test_python_comments_between_statements_are_indexed_with_what_they_describe(
     ]
     assert [p.header_path for p in pieces] == ["module", "def flush", "module"]
     assert pieces[1].metadata == {"line": 5}  # where the definition starts, as before
+
+
+def test_a_fence_shown_inside_a_longer_fence_does_not_close_it() -> None:
+    """Any ``` or ~~~ line toggled the code block: a ```python shown inside a ````markdown
+    example closed it, so the example's `# comment` became a heading and every section
+    after it carried that comment in its header_path."""
+    source = markdown(
+        "# Writing docs",
+        "Show a fenced block inside a fence:",
+        "````markdown\n```python\n# a comment, not a heading\n```\n# an example heading\n````",
+        "## Next",
+        "~~~\n```\n# still inside the tildes\n~~~",
+        "## Last\n\nDone.",
+    )
+    pieces = pieces_from_bytes(source, "markdown", 254)
+    assert [p.header_path for p in pieces] == [
+        "Writing docs",
+        "Writing docs > Next",
+        "Writing docs > Last",
+    ]
+    assert "# an example heading\n````" in pieces[0].content
