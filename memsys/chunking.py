@@ -19,7 +19,8 @@ from memsys.tokens import count_tokens, token_offsets, truncate_to_tokens
 FILE_TYPES = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".py": "python"}
 FILE_TYPES[".pdf"] = "pdf"
 
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
+# A closing run of #s counts only after a space: "## Using C#" is about C#, not C.
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
 
 

@@ -132,3 +132,11 @@ def test_a_fence_shown_inside_a_longer_fence_does_not_close_it() -> None:
         "Writing docs > Last",
     ]
     assert "# an example heading\n````" in pieces[0].content
+
+
+def test_a_heading_ending_in_a_hash_keeps_it_in_the_header_path() -> None:
+    """Trailing #s were stripped whether or not a space set them apart, so a section
+    "## Using C#" was filed under "Using C" (a closing "##" after a space still goes)."""
+    source = markdown("# Languages", "## Using C#\n\nAsync streams.", "## F# notes ##\n\nPipes.")
+    paths = [p.header_path for p in pieces_from_bytes(source, "markdown", 254)]
+    assert paths == ["Languages > Using C#", "Languages > F# notes"]
