@@ -47,7 +47,10 @@ def pieces_from_bytes(data: bytes, kind: str, max_tokens: int) -> list[Piece]:
     try:
         # Composed (NFC), as memories and queries are: "é" as a letter and a combining mark
         # is the same text as the one character, and full text reads the two forms apart.
-        source = unicodedata.normalize("NFC", data.decode("utf-8-sig"))
+        # Line breaks as \n, as memories store theirs: a Windows (\r\n) text file kept its
+        # \r in every chunk and its paragraphs were not told apart.
+        text = data.decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n")
+        source = unicodedata.normalize("NFC", text)
     except UnicodeDecodeError as exc:
         raise InvalidInput(
             f"Failed to read file: not valid UTF-8 ({exc.reason} at byte {exc.start})"

@@ -140,3 +140,11 @@ def test_a_heading_ending_in_a_hash_keeps_it_in_the_header_path() -> None:
     source = markdown("# Languages", "## Using C#\n\nAsync streams.", "## F# notes ##\n\nPipes.")
     paths = [p.header_path for p in pieces_from_bytes(source, "markdown", 254)]
     assert paths == ["Languages > Using C#", "Languages > F# notes"]
+
+
+def test_a_windows_text_file_is_chunked_by_its_paragraphs_without_carriage_returns() -> None:
+    """Plain text was split as read: a file saved with \\r\\n line breaks gave chunks holding
+    \\r (shown in every hit) and a heading line glued to the next paragraph."""
+    source = b"Release notes\r\n\r\nline one\r\nline two\r\n\r\nlast paragraph\r\n"
+    pieces = pieces_from_bytes(source, "text", 254)
+    assert [p.content for p in pieces] == ["Release notes\n\nline one\nline two\n\nlast paragraph"]
