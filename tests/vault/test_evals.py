@@ -68,6 +68,21 @@ def test_a_memory_naming_a_deleted_entity_counts_as_stale(embedder: object) -> N
     assert "memories referencing deprecated entities: 0.000 < 0.1  (0/2)" in result.stdout
 
 
+def test_locomo_evidence_on_a_turn_said_twice_is_found(tmp_path: Path, embedder: object) -> None:
+    """A turn repeated word for word is stored once; the memory's id stood for the last
+    such turn only, so evidence naming the first one was never recalled (recall 0)."""
+    turns = [
+        {"speaker": "Ann", "dia_id": "D1:1", "text": "The wombat sanctuary opens at nine"},
+        {"speaker": "Bo", "dia_id": "D1:2", "text": "Great, see you there"},
+        {"speaker": "Ann", "dia_id": "D1:3", "text": "The wombat sanctuary opens at nine"},
+    ]
+    qa = [{"question": "When does the wombat sanctuary open?", "evidence": ["D1:1"]}]
+    path = tmp_path / "locomo10.json"
+    path.write_text(json.dumps([{"conversation": {"session_1": turns}, "qa": qa}]))
+    result = run("eval", "--suite", "precision_recall", "--locomo", str(path))
+    assert "PASS  LoCoMo evidence recall@10 (conversation 1): 1.000" in result.stdout
+
+
 def test_unknown_suite_is_bad_input() -> None:
     assert "Unknown suite(s): vibes" in fails("eval", "--suite", "vibes")
     assert "Namespace not found: typo" in fails("eval", "-n", "typo")  # passed on no data
