@@ -19,8 +19,9 @@ from memsys.tokens import count_tokens, token_offsets, truncate_to_tokens
 FILE_TYPES = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".py": "python"}
 FILE_TYPES[".pdf"] = "pdf"
 
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
-_FENCE = re.compile(r"^\s*(```|~~~)")
+# A closing run of #s counts only after a space: "## Using C#" is about C#, not C.
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
 
 
 @dataclass
@@ -46,7 +47,10 @@ def pieces_from_bytes(data: bytes, kind: str, max_tokens: int) -> list[Piece]:
     try:
         # Composed (NFC), as memories and queries are: "é" as a letter and a combining mark
         # is the same text as the one character, and full text reads the two forms apart.
-        source = unicodedata.normalize("NFC", data.decode("utf-8-sig"))
+        # Line breaks as \n, as memories store theirs: a Windows (\r\n) text file kept its
+        # \r in every chunk and its paragraphs were not told apart.
+        text = data.decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n")
+        source = unicodedata.normalize("NFC", text)
     except UnicodeDecodeError as exc:
         raise InvalidInput(
             f"Failed to read file: not valid UTF-8 ({exc.reason} at byte {exc.start})"
@@ -141,16 +145,21 @@ def _markdown(source: str, max_tokens: int) -> list[Piece]:
     sections: list[tuple[list[str], list[str]]] = []  # (header path, lines)
     path: list[tuple[int, str]] = []
     lines: list[str] = []
-    in_fence = False
+    fence = ""  # the open code fence's marker ("```", "~~~~", ...); "" outside one
 
     def flush() -> None:
         if any(line.strip() for line in lines):
             sections.append(([title for _, title in path], list(lines)))
 
     for line in source.splitlines():
-        if _FENCE.match(line):
-            in_fence = not in_fence
-        match = None if in_fence else _HEADING.match(line)
+        # CommonMark: a fence closes only with its own character, at least as many of it,
+        # and nothing after; a ``` inside a ```` block (a fence shown as an example) is text.
+        marker = _FENCE.match(line)
+        if marker and not fence:
+            fence = marker.group(1)
+        elif marker and marker.group(1).startswith(fence) and not marker.group(2).strip():
+            fence = ""
+        match = None if fence or marker else _HEADING.match(line)
         if match:
             flush()
             level = len(match.group(1))
@@ -205,17 +214,34 @@ def _python(source: str, max_tokens: int) -> list[Piece]:
             pieces.extend(Piece(t, "module") for t in split_to_budget(text, max_tokens))
         loose.clear()
 
+    # Comments are no statements: the lines between two statements (a licence header, a
+    # comment on a definition, notes at the end) are kept too, or their words were never
+    # indexed. A comment block right above a definition goes with it; the rest is loose.
+    done = 0  # lines [0, done) are in a piece or in `loose`
     for node in tree.body:
-        start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-        segment = "\n".join(lines[start - 1 : node.end_lineno])
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        start = first
+        definition = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        if definition:
+            while start - 1 > done and lines[start - 2].lstrip().startswith("#"):
+                start -= 1
+        if start - 1 > done:
+            loose.append("\n".join(lines[done : start - 1]))
+        start = max(start, done + 1)  # two statements on one line: the line once
+        end = node.end_lineno or start
+        done = max(done, end)
+        if start > end:
+            continue
+        segment = "\n".join(lines[start - 1 : end])
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             flush_loose()
             kind = "class" if isinstance(node, ast.ClassDef) else "def"
             label = f"{kind} {node.name}"
             for text in split_to_budget(segment, max_tokens):
-                pieces.append(Piece(text, label, {"line": start}))
+                pieces.append(Piece(text, label, {"line": first}))
         else:
             loose.append(segment)
+    loose.append("\n".join(lines[done:]))
     flush_loose()
     return pieces
 

@@ -85,3 +85,66 @@ def test_a_text_over_the_window_is_cut_into_even_pieces_not_a_stray_last_line() 
     sizes = [count_tokens(p.content) for p in pieces_from_bytes(source.encode(), "python", 256)]
     assert len(sizes) >= 2 and max(sizes) <= 256
     assert min(sizes) >= sum(sizes) / len(sizes) / 2, sizes
+
+
+def test_python_comments_between_statements_are_indexed_with_what_they_describe() -> None:
+    """Comments are no statements: chunks were cut from the statements' own lines, so a
+    licence or module note, a comment on a definition and notes at the end of a file were
+    in no chunk, and a search for their words never found the file."""
+    source = (
+        "# The frobnicator leaks memory on retry.\n"
+        "import os; import sys\n"
+        "\n"
+        "# The wombat cache is flushed nightly by cron.\n"
+        "@staticmethod\n"
+        "def flush():\n"
+        "    return os.sync()\n"
+        "# A closing note about pelicans.\n"
+    )
+    pieces = pieces_from_bytes(source.encode(), "python", 254)
+    texts = [p.content for p in pieces]
+    assert texts == [
+        "# The frobnicator leaks memory on retry.\nimport os; import sys",
+        "# The wombat cache is flushed nightly by cron.\n@staticmethod\n"
+        "def flush():\n    return os.sync()",
+        "# A closing note about pelicans.",
+    ]
+    assert [p.header_path for p in pieces] == ["module", "def flush", "module"]
+    assert pieces[1].metadata == {"line": 5}  # where the definition starts, as before
+
+
+def test_a_fence_shown_inside_a_longer_fence_does_not_close_it() -> None:
+    """Any ``` or ~~~ line toggled the code block: a ```python shown inside a ````markdown
+    example closed it, so the example's `# comment` became a heading and every section
+    after it carried that comment in its header_path."""
+    source = markdown(
+        "# Writing docs",
+        "Show a fenced block inside a fence:",
+        "````markdown\n```python\n# a comment, not a heading\n```\n# an example heading\n````",
+        "## Next",
+        "~~~\n```\n# still inside the tildes\n~~~",
+        "## Last\n\nDone.",
+    )
+    pieces = pieces_from_bytes(source, "markdown", 254)
+    assert [p.header_path for p in pieces] == [
+        "Writing docs",
+        "Writing docs > Next",
+        "Writing docs > Last",
+    ]
+    assert "# an example heading\n````" in pieces[0].content
+
+
+def test_a_heading_ending_in_a_hash_keeps_it_in_the_header_path() -> None:
+    """Trailing #s were stripped whether or not a space set them apart, so a section
+    "## Using C#" was filed under "Using C" (a closing "##" after a space still goes)."""
+    source = markdown("# Languages", "## Using C#\n\nAsync streams.", "## F# notes ##\n\nPipes.")
+    paths = [p.header_path for p in pieces_from_bytes(source, "markdown", 254)]
+    assert paths == ["Languages > Using C#", "Languages > F# notes"]
+
+
+def test_a_windows_text_file_is_chunked_by_its_paragraphs_without_carriage_returns() -> None:
+    """Plain text was split as read: a file saved with \\r\\n line breaks gave chunks holding
+    \\r (shown in every hit) and a heading line glued to the next paragraph."""
+    source = b"Release notes\r\n\r\nline one\r\nline two\r\n\r\nlast paragraph\r\n"
+    pieces = pieces_from_bytes(source, "text", 254)
+    assert [p.content for p in pieces] == ["Release notes\n\nline one\nline two\n\nlast paragraph"]

@@ -133,7 +133,22 @@ def _unchanged(namespace: str, source: str, digest: str) -> bool:
     """A short read of its own: is this exact file already indexed? (No embedding then.)"""
     with session_scope() as session:
         doc = live_document(session, namespace, source)
-        return doc is not None and doc.sha256 == digest
+        return doc is not None and doc.sha256 == digest and _intact(session, doc) is not None
+
+
+def _intact(session: Session, doc: Document) -> list[str] | None:
+    """The live chunk ids of an indexed file, in order; None when delete_chunks closed some
+    of them (indexing the unchanged file again then restores them, not skips it)."""
+    chunk_ids = session.scalars(
+        select(Chunk.id)
+        .where(
+            Chunk.namespace == doc.namespace,
+            Chunk.document_id == doc.id,
+            Chunk.valid_to.is_(None),
+        )
+        .order_by(Chunk.chunk_index)
+    ).all()
+    return list(chunk_ids) if len(chunk_ids) == doc.chunk_count else None
 
 
 @before_transaction(lambda params: read_file(params, embed=True))
@@ -156,21 +171,13 @@ def index_file(
     # (or skips it when unchanged) instead of failing on the live-document unique index.
     take_turns(session, params.namespace, source)
     existing = live_document(session, params.namespace, source)
-    if existing is not None and existing.sha256 == digest:
-        chunk_ids = session.scalars(
-            select(Chunk.id)
-            .where(
-                Chunk.namespace == params.namespace,
-                Chunk.document_id == existing.id,
-                Chunk.valid_to.is_(None),
-            )
-            .order_by(Chunk.chunk_index)
-        ).all()
+    kept = None if existing is None or existing.sha256 != digest else _intact(session, existing)
+    if existing is not None and kept is not None:
         return IndexFileOut(
             chunks_created=0,
             source_file=source,
             namespace=params.namespace,
-            chunk_ids=list(chunk_ids),
+            chunk_ids=kept,
             skipped_unchanged=True,
             replaced_chunks=0,
             document_id=existing.id,

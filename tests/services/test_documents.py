@@ -97,6 +97,27 @@ def test_a_changed_file_replaces_its_chunks(tmp_path, embedder) -> None:
         assert len(old) == first.chunks_created and all(c.valid_to is not None for c in old)
 
 
+def test_reindexing_a_file_whose_chunks_were_deleted_restores_them(tmp_path, embedder) -> None:
+    """delete_chunks closes chunks and leaves their file's document: indexing the unchanged
+    file again answered skipped_unchanged with fewer chunk ids (none at all once every
+    chunk was deleted), and search never found those parts of the file again."""
+    files = write_docs(tmp_path)
+    first = index(files["auth"])
+    runner.execute(documents.delete_chunks, DeleteChunksIn, {"ids": first.chunk_ids[1:]})
+    again = index(files["auth"])
+    assert not again.skipped_unchanged
+    assert again.chunks_created == first.chunks_created and again.replaced_chunks == 1
+    assert [c.id for c in live_chunks(files["auth"])] == again.chunk_ids
+    assert all(c.embedding is not None for c in live_chunks(files["auth"]))
+    hits = runner.execute(
+        search_service.search_with_filters,
+        SearchWithFiltersIn,
+        {"query": "HS256 token expiry", "filters": {"source_file": str(files["auth"])}},
+    )
+    assert "Configuration > Authentication" in [h.metadata["header_path"] for h in hits.results]
+    assert index(files["auth"]).skipped_unchanged  # whole again: skipped as before
+
+
 @pytest.mark.parametrize(
     ("name", "content", "error", "message"),
     [

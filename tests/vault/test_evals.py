@@ -9,6 +9,8 @@ from pathlib import Path
 from sqlalchemy import text
 
 from memsys.db import get_engine
+from memsys.mcp.server import call
+from memsys.operations import BY_NAME
 from memsys.secretscan import find
 from tests.cli.helpers import fails, run
 from tests.conftest import table_counts
@@ -42,6 +44,43 @@ def test_a_failing_suite_exits_1_with_its_figure(embedder: object) -> None:
     result = run("eval", "--suite", "freshness")
     assert result.exit_code == 1
     assert "FAIL  project memories updated in 30 days: 0.000 >= 0.7  (0/4)" in result.stdout
+
+
+def test_a_memory_naming_a_deleted_entity_counts_as_stale(embedder: object) -> None:
+    """Memories mention concept entities, never the graph's own, and delete_entities closes
+    every edge to what it deletes: the live staleness figure stayed 0 whatever the graph
+    deleted. A deleted entity is matched by name now; made again, it is live, not stale."""
+
+    def graph(name: str, **args: object) -> None:
+        assert call(BY_NAME[name], {"namespace": "billing", **args})["success"]
+
+    graph("create_entities", entities=[{"name": "LegacyBilling", "entityType": "service"}])
+    store("Invoices are sent by LegacyBilling every night", memory_type="fact", namespace="billing")
+    store("Refunds go through the payments desk", memory_type="fact", namespace="billing")
+    graph("delete_entities", entityNames=["LegacyBilling"])
+    result = run("eval", "--suite", "staleness", "-n", "billing")
+    assert result.exit_code == 1, result.stdout
+    assert "FAIL  memories referencing deprecated entities: 0.500 < 0.1  (1/2)" in result.stdout
+
+    graph("create_entities", entities=[{"name": "LegacyBilling", "entityType": "service"}])
+    result = run("eval", "--suite", "staleness", "-n", "billing")
+    assert result.exit_code == 0, result.stdout
+    assert "memories referencing deprecated entities: 0.000 < 0.1  (0/2)" in result.stdout
+
+
+def test_locomo_evidence_on_a_turn_said_twice_is_found(tmp_path: Path, embedder: object) -> None:
+    """A turn repeated word for word is stored once; the memory's id stood for the last
+    such turn only, so evidence naming the first one was never recalled (recall 0)."""
+    turns = [
+        {"speaker": "Ann", "dia_id": "D1:1", "text": "The wombat sanctuary opens at nine"},
+        {"speaker": "Bo", "dia_id": "D1:2", "text": "Great, see you there"},
+        {"speaker": "Ann", "dia_id": "D1:3", "text": "The wombat sanctuary opens at nine"},
+    ]
+    qa = [{"question": "When does the wombat sanctuary open?", "evidence": ["D1:1"]}]
+    path = tmp_path / "locomo10.json"
+    path.write_text(json.dumps([{"conversation": {"session_1": turns}, "qa": qa}]))
+    result = run("eval", "--suite", "precision_recall", "--locomo", str(path))
+    assert "PASS  LoCoMo evidence recall@10 (conversation 1): 1.000" in result.stdout
 
 
 def test_unknown_suite_is_bad_input() -> None:

@@ -115,13 +115,17 @@ def locomo(path: str) -> Figure:
     recalls: list[float] = []
     with scratch() as s:
         stored = _plant(s, ns, [t for _, t in turns])
-        dia_of = dict(zip(stored, (d for d, _ in turns), strict=False))
+        # A turn that repeats an earlier one word for word is stored once (memory_store's
+        # dedup): the memory stands for every turn with its text.
+        dia_of: dict[str, set[str]] = {}
+        for memory_id, (dia, _) in zip(stored, turns, strict=False):
+            dia_of.setdefault(memory_id, set()).add(dia)
         for qa in questions:
             gold = {e for e in _EVIDENCE.findall(" ".join(map(str, qa.get("evidence", []))))}
             gold &= known
             if not gold:
                 continue
-            top = {dia_of.get(i) for i in _ranked(s, ns, str(qa["question"]))}
+            top = set().union(*(dia_of.get(i, set()) for i in _ranked(s, ns, str(qa["question"]))))
             recalls.append(len(gold & top) / len(gold))
     return Figure(
         f"LoCoMo evidence recall@{TOP_K} (conversation 1)",

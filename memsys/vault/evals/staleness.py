@@ -1,6 +1,7 @@
 """Staleness (S004 suite 4): live memories that mention a deprecated entity (one deleted
-from the graph, or marked `deprecated` in its metadata) — below 10% of live memories. A
-planted probe first checks that the detector finds a stale memory at all."""
+from the graph with delete_entities and not created again, or marked `deprecated` in its
+metadata), matched by name as S004 does — below 10% of live memories. A planted probe
+first checks that the detector finds a stale memory at all."""
 
 from __future__ import annotations
 
@@ -14,8 +15,20 @@ from memsys.vault.evals.base import Context, Figure, probe_namespace, ratio, scr
 
 THRESHOLD = 0.10
 
+# A memory names things through its `mentions` edges to concept entities (memsys.services.
+# mentions), never to the knowledge graph's own `kg#` entities, and delete_entities closes
+# every edge to the entities it deletes: a deleted entity is found by its name, among
+# entities closed and not made again (no live row under their key) or marked deprecated.
 _STALE = text(
     """
+    WITH gone AS (
+        SELECT DISTINCT g.namespace, lower(g.name) AS name FROM entity g
+        WHERE (g.metadata ->> 'deprecated' = 'true'
+               OR (g.valid_to IS NOT NULL AND NOT EXISTS (
+                   SELECT 1 FROM entity a
+                   WHERE a.namespace = g.namespace AND a.key = g.key AND a.valid_to IS NULL)))
+          AND (CAST(:namespace AS text) IS NULL OR g.namespace = :namespace)
+    )
     SELECT count(*) AS total,
            count(*) FILTER (WHERE EXISTS (
                SELECT 1 FROM edge e JOIN entity en
@@ -23,7 +36,8 @@ _STALE = text(
                WHERE e.namespace = c.namespace AND e.source_kind = 'chunk'
                  AND e.source_id = c.id AND e.target_kind = 'entity'
                  AND e.relation = 'mentions' AND e.valid_to IS NULL
-                 AND (en.valid_to IS NOT NULL OR en.metadata ->> 'deprecated' = 'true')
+                 AND (en.valid_to IS NOT NULL OR en.metadata ->> 'deprecated' = 'true'
+                      OR (en.namespace, lower(en.name)) IN (SELECT namespace, name FROM gone))
            )) AS stale
     FROM chunk c
     WHERE c.doc_type = 'memory' AND c.valid_to IS NULL
