@@ -25,13 +25,13 @@ _home = Path(tempfile.mkdtemp(prefix="memsys-t-", dir="/tmp"))
 
 
 def _prepare_database() -> str:
-    from memsys import db
+    from memsys import db, embedded
     from memsys.config import Settings
 
     explicit = os.environ.get("MEMSYS_TEST_DATABASE_URL")
     if explicit:
         return db.database_url(Settings(database_url=explicit))
-    url = make_url(db.start_embedded(Settings(home=_home, database_url=None)))
+    url = make_url(embedded.start(Settings(home=_home, database_url=None)))
     admin = create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         conn.execute(text(f'DROP DATABASE IF EXISTS "{TEST_DATABASE}" WITH (FORCE)'))

@@ -23,7 +23,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
-from memsys import db
+from memsys import embedded
 from memsys.config import get_settings
 from memsys.errors import Conflict
 
@@ -68,7 +68,7 @@ def build_memory() -> int:
     elsewhere gets 1 GB: its memory is not this process's to read."""
     if get_settings().database_url:
         return 1024
-    return max(64, min(1024, db.memory_bytes() // 8 // 2**20))
+    return max(64, min(1024, embedded.memory_bytes() // 8 // 2**20))
 
 
 def build_workers(memory_mb: int) -> int:
@@ -117,7 +117,7 @@ def vector_index_built_after(
     if not wanted():
         return
     # What the build will have: build_memory() raises the server's setting, never lowers
-    # it (the embedded server's own is 512 MB, db.py), and helpers need all of it in /dev/shm.
+    # it (the embedded server's own is 512 MB, embedded.py), and helpers need all of it in /dev/shm.
     memory = max(build_memory(), session.execute(_CURRENT_MEMORY).scalar_one())
     settings = {"memory": f"{memory}MB", "workers": str(build_workers(memory))}
     session.execute(_BUILD_SETTINGS, settings)

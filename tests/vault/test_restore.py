@@ -295,7 +295,7 @@ def test_the_helpers_are_counted_for_the_memory_the_build_will_have(
     own_server: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """build_memory() raises maintenance_work_mem, never lowers it: on a small machine the
-    embedded server's own 512 MB (db.py) is what the build gets, and a parallel build holds
+    embedded server's own 512 MB (embedded.py) is what the build gets, and a parallel build holds
     all of it in /dev/shm. Counted for build_memory()'s 128 MB, a /dev/shm of 300 MB took
     helpers whose build then failed for want of shared memory, after the whole import."""
     monkeypatch.setattr(restore, "build_memory", lambda: 128)

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from memsys import db
+from memsys import embedded
 
 ATTACH = textwrap.dedent(
     """
     import os, sys
-    from memsys import db
+    from memsys import embedded
     from memsys.config import Settings
-    url = db.start_embedded(Settings(home=sys.argv[1], database_url=None))
+    url = embedded.start(Settings(home=sys.argv[1], database_url=None))
     print("attached", flush=True)
     mode = sys.argv[2]
     if mode == "crash":
@@ -135,12 +135,12 @@ def zombie(pid: int) -> bool:
 def test_shared_buffers_grow_with_memory_and_a_users_setting_is_kept() -> None:
     gib = 2**30
     # A quarter of memory, at most 2 GB: what a 100k store's rows and indexes need.
-    assert db.shared_buffers_for("128MB", 24 * gib) == "2048MB"
-    assert db.shared_buffers_for("512MB", 4 * gib) == "1024MB"
-    assert db.shared_buffers_for("512MB", 1 * gib) == "256MB"
+    assert embedded.shared_buffers_for("128MB", 24 * gib) == "2048MB"
+    assert embedded.shared_buffers_for("512MB", 4 * gib) == "1024MB"
+    assert embedded.shared_buffers_for("512MB", 1 * gib) == "256MB"
     # Never below PostgreSQL's default, and nothing to do when it is already right.
-    assert db.shared_buffers_for("128MB", gib // 4) is None
-    assert db.shared_buffers_for("256MB", gib) is None
+    assert embedded.shared_buffers_for("128MB", gib // 4) is None
+    assert embedded.shared_buffers_for("256MB", gib) is None
     # A value the user chose is theirs (as is the one memsys set, which SHOW prints as 2GB).
-    assert db.shared_buffers_for("6GB", 24 * gib) is None
-    assert db.shared_buffers_for("2GB", 24 * gib) is None
+    assert embedded.shared_buffers_for("6GB", 24 * gib) is None
+    assert embedded.shared_buffers_for("2GB", 24 * gib) is None
