@@ -245,7 +245,7 @@ def bulk_size(n: int, data: Path, work: Path) -> dict[str, Any]:
 def lint_files(n: int, data: Path, work: Path) -> dict[str, Any]:
     """Lint time of an n-file vault and an n-record JSON-lines file, written straight from
     records (no database, no model): what `memsys lint` costs a CI job."""
-    from memsys.vault import files, lint, markdown
+    from memsys.vault import files, jsonforms, lint, markdown
 
     base = texts(data, min(n, 12_000))
     vault, lines = work / f"lint-{n}-vault", work / f"lint-{n}.jsonl"
@@ -275,7 +275,7 @@ def lint_files(n: int, data: Path, work: Path) -> dict[str, Any]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(markdown.render_memory(rec, []), encoding="utf-8")
     with lines.open("w", encoding="utf-8") as out:
-        files.write(out, "jsonl", records)
+        jsonforms.write(out, "jsonl", records)
     schema = lint.load_schema()
     out: dict[str, Any] = {"files": n, "loadavg_start": common.loadavg()}
     for key, target in (("lint_vault", vault), ("lint_jsonl", lines)):

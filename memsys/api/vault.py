@@ -32,7 +32,7 @@ from memsys.errors import InvalidInput, NotFound
 from memsys.schemas.common import Input, NamespaceFilter, Output
 from memsys.schemas.vault import ImportOut
 from memsys.services import namespaces
-from memsys.vault import files, live, service
+from memsys.vault import jsonforms, live, service
 
 router = APIRouter(tags=["vault"], route_class=JsonBodyRoute)
 PIECE = 256 * 1024  # bytes per streamed piece
@@ -42,7 +42,7 @@ MEDIA = {"json": "application/json", "jsonl": "application/x-ndjson"}
 def _pieces(form: str, namespace: str | None) -> Generator[bytes, None, None]:
     with session_scope() as session:
         records = live.records(session, namespace)
-        text = files.jsonl_text(records) if form == "jsonl" else files.json_text(records)
+        text = jsonforms.jsonl_text(records) if form == "jsonl" else jsonforms.json_text(records)
         buffer: list[str] = []
         size = 0
         for piece in text:

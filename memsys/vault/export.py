@@ -23,7 +23,7 @@ from memsys import regular_files
 from memsys.errors import InvalidInput
 from memsys.jsonvalue import same
 from memsys.services import briefs as summaries
-from memsys.vault import files, live, markdown, records
+from memsys.vault import files, jsonforms, live, markdown, records
 from memsys.vault.records import FORMAT, SCHEMA_VERSION, Record
 
 # S003's derived files: runtime state, index, embeddings, provider config stay out of git.
@@ -60,7 +60,7 @@ def to_stream(
     session: Session, out: TextIO, form: str, namespace: str | None = None
 ) -> dict[str, int]:
     """Write the JSON document or JSON lines of the database; returns records by kind."""
-    return files.write(out, form, live.records(session, namespace))
+    return jsonforms.write(out, form, live.records(session, namespace))
 
 
 class _Writer:
@@ -177,7 +177,7 @@ def to_vault(
     _same_scope(root, namespace)
     root.mkdir(parents=True, exist_ok=True)
     live.snapshot(session)  # memories, edges, preferences and briefs as of one moment
-    prefs = [f"- {files.dumps(p)}\n" for p in live.preferences(session, namespace)]
+    prefs = [f"- {jsonforms.dumps(p)}\n" for p in live.preferences(session, namespace)]
     header = "# memsys preferences: one per line (namespace, key, value as JSON, lifecycle)\n"
     _no_pending_preferences(root, header + "".join(prefs))
     w = _Writer(root)

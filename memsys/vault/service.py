@@ -31,7 +31,7 @@ from memsys.services.documents import resolve_path
 from memsys.services.indexing import check_root
 from memsys.vault import diff as diffing
 from memsys.vault import export as exporting
-from memsys.vault import files, importer, records
+from memsys.vault import files, importer, jsonforms, records
 from memsys.vault.records import SCHEMA_VERSION, Located, Problem, Record
 
 
@@ -274,7 +274,7 @@ def upgrade_file(source: Path, out: TextIO, output: str = "-") -> dict[str, Any]
     upgraded.sort(key=lambda r: order.get(r.get("kind", ""), 3))
     suffix = Path(output).suffix
     form = "jsonl" if suffix == ".jsonl" else "json" if suffix == ".json" else snapshot.form
-    counts = files.write(out, form, upgraded)
+    counts = jsonforms.write(out, form, upgraded)
     warnings = (
         [
             f"{unknown} memories of this {snapshot.version} file do not say when they happened "
