@@ -212,22 +212,27 @@ def rescore(rows: list[Any], now: datetime) -> dict[tuple[str, str], float]:
 
 
 def moved_bands(
-    rows: list[Any], scores: dict[tuple[str, str], float]
+    rows: list[Any], scores: dict[tuple[str, str], float], threshold: float | None = None
 ) -> dict[tuple[str, str], float]:
     """The scores worth writing: those whose S003 band (or pinned 999) differs from the
-    stored one, or that have none yet. Maintenance writes only these: rewriting every
-    memory's score on every run rewrites every row (a full row version, index entries
-    included, when the page has no room), for a value only decay's bands act on."""
+    stored one, or that have none yet, or (with `threshold`, the `decay` operation's) that
+    crossed it. Maintenance and decay write only these: rewriting every memory's score on
+    every run rewrites every row (a full row version, index entries included, when the page
+    has no room), for a value only the bands and decay's threshold act on."""
     due = {}
     for r in rows:
-        new = scores[(r.namespace, r.id)]
+        key = (r.namespace, r.id)
+        if key not in scores:
+            continue
+        new = scores[key]
         old = r.decay_score
         if (
             old is None
             or status(old) != status(new)
             or (old == PINNED_SCORE) != (new == PINNED_SCORE)
+            or (threshold is not None and (old < threshold) != (new < threshold))
         ):
-            due[(r.namespace, r.id)] = new
+            due[key] = new
     return due
 
 
@@ -301,7 +306,7 @@ def decay(session: Session, params: DecayIn, now: datetime | None = None) -> Dec
                 and (row.decay_score is None or row.decay_score >= params.threshold)
             ):
                 decayed += 1
-        store_scores(session, scores)
+        store_scores(session, moved_bands(rows, scores, params.threshold))
     events.record(
         session,
         namespace=params.namespace or "*",

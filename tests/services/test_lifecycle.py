@@ -18,7 +18,7 @@ from memsys.models import Chunk, Edge, Event, MemoryAccess, MemoryChange, QueryT
 from memsys.retrieval import pipeline, rank
 from memsys.schemas import MemoryForgetIn, MemoryListIn, MemoryRecallIn
 from memsys.schemas.learning import MemoryOutcomeIn
-from memsys.schemas.lifecycle import MemoryGetIn
+from memsys.schemas.lifecycle import DecayIn, MemoryGetIn
 from memsys.schemas.query import QueryIn
 from memsys.services import (
     access,
@@ -210,6 +210,28 @@ def test_maintenance_writes_a_decay_score_only_when_its_band_changes(embedder: A
     assert row(memory).decay_score == first
     maintain.run(now=days(60))  # 0.2 · e^-1.8 = 0.033: below 0.05, a new band
     assert abs(row(memory).decay_score - 0.2 * math.exp(-1.8)) < 1e-3
+
+
+def test_decay_writes_a_score_only_when_its_band_or_its_threshold_is_crossed(
+    embedder: Any,
+) -> None:
+    memory = store("The lab printer jams on thick paper", memory_type="general").id
+
+    def decay_at(day: float) -> Any:
+        with session_scope() as s:
+            return decay_rules.decay(s, DecayIn(threshold=0.1), now=days(day))
+
+    decay_at(1)  # 0.2 · e^-0.03 = 0.194: dormant, above 0.1
+    first = row(memory).decay_score
+    assert first is not None and abs(first - 0.2 * math.exp(-0.03)) < 1e-3
+    # Same band, same side of the threshold: the row is not rewritten (a rewrite of every
+    # memory made decay over 9,000 memories take 18 s beside writers)
+    assert decay_at(2).entries_decayed == 0
+    assert row(memory).decay_score == first
+    # 0.2 · e^-0.75 = 0.094: still dormant but below the threshold, stored and counted once
+    assert decay_at(25).entries_decayed == 1
+    assert abs(row(memory).decay_score - 0.2 * math.exp(-0.75)) < 1e-3
+    assert decay_at(26).entries_decayed == 0
 
 
 def test_confidence_and_stage_read_as_of_before_their_change(embedder: Any) -> None:
