@@ -11,7 +11,8 @@ benchmark's last session date):
   "last weekend";
 - "early/mid/late" narrow a month or year to its thirds;
 - relative to another expression: "the week/day/month after …", "the week/day/month
-  before …", "since …" (to now), "between … and …".
+  before …", "since …" (to now), "before …" (from 1970), "after …" (to now), "between …
+  and …" (in either order).
 
 A memory happened at its `occurred_at` (memory_store's `reference_time`), or when it was
 written if none was given. `search` returns the memories inside the ranges, nearest to the
@@ -94,7 +95,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 ]  # fmt: skip
 _RELATIVE = re.compile(
     r"\bthe (?P<unit>day|week|month|year) (?P<dir>after|before)\s*$|"
-    r"\b(?P<since>since)\s*$"
+    r"\b(?P<since>since)\s*$|\b(?P<open>before|after)\s*$"
 )
 _BETWEEN = re.compile(r"\bbetween\s*$")
 
@@ -158,6 +159,19 @@ def _recent_month(month: int, now: datetime, strictly_before: bool) -> datetime:
     return _month_start(year, month)
 
 
+def _recent_day(month: int, day: int, now: datetime) -> datetime:
+    """The most recent `month` `day` that has begun: 29 February is the last leap year's
+    (up to eight years back); a day no year has raises ValueError."""
+    for year in range(now.year, now.year - 9, -1):
+        try:
+            start = datetime(year, month, day, tzinfo=UTC)
+        except ValueError:  # 29 February in a common year
+            continue
+        if start <= now:
+            return start
+    raise ValueError(f"no {month}/{day} in the eight years before {now:%Y}")
+
+
 # Words around "7 may" that make it a date: before it, a preposition; after it, a word that
 # does not follow the verb "may" ("at 10am", "and 9 may", "we shipped", "the build").
 _DATE_BEFORE = frozenset({
@@ -194,10 +208,11 @@ def _resolve(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
     if kind == "day_month" and g["month"] == "may" and not _may_is_a_month(m):
         return None  # "version 7 may break the build": the verb
     if kind in ("day_month_year", "month_day_year", "month_day", "day_month"):
-        year = int(g["year"]) if g.get("year") else now.year
-        start = datetime(year, MONTHS[g["month"]], int(g["day"]), tzinfo=UTC)
-        if not g.get("year") and start > now:
-            start = start.replace(year=year - 1)
+        month, day = MONTHS[g["month"]], int(g["day"])
+        if g.get("year"):
+            start = datetime(int(g["year"]), month, day, tzinfo=UTC)
+        else:
+            start = _recent_day(month, day, now)
         return start, start + timedelta(days=1)
     if kind == "month_year":
         start = _month_start(int(g["year"]), MONTHS[g["month"]])
@@ -294,8 +309,9 @@ def find(query: str, now: datetime | None = None) -> list[Span]:
             and i + 1 < len(found)
             and " and " in text_[b : found[i + 1][0] + 1]
         ):
-            _, b2, _, end2 = found[i + 1]
-            spans.append(Span(text_[before.rfind("between") : b2], start, max(end, end2)))
+            _, b2, start2, end2 = found[i + 1]  # in either order
+            between = text_[before.rfind("between") : b2]
+            spans.append(Span(between, min(start, start2), max(end, end2)))
             i += 2
             continue
         rel = _RELATIVE.search(before)
@@ -303,6 +319,8 @@ def find(query: str, now: datetime | None = None) -> list[Span]:
             a = rel.start()
             if rel.group("since"):
                 end = max(now, end)
+            elif rel.group("open"):  # "before 2024-03-01", "after May 7"
+                start, end = _open(rel.group("open"), start, end, now)
             else:
                 step = relativedelta(**{UNITS[rel.group("unit")]: 1})
                 try:

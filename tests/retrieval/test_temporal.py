@@ -3,7 +3,7 @@ memories matched by when they happened (memory_store's reference_time)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -12,6 +12,7 @@ from memsys.retrieval import pipeline, temporal
 from tests.factories import queue_for_embedding, store
 
 NOW = datetime(2024, 3, 13, 15, 30, tzinfo=UTC)  # a Wednesday
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def day(y: int, m: int, d: int) -> datetime:
@@ -105,6 +106,43 @@ def test_a_range_past_the_calendar_is_no_range(query: str, now: datetime) -> Non
 def test_an_impossible_day_falls_back_to_its_month() -> None:
     spans = temporal.find("on 31 February, 2023", NOW)
     assert [(s.start, s.end) for s in spans] == [(day(2023, 2, 1), day(2023, 3, 1))]
+
+
+@pytest.mark.parametrize(
+    ("query", "now", "start"),
+    [
+        ("what happened on Feb 29", NOW, day(2024, 2, 29)),
+        ("what happened on Feb 29", day(2026, 3, 10), day(2024, 2, 29)),
+        ("the outage on 29 February", day(2024, 1, 10), day(2020, 2, 29)),
+    ],
+)
+def test_a_leap_day_without_a_year_is_the_latest_one(
+    query: str, now: datetime, start: datetime
+) -> None:
+    # was no range at all: the 29th of February of `now`'s year (or the year before) does
+    # not exist, so the date was dropped and the question matched any time
+    spans = temporal.find(query, now)
+    assert [(s.start, s.end) for s in spans] == [(start, start + timedelta(days=1))]
+
+
+@pytest.mark.parametrize(
+    ("query", "text", "start", "end"),
+    [
+        ("what did we decide before 2024-03-01", "before 2024-03-01", EPOCH, day(2024, 3, 1)),
+        ("decisions before March 2024", "before march 2024", EPOCH, day(2024, 3, 1)),
+        ("what changed after March 1", "after march 1", day(2024, 3, 2), NOW),
+        ("notes after 8 May, 2023", "after 8 may, 2023", day(2023, 5, 9), NOW),
+        # the order the two ends are named in does not matter
+        ("between March 5 and March 1", "between march 5 and march 1", day(2024, 3, 1),
+         day(2024, 3, 6)),
+    ],
+)  # fmt: skip
+def test_before_and_after_a_date_are_open_ranges(
+    query: str, text: str, start: datetime, end: datetime
+) -> None:
+    # was the date itself: "before 2024-03-01" matched only what happened on that day
+    spans = temporal.find(query, NOW)
+    assert [(s.text, s.start, s.end) for s in spans] == [(text, start, end)]
 
 
 def test_the_channel_finds_what_happened_in_the_range(embedder) -> None:  # type: ignore[no-untyped-def]
