@@ -11,7 +11,7 @@ benchmark's last session date):
   "last weekend";
 - "early/mid/late" narrow a month or year to its thirds;
 - relative to another expression: "the week/day/month after …", "the week/day/month
-  before …", "since …" (to now), "before …" (from 1970), "after …" (to now), "between …
+  before …", "since …" (to now), "before …" (from year 1), "after …" (to now), "between …
   and …" (in either order).
 
 A memory happened at its `occurred_at` (memory_store's `reference_time`), or when it was
@@ -271,8 +271,8 @@ def _open(
     """ "since X" runs to now, "before X" up to X, "after X" from its end to now."""
     if rel == "since":
         return start, max(now, end)
-    if rel == "before":
-        return datetime(1970, 1, 1, tzinfo=UTC), start
+    if rel == "before":  # from year 1: a memory may have happened before 1970
+        return datetime.min.replace(tzinfo=UTC), start
     if rel == "after":
         return end, max(now, end)
     return start, end

@@ -12,7 +12,7 @@ from memsys.retrieval import pipeline, temporal
 from tests.factories import queue_for_embedding, store
 
 NOW = datetime(2024, 3, 13, 15, 30, tzinfo=UTC)  # a Wednesday
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+EARLIEST = datetime(1, 1, 1, tzinfo=UTC)  # "before …" reaches back to year 1
 
 
 def day(y: int, m: int, d: int) -> datetime:
@@ -128,8 +128,10 @@ def test_a_leap_day_without_a_year_is_the_latest_one(
 @pytest.mark.parametrize(
     ("query", "text", "start", "end"),
     [
-        ("what did we decide before 2024-03-01", "before 2024-03-01", EPOCH, day(2024, 3, 1)),
-        ("decisions before March 2024", "before march 2024", EPOCH, day(2024, 3, 1)),
+        ("what did we decide before 2024-03-01", "before 2024-03-01", EARLIEST, day(2024, 3, 1)),
+        ("decisions before March 2024", "before march 2024", EARLIEST, day(2024, 3, 1)),
+        # was from 1970: a memory that happened in 1965 was not "before 1990"
+        ("what happened before 1990", "before 1990", EARLIEST, day(1990, 1, 1)),
         ("what changed after March 1", "after march 1", day(2024, 3, 2), NOW),
         ("notes after 8 May, 2023", "after 8 may, 2023", day(2023, 5, 9), NOW),
         # the order the two ends are named in does not matter
