@@ -234,6 +234,21 @@ def test_decay_writes_a_score_only_when_its_band_or_its_threshold_is_crossed(
     assert decay_at(26).entries_decayed == 0
 
 
+def test_an_outcome_that_makes_an_aged_memory_golden_brings_it_back_in_full(
+    embedder: Any,
+) -> None:
+    memory = store(LONG, memory_type="configuration").id
+    maintain.run(now=days(40))
+    assert row(memory).stage == "archived"
+    for _ in range(6):  # 0.3 → 0.9: a golden rule, exempt and always active
+        answer = runner.execute(
+            learning.outcome, MemoryOutcomeIn, {"memory_id": memory, "success": True}
+        )
+    assert answer.promoted
+    # was left archived, its summary standing for a golden rule until the next maintenance
+    assert (row(memory).stage, row(memory).content) == ("active", LONG)
+
+
 def test_confidence_and_stage_read_as_of_before_their_change(embedder: Any) -> None:
     memory = store("Cache keys include the tenant id").id
     key = (row(memory).namespace, memory)
