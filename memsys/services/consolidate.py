@@ -73,6 +73,9 @@ def candidates(
     queued = select(Chunk.namespace).distinct().where(*live, Chunk.embedding.is_(None))
     if since is not None:
         stmt = stmt.where(tuple_(Chunk.created_at, Chunk.id) > since)
+    horizon = session.scalar(_HORIZON)
+    if horizon is not None:  # none newer than a write still in flight (see _HORIZON)
+        stmt = stmt.where(Chunk.created_at < horizon)
     if namespace:
         stmt = stmt.where(Chunk.namespace == namespace)
         queued = queued.where(Chunk.namespace == namespace)
@@ -80,6 +83,19 @@ def candidates(
     waiting_in = set(session.scalars(queued)) if rows else set()
     waiting = next((n for n, c in enumerate(rows) if c.namespace in waiting_in), None)
     return (rows, False) if waiting is None else (rows[:waiting], True)
+
+
+# When the oldest transaction of another client began. A memory is stamped when its row is
+# written, and may commit long after (a batch embedding 500 texts): a run that took newer
+# memories committed meanwhile would move the watermark past it, and it would never be looked
+# at. Memories from then on wait for a later run.
+_HORIZON = text(
+    """
+    SELECT min(xact_start) FROM pg_stat_activity
+    WHERE datname = current_database() AND backend_type = 'client backend'
+      AND pid <> pg_backend_pid() AND xact_start IS NOT NULL
+    """
+)
 
 
 # The nearest live memories of the same namespace and type, by the HNSW index (an
