@@ -30,7 +30,7 @@ from typing import Any, Protocol
 from sqlalchemy import func, select, text, tuple_, update
 from sqlalchemy.orm import Session
 
-from memsys.db import take_turns
+from memsys.db import rowcount, take_turns
 from memsys.models import Chunk
 from memsys.schemas.lifecycle import DecayIn, DecayOut
 from memsys.services import access, events, namespaces, observation_links
@@ -251,14 +251,19 @@ def store_scores(session: Session, scores: dict[tuple[str, str], float]) -> None
         )
 
 
-def close(session: Session, memory: MemoryRow, now: datetime, operation: str, **why: Any) -> None:
-    """Delete (close) a memory as lifecycle does: history kept, the event says why."""
-    session.execute(
+def close(session: Session, memory: MemoryRow, now: datetime, operation: str, **why: Any) -> bool:
+    """Delete (close) a memory as lifecycle does: history kept, the event says why. False when
+    it was no longer live (a client forgot it after it was read): its close stays as made."""
+    closed = rowcount(
+        session,
         update(Chunk)
         .where(Chunk.namespace == memory.namespace, Chunk.id == memory.id)
+        .where(Chunk.valid_to.is_(None))
         # never before the row began (one stored while a maintenance run went on)
-        .values(valid_to=func.greatest(now, Chunk.valid_from), updated_at=Chunk.updated_at)
+        .values(valid_to=func.greatest(now, Chunk.valid_from), updated_at=Chunk.updated_at),
     )
+    if not closed:
+        return False
     events.record(
         session,
         namespace=memory.namespace,
@@ -268,6 +273,7 @@ def close(session: Session, memory: MemoryRow, now: datetime, operation: str, **
         subject_id=memory.id,
         payload=why,
     )
+    return True
 
 
 def decay(session: Session, params: DecayIn, now: datetime | None = None) -> DecayOut:
@@ -298,8 +304,8 @@ def decay(session: Session, params: DecayIn, now: datetime | None = None) -> Dec
             bands[status(current)] = bands.get(status(current), 0) + 1
             kept = (row.namespace, row.id) in observed
             if where == "ultra" and current < params.threshold and not kept:
-                close(session, row, now, "decay", decay_score=current, threshold=params.threshold)
-                deleted += 1
+                why = {"decay_score": current, "threshold": params.threshold}
+                deleted += close(session, row, now, "decay", **why)
             elif (
                 where != "long"
                 and current < params.threshold

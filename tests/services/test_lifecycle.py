@@ -626,6 +626,35 @@ def test_a_memory_committed_after_a_run_passed_its_time_is_still_consolidated(
     assert maintain.run(now=days(0)).merged == 1
 
 
+def test_decay_leaves_a_memory_forgotten_meanwhile_as_it_was_forgotten(embedder: Any) -> None:
+    """Decay read a session memory live, then waited for the row a client was forgetting:
+    once the forget committed, decay closed it again — its valid_to moved to decay's time
+    (an as-of read then showed it alive after it was forgotten) and a second delete event
+    was logged and counted."""
+    from tests.conftest import lock_waits, until
+
+    scratch = store("Scratch: the test run id is 42", lifecycle="session").id  # scores 0.25
+    out: list[Any] = []
+    with session_scope() as client:
+        memories.forget(client, MemoryForgetIn(memory_id=scratch))
+        worker = threading.Thread(
+            target=lambda: out.append(
+                runner.execute(decay_rules.decay, DecayIn, {"threshold": 0.3})
+            )
+        )
+        worker.start()
+        assert until(lambda: "transactionid" in lock_waits(), 20)  # decay waits for the row
+        forgotten_at = client.scalar(select(Chunk.valid_to).where(Chunk.id == scratch))
+    worker.join(60)
+    assert not worker.is_alive() and out[0].entries_deleted == 0
+    assert row(scratch).valid_to == forgotten_at
+    with session_scope() as s:
+        deletes = s.scalars(
+            select(Event.operation).where(Event.subject_id == scratch, Event.event_type == "delete")
+        ).all()
+    assert deletes == ["memory_forget"]
+
+
 def test_two_decays_take_turns_instead_of_deadlocking(embedder: Any) -> None:
     """Concurrent decays rescored the same rows in batches and deadlocked each other (503s
     after four attempts): the second now waits for the first to commit."""
