@@ -9,10 +9,11 @@ benchmark's last session date):
   (the most recent May that has begun), "May 2023", "in 2023", "last year" (the calendar
   year before this), "the past year" / "in the last month" (that long back from now),
   "last weekend";
-- "early/mid/late" narrow a month or year to its thirds;
+- "early/mid/late" narrow a month or year to its thirds ("late last month" too);
+- "last 7 days" / "the past 2 weeks": that long back from now;
 - relative to another expression: "the week/day/month after …", "the week/day/month
-  before …", "since …" (to now), "before …" (from year 1), "after …" (to now), "between …
-  and …" (in either order).
+  before …", "since …" (to now), "before …" (from year 1), "until …" (it included),
+  "after …" (to now), "between … and …" (in either order).
 
 A memory happened at its `occurred_at` (memory_store's `reference_time`), or when it was
 written if none was given. `search` returns the memories inside the ranges, nearest to the
@@ -76,7 +77,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("today", re.compile(r"\b(?P<word>today|tonight|this morning|this afternoon|this evening)\b")),
     ("yesterday", re.compile(r"\b(?:yesterday|last night)\b")),
     ("ago", re.compile(rf"\b{_NUM} (?P<unit>day|week|month|year)s? ago\b")),
-    ("past_n", re.compile(rf"\b(?:in )?the (?:past|last) {_NUM} (?P<unit>day|week|month|year)s\b")),
+    ("past_n", re.compile(rf"\b(?:(?:in|over|during) )?(?:the )?(?:past|last) {_NUM} "
+                          rf"(?P<unit>day|week|month|year)s\b")),
     # "the past year", "in the last month", "past week": the unit back from now, not the
     # calendar one before this ("last year" is 2025 in 2026; "the past year" is 12 months)
     # ("the last week of May", "the last day of the sprint": a part of something else)
@@ -85,7 +87,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
                             r"(?P<unit2>day|week|month|year)\b(?! of\b)")),
     ("weekend", re.compile(r"\b(?P<rel>last|this|past) weekend\b")),
     ("earlier", re.compile(r"\bearlier this (?P<unit>week|month|year)\b")),
-    ("rel_unit", re.compile(r"\b(?P<rel>last|this|previous) (?P<unit>week|month|year)\b")),
+    ("rel_unit", re.compile(rf"\b{_PART}(?P<rel>last|this|previous) (?P<unit>week|month|year)\b")),
     ("rel_weekday", re.compile(rf"\b(?:(?P<rel>last|this|past|on) ){_WEEKDAY}\b")),
     ("rel_month", re.compile(rf"\b{_PART}(?P<rel>last|this|in|during|since|of|before|after) "
                              rf"{_MONTH}\b")),
@@ -95,7 +97,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 ]  # fmt: skip
 _RELATIVE = re.compile(
     r"\bthe (?P<unit>day|week|month|year) (?P<dir>after|before)\s*$|"
-    r"\b(?P<since>since)\s*$|\b(?P<open>before|after)\s*$"
+    r"\b(?P<since>since)\s*$|\b(?P<open>before|after|until|till)\s*$"
 )
 _BETWEEN = re.compile(r"\bbetween\s*$")
 
@@ -239,7 +241,8 @@ def _resolve(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
     if kind == "rel_unit":
         unit = g["unit"]
         back = 0 if g["rel"] == "this" else 1
-        return _unit_range(now - relativedelta(**{UNITS[unit]: back}), unit)
+        start, end = _unit_range(now - relativedelta(**{UNITS[unit]: back}), unit)
+        return _part(start, end, g["part"])
     if kind == "earlier":
         start, _ = _unit_range(now, g["unit"])
         return start, now
@@ -273,6 +276,8 @@ def _open(
         return start, max(now, end)
     if rel == "before":  # from year 1: a memory may have happened before 1970
         return datetime.min.replace(tzinfo=UTC), start
+    if rel in ("until", "till"):  # X included
+        return datetime.min.replace(tzinfo=UTC), end
     if rel == "after":
         return end, max(now, end)
     return start, end

@@ -147,6 +147,28 @@ def test_before_and_after_a_date_are_open_ranges(
     assert [(s.text, s.start, s.end) for s in spans] == [(text, start, end)]
 
 
+@pytest.mark.parametrize(
+    ("query", "text", "start", "end"),
+    [
+        # were no range: "the" was required before "last/past N days"
+        ("what changed in the last 7 days", "in the last 7 days", datetime(2024, 3, 6, 15, 30,
+         tzinfo=UTC), NOW),
+        ("incidents last 7 days", "last 7 days", datetime(2024, 3, 6, 15, 30, tzinfo=UTC), NOW),
+        ("past 2 weeks", "past 2 weeks", datetime(2024, 2, 28, 15, 30, tzinfo=UTC), NOW),
+        # was the week itself
+        ("what did we run until last week", "until last week", EARLIEST, day(2024, 3, 11)),
+        # early / mid / late were dropped before this / last month and year
+        ("early last year", "early last year", day(2023, 1, 1), datetime(2023, 5, 2, 16,
+         tzinfo=UTC)),
+        ("late last month", "late last month", datetime(2024, 2, 20, 8, tzinfo=UTC),
+         day(2024, 3, 1)),
+    ],
+)  # fmt: skip
+def test_more_ways_to_say_a_range(query: str, text: str, start: datetime, end: datetime) -> None:
+    spans = temporal.find(query, NOW)
+    assert [(s.text, s.start, s.end) for s in spans] == [(text, start, end)]
+
+
 def test_the_channel_finds_what_happened_in_the_range(embedder) -> None:  # type: ignore[no-untyped-def]
     ns = "project:trips"
     may = store(
