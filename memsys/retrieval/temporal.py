@@ -13,7 +13,7 @@ benchmark's last session date):
 - "last 7 days" / "the past 2 weeks": that long back from now;
 - relative to another expression: "the week/day/month after …", "the week/day/month
   before …", "since …" (to now), "before …" (from year 1), "until …" (it included),
-  "after …" (to now), "between … and …" (in either order).
+  "after …" (to now), "between … and …" / "from … to (until) …" (in either order).
 
 A memory happened at its `occurred_at` (memory_store's `reference_time`), or when it was
 written if none was given. `search` returns the memories inside the ranges, nearest to the
@@ -99,7 +99,8 @@ _RELATIVE = re.compile(
     r"\bthe (?P<unit>day|week|month|year) (?P<dir>after|before)\s*$|"
     r"\b(?P<since>since)\s*$|\b(?P<open>before|after|until|till)\s*$"
 )
-_BETWEEN = re.compile(r"\bbetween\s*$")
+_BETWEEN = re.compile(r"\b(?P<word>between|from)\s*$")
+_TO = frozenset({"to", "until", "till", "through"})  # "from X to Y"
 
 
 @dataclass(frozen=True)
@@ -309,16 +310,19 @@ def find(query: str, now: datetime | None = None) -> list[Span]:
     while i < len(found):
         a, b, start, end = found[i]
         before = text_[:a]
-        if (
-            _BETWEEN.search(before)
-            and i + 1 < len(found)
-            and " and " in text_[b : found[i + 1][0] + 1]
-        ):
-            _, b2, start2, end2 = found[i + 1]  # in either order
-            between = text_[before.rfind("between") : b2]
-            spans.append(Span(between, min(start, start2), max(end, end2)))
-            i += 2
-            continue
+        opened = _BETWEEN.search(before)
+        if opened and i + 1 < len(found):
+            gap = text_[b : found[i + 1][0] + 1]
+            joined = (
+                " and " in gap
+                if opened.group("word") == "between"
+                else gap[:-1].strip() in _TO  # "from May 1 we moved to …" is no range
+            )
+            if joined:
+                _, b2, start2, end2 = found[i + 1]  # in either order
+                spans.append(Span(text_[opened.start() : b2], min(start, start2), max(end, end2)))
+                i += 2
+                continue
         rel = _RELATIVE.search(before)
         if rel is not None:
             a = rel.start()

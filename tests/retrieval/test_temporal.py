@@ -157,6 +157,10 @@ def test_before_and_after_a_date_are_open_ranges(
         ("past 2 weeks", "past 2 weeks", datetime(2024, 2, 28, 15, 30, tzinfo=UTC), NOW),
         # was the week itself
         ("what did we run until last week", "until last week", EARLIEST, day(2024, 3, 11)),
+        # were the two end days only (or, with "until", everything up to the second)
+        ("from May 1 until May 5", "from may 1 until may 5", day(2023, 5, 1), day(2023, 5, 6)),
+        ("logs from 2024-01-01 to 2024-01-31", "from 2024-01-01 to 2024-01-31", day(2024, 1, 1),
+         day(2024, 2, 1)),
         # early / mid / late were dropped before this / last month and year
         ("early last year", "early last year", day(2023, 1, 1), datetime(2023, 5, 2, 16,
          tzinfo=UTC)),
