@@ -2,7 +2,8 @@
 
 Two live memories of one namespace and one type whose embeddings are at least
 DUPLICATE_SIMILARITY apart in cosine are the same memory said twice. The survivor is the
-one with the most earned standing (golden or pinned first, then confidence, accesses, age);
+one with the most earned standing (golden or pinned first, then one that is no session
+scratch, then confidence, accesses, age);
 each other one gets a `supersedes` edge from the survivor and is closed (history kept, so
 replay still sees it), and one `episode` event records the merge — REFLECTION.md's
 consolidation history and the daily episode log read those. Golden rules, pinned memories,
@@ -119,8 +120,11 @@ _NEAR_DUPLICATES = text(
 )
 
 
-def _standing(c: Chunk) -> tuple[bool, float, int, float]:
-    return (decay.exempt(c), c.confidence, c.access_count, -c.created_at.timestamp())
+def _standing(c: Chunk) -> tuple[bool, bool, float, int, float]:
+    """Exempt first, then anything but session scratch (which decay deletes: a project
+    memory merged into it would go with it), then confidence, accesses, age."""
+    scratch = decay.tier(c) == "ultra"
+    return (decay.exempt(c), not scratch, c.confidence, c.access_count, -c.created_at.timestamp())
 
 
 def near_duplicates(session: Session, chunks: list[Chunk]) -> dict[str, list[str]]:

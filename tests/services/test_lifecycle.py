@@ -423,6 +423,21 @@ def test_near_duplicates_are_consolidated_once(embedder: Any) -> None:
     assert maintain.run(now=days(0)).merged == 0
 
 
+def test_a_project_memory_is_never_merged_into_session_scratch(embedder: Any) -> None:
+    """The survivor had the most accesses: the session copy, which decay then deleted as
+    scratch — the project memory was gone with it, though decay never deletes one."""
+    kept = store("The deploy script lives in tools/deploy.sh", memory_type="fact").id
+    scratch = store(
+        "The deploy script lives in tools/deploy.sh.", memory_type="fact", lifecycle="session"
+    ).id
+    recall("where does the deploy script live")  # both handed out…
+    runner.execute(memory_get.get, MemoryGetIn, {"memory_id": scratch})  # …the scratch twice
+    assert maintain.run(now=days(0)).merged == 1
+    with session_scope() as s:
+        live = set(s.scalars(memories.live_memories().with_only_columns(Chunk.id)))
+    assert live == {kept}
+
+
 def test_a_correction_is_never_merged_into_the_statement_it_corrects(embedder: Any) -> None:
     """As alike in meaning as a repeat, but the opposite: a merge kept the older, stale one."""
     stale = store("auth.ts depends on token.ts", memory_type="fact").id
