@@ -3,14 +3,14 @@
 Two live memories of one namespace and one type whose embeddings are at least
 DUPLICATE_SIMILARITY apart in cosine are the same memory said twice. The survivor is the
 one with the most earned standing (golden or pinned first, then one that is no session
-scratch, then confidence, accesses, age);
-each other one gets a `supersedes` edge from the survivor and is closed (history kept, so
-replay still sees it), and one `episode` event records the merge — REFLECTION.md's
-consolidation history and the daily episode log read those. Golden rules, pinned memories,
-ground truth and a knowledge-graph entity's observations are never merged away (they can
-survive a merge). Two memories that
-contradict each other by memory_check_supersedes' rules ("auth.ts depends on token.ts" /
-"auth.ts no longer depends on token.ts": a correction, as alike in meaning as a repeat) are
+scratch, then confidence, accesses, age); each other one gets a `supersedes` edge from the
+survivor and is closed (history kept, so replay still sees it; the survivor takes its tags,
+the metadata keys it lacks and its importance if higher), and one `episode` event records
+the merge — REFLECTION.md's consolidation history and the daily episode log read those.
+Golden rules, pinned memories, ground truth and a knowledge-graph entity's observations are
+never merged away (they can survive a merge). Two memories that contradict each other by
+memory_check_supersedes' rules ("auth.ts depends on token.ts" / "auth.ts no longer depends
+on token.ts": a correction, as alike in meaning as a repeat) are
 not the same memory and are never merged: a merge could keep the stale one.
 
 Work is incremental: each run looks at memories created since the previous run's watermark
@@ -20,14 +20,18 @@ and a second run finds nothing new.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import select, text, tuple_
+from sqlalchemy import select, text, tuple_, update
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import set_committed_value
 
 from memsys import contradiction
 from memsys.models import Chunk, Event
 from memsys.schemas.edges import MemoryRelateIn
+from memsys.schemas.memories import MAX_METADATA_BYTES, MAX_TAGS
 from memsys.services import decay, edges, events, observation_links
 
 DUPLICATE_SIMILARITY = 0.95
@@ -178,6 +182,8 @@ def merge_one(session: Session, chunk: Chunk, now: datetime, ids: list[str]) -> 
         for c in group
         if c is not survivor and not decay.exempt(c) and (c.namespace, c.id) not in observed
     ]
+    if merged:
+        _absorb(session, survivor, merged)
     for other in merged:
         edges.relate(
             session,
@@ -200,6 +206,31 @@ def merge_one(session: Session, chunk: Chunk, now: datetime, ids: list[str]) -> 
             },
         )
     return [c.id for c in merged]
+
+
+def _absorb(session: Session, survivor: Chunk, merged: list[Chunk]) -> None:
+    """What the merged memories add goes to the survivor, not away with them: their tags
+    after its own, their metadata keys it lacks (within the limits a store has), and the
+    highest importance. Like aging, not an edit by anyone: updated_at stays."""
+    tags = list(dict.fromkeys([*survivor.tags, *(t for c in merged for t in c.tags)]))
+    meta = dict(survivor.meta)
+    for key, value in ((k, v) for c in merged for k, v in c.meta.items()):
+        if key not in meta and _size({**meta, key: value}) <= MAX_METADATA_BYTES:
+            meta[key] = value
+    importance = max(survivor.importance, *(c.importance for c in merged))
+    new = {"tags": tags[:MAX_TAGS], "meta": meta, "importance": importance}
+    if any(getattr(survivor, k) != v for k, v in new.items()):
+        session.execute(
+            update(Chunk)
+            .where(Chunk.namespace == survivor.namespace, Chunk.id == survivor.id)
+            .values(**new, updated_at=Chunk.updated_at)
+        )
+        for key, value in new.items():
+            set_committed_value(survivor, key, value)
+
+
+def _size(meta: dict[str, Any]) -> int:
+    return len(json.dumps(meta, default=str, ensure_ascii=False).encode())
 
 
 def _opposed(a: str, b: str) -> bool:

@@ -423,6 +423,34 @@ def test_near_duplicates_are_consolidated_once(embedder: Any) -> None:
     assert maintain.run(now=days(0)).merged == 0
 
 
+def test_a_merge_keeps_the_tags_metadata_and_importance_of_what_it_closes(
+    embedder: Any,
+) -> None:
+    """The survivor kept only its own fields: the closed twin's tags, metadata keys and
+    higher importance were gone from every live read (a tag filter, decay's score)."""
+    closed = store(
+        "The deploy script lives in tools/deploy.sh",
+        memory_type="fact",
+        tags=["deploy"],
+        metadata={"ticket": "OPS-1", "owner": "ops"},
+        importance=0.9,
+    ).id
+    kept = store(
+        "The deploy script lives in tools/deploy.sh.",
+        memory_type="fact",
+        tags=["scripts"],
+        metadata={"owner": "platform"},
+    ).id
+    runner.execute(learning.outcome, MemoryOutcomeIn, {"memory_id": kept, "success": True})
+    assert maintain.run(now=days(0)).merged == 1
+    survivor = row(kept)
+    assert survivor.valid_to is None and row(closed).valid_to is not None
+    assert survivor.tags == ["scripts", "deploy"]
+    assert survivor.meta == {"owner": "platform", "ticket": "OPS-1"}  # its own value first
+    assert survivor.importance == 0.9
+    assert maintain.run(now=days(0)).merged == 0
+
+
 def test_a_project_memory_is_never_merged_into_session_scratch(embedder: Any) -> None:
     """The survivor had the most accesses: the session copy, which decay then deleted as
     scratch — the project memory was gone with it, though decay never deletes one."""
