@@ -5,8 +5,9 @@ DUPLICATE_SIMILARITY apart in cosine are the same memory said twice. The survivo
 one with the most earned standing (golden or pinned first, then one that is no session
 scratch, then confidence, accesses, age); each other one gets a `supersedes` edge from the
 survivor and is closed (history kept, so replay still sees it; the survivor takes its tags,
-the metadata keys it lacks and its importance if higher), and one `episode` event records
-the merge — REFLECTION.md's consolidation history and the daily episode log read those.
+the metadata keys it lacks, its importance if higher and its relations), and one `episode`
+event records the merge — REFLECTION.md's consolidation history and the daily episode log
+read those.
 Golden rules, pinned memories, ground truth and a knowledge-graph entity's observations are
 never merged away (they can survive a merge). Two memories that contradict each other by
 memory_check_supersedes' rules ("auth.ts depends on token.ts" / "auth.ts no longer depends
@@ -184,6 +185,15 @@ def merge_one(session: Session, chunk: Chunk, now: datetime, ids: list[str]) -> 
     ]
     if merged:
         _absorb(session, survivor, merged)
+        session.execute(
+            _MOVE_EDGES,
+            {
+                "ns": chunk.namespace,
+                "survivor": survivor.id,
+                "gone": [c.id for c in merged],
+                "group": [c.id for c in group],
+            },
+        )
     for other in merged:
         edges.relate(
             session,
@@ -206,6 +216,48 @@ def merge_one(session: Session, chunk: Chunk, now: datetime, ids: list[str]) -> 
             },
         )
     return [c.id for c in merged]
+
+
+# The closed twins' relations (memory_relate's, contradictions; not their own history, the
+# `supersedes` chain, nor their `mentions`, which the survivor has of its own text) move to
+# the survivor: each is closed and written again from it, unless the survivor has that edge
+# already (the walks read live memories only, so it was gone from every read).
+_MOVE_EDGES = text(
+    """
+    WITH closed AS (
+        UPDATE edge e SET valid_to = now(), expired_at = now()
+        WHERE e.namespace = :ns AND e.valid_to IS NULL
+          AND e.relation NOT IN ('supersedes', 'mentions') AND e.source_kind <> 'episode'
+          AND ((e.source_kind = 'chunk' AND e.source_id = ANY(CAST(:gone AS text[]))
+                AND NOT (e.target_kind = 'chunk' AND e.target_id = ANY(CAST(:group AS text[]))))
+            OR (e.target_kind = 'chunk' AND e.target_id = ANY(CAST(:gone AS text[]))
+                AND NOT (e.source_kind = 'chunk'
+                         AND e.source_id = ANY(CAST(:group AS text[])))))
+        RETURNING e.*
+    ), moved AS (
+        SELECT DISTINCT ON (source_kind, source, target_kind, target, relation)
+               source_kind, source, target_kind, target, relation, weight, context,
+               evidence_chunk_ids
+        FROM (SELECT c.*,
+                     CASE WHEN c.source_kind = 'chunk' AND c.source_id = ANY(CAST(:gone AS text[]))
+                          THEN :survivor ELSE c.source_id END AS source,
+                     CASE WHEN c.target_kind = 'chunk' AND c.target_id = ANY(CAST(:gone AS text[]))
+                          THEN :survivor ELSE c.target_id END AS target
+              FROM closed c) AS m
+        ORDER BY source_kind, source, target_kind, target, relation, weight DESC, id
+    )
+    INSERT INTO edge (namespace, source_kind, source_id, target_kind, target_id, relation,
+                      weight, context, evidence_chunk_ids)
+    SELECT :ns, m.source_kind, m.source, m.target_kind, m.target, m.relation, m.weight,
+           m.context, m.evidence_chunk_ids
+    FROM moved m
+    WHERE NOT EXISTS (
+        SELECT 1 FROM edge x
+        WHERE x.namespace = :ns AND x.valid_to IS NULL AND x.relation = m.relation
+          AND x.source_kind = m.source_kind AND x.source_id = m.source
+          AND x.target_kind = m.target_kind AND x.target_id = m.target)
+    """
+)
 
 
 def _absorb(session: Session, survivor: Chunk, merged: list[Chunk]) -> None:

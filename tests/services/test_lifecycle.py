@@ -451,6 +451,33 @@ def test_a_merge_keeps_the_tags_metadata_and_importance_of_what_it_closes(
     assert maintain.run(now=days(0)).merged == 0
 
 
+def test_a_merge_moves_the_relations_of_what_it_closes_to_the_survivor(
+    embedder: Any,
+) -> None:
+    """A relation of the closed twin stayed on it: the graph walks live memories only, so
+    it was gone from every read (memory_inspect_graph from either end found nothing)."""
+    from memsys.schemas.edges import MemoryInspectIn, MemoryRelateIn
+    from memsys.services import edges
+
+    closed = store("The deploy script lives in tools/deploy.sh", memory_type="fact").id
+    kept = store("The deploy script lives in tools/deploy.sh.", memory_type="fact").id
+    other = store("Deploys need the VPN to be up", memory_type="fact").id
+    related = {"relation": "related_to", "context": "both about deploys"}
+    runner.execute(edges.relate, MemoryRelateIn, {"source_id": closed, "target_id": other,
+                                                  **related})  # fmt: skip
+    runner.execute(learning.outcome, MemoryOutcomeIn, {"memory_id": kept, "success": True})
+    before = datetime.now(UTC)
+    assert maintain.run(now=days(0)).merged == 1
+    graph = runner.execute(edges.inspect, MemoryInspectIn, {"memory_id": other})
+    assert [(e.source, e.relation, e.target) for e in graph.edges] == [(kept, "related_to", other)]
+    with session_scope() as s:
+        moved = s.scalars(select(Edge).where(Edge.source_id == kept, Edge.target_id == other))
+        assert [e.context for e in moved] == ["both about deploys"]
+    then = runner.execute(edges.inspect, MemoryInspectIn, {"memory_id": other, "as_of": before})
+    assert [(e.source, e.target) for e in then.edges] == [(closed, other)]  # as it was
+    assert maintain.run(now=days(0)).merged == 0
+
+
 def test_a_project_memory_is_never_merged_into_session_scratch(embedder: Any) -> None:
     """The survivor had the most accesses: the session copy, which decay then deleted as
     scratch — the project memory was gone with it, though decay never deletes one."""
