@@ -9,9 +9,11 @@ benchmark's last session date):
   (the most recent May that has begun), "May 2023", "in 2023", "last year" (the calendar
   year before this), "the past year" / "in the last month" (that long back from now),
   "last weekend";
-- "early/mid/late" narrow a month or year to its thirds;
+- "early/mid/late" narrow a month or year to its thirds ("late last month" too);
+- "last 7 days" / "the past 2 weeks": that long back from now;
 - relative to another expression: "the week/day/month after …", "the week/day/month
-  before …", "since …" (to now), "between … and …".
+  before …", "since …" (to now), "before …" (from year 1), "until …" (it included),
+  "after …" (to now), "between … and …" / "from … to (until) …" (in either order).
 
 A memory happened at its `occurred_at` (memory_store's `reference_time`), or when it was
 written if none was given. `search` returns the memories inside the ranges, nearest to the
@@ -75,7 +77,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("today", re.compile(r"\b(?P<word>today|tonight|this morning|this afternoon|this evening)\b")),
     ("yesterday", re.compile(r"\b(?:yesterday|last night)\b")),
     ("ago", re.compile(rf"\b{_NUM} (?P<unit>day|week|month|year)s? ago\b")),
-    ("past_n", re.compile(rf"\b(?:in )?the (?:past|last) {_NUM} (?P<unit>day|week|month|year)s\b")),
+    ("past_n", re.compile(rf"\b(?:(?:in|over|during) )?(?:the )?(?:past|last) {_NUM} "
+                          rf"(?P<unit>day|week|month|year)s\b")),
     # "the past year", "in the last month", "past week": the unit back from now, not the
     # calendar one before this ("last year" is 2025 in 2026; "the past year" is 12 months)
     # ("the last week of May", "the last day of the sprint": a part of something else)
@@ -84,7 +87,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
                             r"(?P<unit2>day|week|month|year)\b(?! of\b)")),
     ("weekend", re.compile(r"\b(?P<rel>last|this|past) weekend\b")),
     ("earlier", re.compile(r"\bearlier this (?P<unit>week|month|year)\b")),
-    ("rel_unit", re.compile(r"\b(?P<rel>last|this|previous) (?P<unit>week|month|year)\b")),
+    ("rel_unit", re.compile(rf"\b{_PART}(?P<rel>last|this|previous) (?P<unit>week|month|year)\b")),
     ("rel_weekday", re.compile(rf"\b(?:(?P<rel>last|this|past|on) ){_WEEKDAY}\b")),
     ("rel_month", re.compile(rf"\b{_PART}(?P<rel>last|this|in|during|since|of|before|after) "
                              rf"{_MONTH}\b")),
@@ -94,9 +97,10 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 ]  # fmt: skip
 _RELATIVE = re.compile(
     r"\bthe (?P<unit>day|week|month|year) (?P<dir>after|before)\s*$|"
-    r"\b(?P<since>since)\s*$"
+    r"\b(?P<since>since)\s*$|\b(?P<open>before|after|until|till)\s*$"
 )
-_BETWEEN = re.compile(r"\bbetween\s*$")
+_BETWEEN = re.compile(r"\b(?P<word>between|from)\s*$")
+_TO = frozenset({"to", "until", "till", "through"})  # "from X to Y"
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,19 @@ def _recent_month(month: int, now: datetime, strictly_before: bool) -> datetime:
     return _month_start(year, month)
 
 
+def _recent_day(month: int, day: int, now: datetime) -> datetime:
+    """The most recent `month` `day` that has begun: 29 February is the last leap year's
+    (up to eight years back); a day no year has raises ValueError."""
+    for year in range(now.year, now.year - 9, -1):
+        try:
+            start = datetime(year, month, day, tzinfo=UTC)
+        except ValueError:  # 29 February in a common year
+            continue
+        if start <= now:
+            return start
+    raise ValueError(f"no {month}/{day} in the eight years before {now:%Y}")
+
+
 # Words around "7 may" that make it a date: before it, a preposition; after it, a word that
 # does not follow the verb "may" ("at 10am", "and 9 may", "we shipped", "the build").
 _DATE_BEFORE = frozenset({
@@ -194,10 +211,11 @@ def _resolve(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
     if kind == "day_month" and g["month"] == "may" and not _may_is_a_month(m):
         return None  # "version 7 may break the build": the verb
     if kind in ("day_month_year", "month_day_year", "month_day", "day_month"):
-        year = int(g["year"]) if g.get("year") else now.year
-        start = datetime(year, MONTHS[g["month"]], int(g["day"]), tzinfo=UTC)
-        if not g.get("year") and start > now:
-            start = start.replace(year=year - 1)
+        month, day = MONTHS[g["month"]], int(g["day"])
+        if g.get("year"):
+            start = datetime(int(g["year"]), month, day, tzinfo=UTC)
+        else:
+            start = _recent_day(month, day, now)
         return start, start + timedelta(days=1)
     if kind == "month_year":
         start = _month_start(int(g["year"]), MONTHS[g["month"]])
@@ -224,7 +242,8 @@ def _resolve(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
     if kind == "rel_unit":
         unit = g["unit"]
         back = 0 if g["rel"] == "this" else 1
-        return _unit_range(now - relativedelta(**{UNITS[unit]: back}), unit)
+        start, end = _unit_range(now - relativedelta(**{UNITS[unit]: back}), unit)
+        return _part(start, end, g["part"])
     if kind == "earlier":
         start, _ = _unit_range(now, g["unit"])
         return start, now
@@ -256,8 +275,10 @@ def _open(
     """ "since X" runs to now, "before X" up to X, "after X" from its end to now."""
     if rel == "since":
         return start, max(now, end)
-    if rel == "before":
-        return datetime(1970, 1, 1, tzinfo=UTC), start
+    if rel == "before":  # from year 1: a memory may have happened before 1970
+        return datetime.min.replace(tzinfo=UTC), start
+    if rel in ("until", "till"):  # X included
+        return datetime.min.replace(tzinfo=UTC), end
     if rel == "after":
         return end, max(now, end)
     return start, end
@@ -289,20 +310,26 @@ def find(query: str, now: datetime | None = None) -> list[Span]:
     while i < len(found):
         a, b, start, end = found[i]
         before = text_[:a]
-        if (
-            _BETWEEN.search(before)
-            and i + 1 < len(found)
-            and " and " in text_[b : found[i + 1][0] + 1]
-        ):
-            _, b2, _, end2 = found[i + 1]
-            spans.append(Span(text_[before.rfind("between") : b2], start, max(end, end2)))
-            i += 2
-            continue
+        opened = _BETWEEN.search(before)
+        if opened and i + 1 < len(found):
+            gap = text_[b : found[i + 1][0] + 1]
+            joined = (
+                " and " in gap
+                if opened.group("word") == "between"
+                else gap[:-1].strip() in _TO  # "from May 1 we moved to …" is no range
+            )
+            if joined:
+                _, b2, start2, end2 = found[i + 1]  # in either order
+                spans.append(Span(text_[opened.start() : b2], min(start, start2), max(end, end2)))
+                i += 2
+                continue
         rel = _RELATIVE.search(before)
         if rel is not None:
             a = rel.start()
             if rel.group("since"):
                 end = max(now, end)
+            elif rel.group("open"):  # "before 2024-03-01", "after May 7"
+                start, end = _open(rel.group("open"), start, end, now)
             else:
                 step = relativedelta(**{UNITS[rel.group("unit")]: 1})
                 try:

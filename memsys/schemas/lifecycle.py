@@ -140,7 +140,10 @@ class MemoryGetOut(MemoryItem):
     golden: bool
     lossy: bool = Field(description="True when an aged memory came back as its summary only")
     rekindled: bool = Field(description="True when this read brought an aged memory back")
-    decay_score: float | None = Field(description="S003 score as the last maintenance stored it")
+    decay_score: float | None = Field(
+        description="S003 score as maintenance or decay last stored it (when its band, or "
+        "the side of decay's threshold, changed)"
+    )
     last_accessed_at: datetime | None
     temperature: str = Field(description="hot | warm | cold | pinned, from the access log")
     superseded_by: str | None = Field(

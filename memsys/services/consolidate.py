@@ -2,14 +2,16 @@
 
 Two live memories of one namespace and one type whose embeddings are at least
 DUPLICATE_SIMILARITY apart in cosine are the same memory said twice. The survivor is the
-one with the most earned standing (golden or pinned first, then confidence, accesses, age);
-each other one gets a `supersedes` edge from the survivor and is closed (history kept, so
-replay still sees it), and one `episode` event records the merge — REFLECTION.md's
-consolidation history and the daily episode log read those. Golden rules, pinned memories,
-ground truth and a knowledge-graph entity's observations are never merged away (they can
-survive a merge). Two memories that
-contradict each other by memory_check_supersedes' rules ("auth.ts depends on token.ts" /
-"auth.ts no longer depends on token.ts": a correction, as alike in meaning as a repeat) are
+one with the most earned standing (golden or pinned first, then one that is no session
+scratch, then confidence, accesses, age); each other one gets a `supersedes` edge from the
+survivor and is closed (history kept, so replay still sees it; the survivor takes its tags,
+the metadata keys it lacks, its importance if higher and its relations), and one `episode`
+event records the merge — REFLECTION.md's consolidation history and the daily episode log
+read those.
+Golden rules, pinned memories, ground truth and a knowledge-graph entity's observations are
+never merged away (they can survive a merge). Two memories that contradict each other by
+memory_check_supersedes' rules ("auth.ts depends on token.ts" / "auth.ts no longer depends
+on token.ts": a correction, as alike in meaning as a repeat) are
 not the same memory and are never merged: a merge could keep the stale one.
 
 Work is incremental: each run looks at memories created since the previous run's watermark
@@ -19,14 +21,18 @@ and a second run finds nothing new.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import select, text, tuple_
+from sqlalchemy import select, text, tuple_, update
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import set_committed_value
 
 from memsys import contradiction
 from memsys.models import Chunk, Event
 from memsys.schemas.edges import MemoryRelateIn
+from memsys.schemas.memories import MAX_METADATA_BYTES, MAX_TAGS
 from memsys.services import decay, edges, events, observation_links
 
 DUPLICATE_SIMILARITY = 0.95
@@ -73,6 +79,9 @@ def candidates(
     queued = select(Chunk.namespace).distinct().where(*live, Chunk.embedding.is_(None))
     if since is not None:
         stmt = stmt.where(tuple_(Chunk.created_at, Chunk.id) > since)
+    horizon = session.scalar(_HORIZON)
+    if horizon is not None:  # none newer than a write still in flight (see _HORIZON)
+        stmt = stmt.where(Chunk.created_at < horizon)
     if namespace:
         stmt = stmt.where(Chunk.namespace == namespace)
         queued = queued.where(Chunk.namespace == namespace)
@@ -80,6 +89,19 @@ def candidates(
     waiting_in = set(session.scalars(queued)) if rows else set()
     waiting = next((n for n, c in enumerate(rows) if c.namespace in waiting_in), None)
     return (rows, False) if waiting is None else (rows[:waiting], True)
+
+
+# When the oldest transaction of another client began. A memory is stamped when its row is
+# written, and may commit long after (a batch embedding 500 texts): a run that took newer
+# memories committed meanwhile would move the watermark past it, and it would never be looked
+# at. Memories from then on wait for a later run.
+_HORIZON = text(
+    """
+    SELECT min(xact_start) FROM pg_stat_activity
+    WHERE datname = current_database() AND backend_type = 'client backend'
+      AND pid <> pg_backend_pid() AND xact_start IS NOT NULL
+    """
+)
 
 
 # The nearest live memories of the same namespace and type, by the HNSW index (an
@@ -103,8 +125,11 @@ _NEAR_DUPLICATES = text(
 )
 
 
-def _standing(c: Chunk) -> tuple[bool, float, int, float]:
-    return (decay.exempt(c), c.confidence, c.access_count, -c.created_at.timestamp())
+def _standing(c: Chunk) -> tuple[bool, bool, float, int, float]:
+    """Exempt first, then anything but session scratch (which decay deletes: a project
+    memory merged into it would go with it), then confidence, accesses, age."""
+    scratch = decay.tier(c) == "ultra"
+    return (decay.exempt(c), not scratch, c.confidence, c.access_count, -c.created_at.timestamp())
 
 
 def near_duplicates(session: Session, chunks: list[Chunk]) -> dict[str, list[str]]:
@@ -158,6 +183,17 @@ def merge_one(session: Session, chunk: Chunk, now: datetime, ids: list[str]) -> 
         for c in group
         if c is not survivor and not decay.exempt(c) and (c.namespace, c.id) not in observed
     ]
+    if merged:
+        _absorb(session, survivor, merged)
+        session.execute(
+            _MOVE_EDGES,
+            {
+                "ns": chunk.namespace,
+                "survivor": survivor.id,
+                "gone": [c.id for c in merged],
+                "group": [c.id for c in group],
+            },
+        )
     for other in merged:
         edges.relate(
             session,
@@ -180,6 +216,73 @@ def merge_one(session: Session, chunk: Chunk, now: datetime, ids: list[str]) -> 
             },
         )
     return [c.id for c in merged]
+
+
+# The closed twins' relations (memory_relate's, contradictions; not their own history, the
+# `supersedes` chain, nor their `mentions`, which the survivor has of its own text) move to
+# the survivor: each is closed and written again from it, unless the survivor has that edge
+# already (the walks read live memories only, so it was gone from every read).
+_MOVE_EDGES = text(
+    """
+    WITH closed AS (
+        UPDATE edge e SET valid_to = now(), expired_at = now()
+        WHERE e.namespace = :ns AND e.valid_to IS NULL
+          AND e.relation NOT IN ('supersedes', 'mentions') AND e.source_kind <> 'episode'
+          AND ((e.source_kind = 'chunk' AND e.source_id = ANY(CAST(:gone AS text[]))
+                AND NOT (e.target_kind = 'chunk' AND e.target_id = ANY(CAST(:group AS text[]))))
+            OR (e.target_kind = 'chunk' AND e.target_id = ANY(CAST(:gone AS text[]))
+                AND NOT (e.source_kind = 'chunk'
+                         AND e.source_id = ANY(CAST(:group AS text[])))))
+        RETURNING e.*
+    ), moved AS (
+        SELECT DISTINCT ON (source_kind, source, target_kind, target, relation)
+               source_kind, source, target_kind, target, relation, weight, context,
+               evidence_chunk_ids
+        FROM (SELECT c.*,
+                     CASE WHEN c.source_kind = 'chunk' AND c.source_id = ANY(CAST(:gone AS text[]))
+                          THEN :survivor ELSE c.source_id END AS source,
+                     CASE WHEN c.target_kind = 'chunk' AND c.target_id = ANY(CAST(:gone AS text[]))
+                          THEN :survivor ELSE c.target_id END AS target
+              FROM closed c) AS m
+        ORDER BY source_kind, source, target_kind, target, relation, weight DESC, id
+    )
+    INSERT INTO edge (namespace, source_kind, source_id, target_kind, target_id, relation,
+                      weight, context, evidence_chunk_ids)
+    SELECT :ns, m.source_kind, m.source, m.target_kind, m.target, m.relation, m.weight,
+           m.context, m.evidence_chunk_ids
+    FROM moved m
+    WHERE NOT EXISTS (
+        SELECT 1 FROM edge x
+        WHERE x.namespace = :ns AND x.valid_to IS NULL AND x.relation = m.relation
+          AND x.source_kind = m.source_kind AND x.source_id = m.source
+          AND x.target_kind = m.target_kind AND x.target_id = m.target)
+    """
+)
+
+
+def _absorb(session: Session, survivor: Chunk, merged: list[Chunk]) -> None:
+    """What the merged memories add goes to the survivor, not away with them: their tags
+    after its own, their metadata keys it lacks (within the limits a store has), and the
+    highest importance. Like aging, not an edit by anyone: updated_at stays."""
+    tags = list(dict.fromkeys([*survivor.tags, *(t for c in merged for t in c.tags)]))
+    meta = dict(survivor.meta)
+    for key, value in ((k, v) for c in merged for k, v in c.meta.items()):
+        if key not in meta and _size({**meta, key: value}) <= MAX_METADATA_BYTES:
+            meta[key] = value
+    importance = max(survivor.importance, *(c.importance for c in merged))
+    new = {"tags": tags[:MAX_TAGS], "meta": meta, "importance": importance}
+    if any(getattr(survivor, k) != v for k, v in new.items()):
+        session.execute(
+            update(Chunk)
+            .where(Chunk.namespace == survivor.namespace, Chunk.id == survivor.id)
+            .values(**new, updated_at=Chunk.updated_at)
+        )
+        for key, value in new.items():
+            set_committed_value(survivor, key, value)
+
+
+def _size(meta: dict[str, Any]) -> int:
+    return len(json.dumps(meta, default=str, ensure_ascii=False).encode())
 
 
 def _opposed(a: str, b: str) -> bool:

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 from sqlalchemy import func, select, text, tuple_, update
 from sqlalchemy.orm import Session
 
-from memsys.db import take_turns
+from memsys.db import rowcount, take_turns
 from memsys.models import Chunk
 from memsys.schemas.lifecycle import DecayIn, DecayOut
 from memsys.services import access, events, namespaces, observation_links
@@ -212,22 +212,27 @@ def rescore(rows: list[Any], now: datetime) -> dict[tuple[str, str], float]:
 
 
 def moved_bands(
-    rows: list[Any], scores: dict[tuple[str, str], float]
+    rows: list[Any], scores: dict[tuple[str, str], float], threshold: float | None = None
 ) -> dict[tuple[str, str], float]:
     """The scores worth writing: those whose S003 band (or pinned 999) differs from the
-    stored one, or that have none yet. Maintenance writes only these: rewriting every
-    memory's score on every run rewrites every row (a full row version, index entries
-    included, when the page has no room), for a value only decay's bands act on."""
+    stored one, or that have none yet, or (with `threshold`, the `decay` operation's) that
+    crossed it. Maintenance and decay write only these: rewriting every memory's score on
+    every run rewrites every row (a full row version, index entries included, when the page
+    has no room), for a value only the bands and decay's threshold act on."""
     due = {}
     for r in rows:
-        new = scores[(r.namespace, r.id)]
+        key = (r.namespace, r.id)
+        if key not in scores:
+            continue
+        new = scores[key]
         old = r.decay_score
         if (
             old is None
             or status(old) != status(new)
             or (old == PINNED_SCORE) != (new == PINNED_SCORE)
+            or (threshold is not None and (old < threshold) != (new < threshold))
         ):
-            due[(r.namespace, r.id)] = new
+            due[key] = new
     return due
 
 
@@ -246,14 +251,19 @@ def store_scores(session: Session, scores: dict[tuple[str, str], float]) -> None
         )
 
 
-def close(session: Session, memory: MemoryRow, now: datetime, operation: str, **why: Any) -> None:
-    """Delete (close) a memory as lifecycle does: history kept, the event says why."""
-    session.execute(
+def close(session: Session, memory: MemoryRow, now: datetime, operation: str, **why: Any) -> bool:
+    """Delete (close) a memory as lifecycle does: history kept, the event says why. False when
+    it was no longer live (a client forgot it after it was read): its close stays as made."""
+    closed = rowcount(
+        session,
         update(Chunk)
         .where(Chunk.namespace == memory.namespace, Chunk.id == memory.id)
+        .where(Chunk.valid_to.is_(None))
         # never before the row began (one stored while a maintenance run went on)
-        .values(valid_to=func.greatest(now, Chunk.valid_from), updated_at=Chunk.updated_at)
+        .values(valid_to=func.greatest(now, Chunk.valid_from), updated_at=Chunk.updated_at),
     )
+    if not closed:
+        return False
     events.record(
         session,
         namespace=memory.namespace,
@@ -263,6 +273,7 @@ def close(session: Session, memory: MemoryRow, now: datetime, operation: str, **
         subject_id=memory.id,
         payload=why,
     )
+    return True
 
 
 def decay(session: Session, params: DecayIn, now: datetime | None = None) -> DecayOut:
@@ -293,15 +304,15 @@ def decay(session: Session, params: DecayIn, now: datetime | None = None) -> Dec
             bands[status(current)] = bands.get(status(current), 0) + 1
             kept = (row.namespace, row.id) in observed
             if where == "ultra" and current < params.threshold and not kept:
-                close(session, row, now, "decay", decay_score=current, threshold=params.threshold)
-                deleted += 1
+                why = {"decay_score": current, "threshold": params.threshold}
+                deleted += close(session, row, now, "decay", **why)
             elif (
                 where != "long"
                 and current < params.threshold
                 and (row.decay_score is None or row.decay_score >= params.threshold)
             ):
                 decayed += 1
-        store_scores(session, scores)
+        store_scores(session, moved_bands(rows, scores, params.threshold))
     events.record(
         session,
         namespace=params.namespace or "*",

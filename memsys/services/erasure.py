@@ -16,6 +16,7 @@ the row that holds it. A memory's words live on in what memsys derived from them
   `create_entities` or `fact_set` (`kg#…`) is the user's own and stays. The purge writes
   alone in the namespace (as an import does, for the milliseconds it takes), so no writer
   is naming such an entity while it looks;
+- the event of a consolidation that kept it, which names the merge by its first words;
 - the answers memsys handed out that quoted it: a `memory_query` trace keeps its assembled
   text (`output.text`); a trace that handed out a purged memory keeps its ids and scores
   (the debugger's record) but loses that text.
@@ -130,6 +131,14 @@ _ORPHANS = text(
                       AND x.target_kind = 'entity')
     """
 )
+# The episode event of a merge that kept one of them names it by its first words.
+_MERGE_TITLES = text(
+    """
+    UPDATE event SET payload = payload - 'title'
+    WHERE namespace = :ns AND event_type = 'episode' AND operation = 'consolidate'
+      AND subject_id = ANY(CAST(:ids AS text[])) AND payload ? 'title'
+    """
+)
 _TRACES = text(
     """
     UPDATE query_trace
@@ -171,5 +180,6 @@ def erase(session: Session, namespace: str, memory_ids: Sequence[str]) -> None:
         session.execute(_ORPHANS, entities)
     if versions:
         session.execute(delete(Chunk).where(Chunk.namespace == namespace, Chunk.id.in_(versions)))
+    session.execute(_MERGE_TITLES, params)
     probes = [json.dumps([{"id": i}]) for i in ids]
     session.execute(_TRACES, {"ns": namespace, "probes": probes})

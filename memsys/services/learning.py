@@ -5,7 +5,8 @@ memory_apply records a TRY; memory_outcome a LEARN that moves confidence by a bo
 a failure costs more than a success earns, so a rule that fails as often as it works loses
 confidence. Reaching 0.9 makes a memory a golden rule (S001), protected from forget unless
 forced; `promoted` says when an outcome did that. Golden rules are also exempt from decay
-and aging (memsys.services.decay.exempt). Every step is a validation_event row with the old
+and aging (memsys.services.decay.exempt): an aged memory an outcome promotes is rekindled in
+the same transaction. Every step is a validation_event row with the old
 and new confidence, and a memory_change row, so confidence can be read as of any past time
 (memsys.retrieval.signals) and a query replayed with the confidence it saw.
 
@@ -15,6 +16,8 @@ saying that no TRY was recorded, so a caller that forgot memory_apply notices.
 """
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
 
 from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
@@ -31,7 +34,7 @@ from memsys.schemas.learning import (
     ValidationHistoryOut,
     ValidationSummary,
 )
-from memsys.services import events, memories, namespaces
+from memsys.services import events, lifecycle, memories, namespaces
 from memsys.services import history as change_log
 from memsys.vocabulary import is_golden
 
@@ -102,12 +105,17 @@ def outcome(session: Session, params: MemoryOutcomeIn) -> MemoryOutcomeOut:
         session_id=params.session_id,
     )
     session.flush()
+    promoted = not was_golden and is_golden(chunk.memory_type, new)
+    if promoted and chunk.stage != "active":
+        # A golden rule is exempt, always active: an aged one comes back in full at once,
+        # as a pinned one does, not with its summary until the next maintenance.
+        lifecycle.rekindle(session, chunk, datetime.now(UTC), "memory_outcome")
     return MemoryOutcomeOut(
         memory_id=chunk.id,
         outcome_success=params.success,
         old_confidence=old,
         new_confidence=new,
-        promoted=not was_golden and is_golden(chunk.memory_type, new),
+        promoted=promoted,
         warning=None
         if applied is not None
         else "No memory_apply was recorded for this memory; the outcome was counted anyway. "

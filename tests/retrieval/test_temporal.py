@@ -3,7 +3,7 @@ memories matched by when they happened (memory_store's reference_time)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -12,6 +12,7 @@ from memsys.retrieval import pipeline, temporal
 from tests.factories import queue_for_embedding, store
 
 NOW = datetime(2024, 3, 13, 15, 30, tzinfo=UTC)  # a Wednesday
+EARLIEST = datetime(1, 1, 1, tzinfo=UTC)  # "before …" reaches back to year 1
 
 
 def day(y: int, m: int, d: int) -> datetime:
@@ -105,6 +106,71 @@ def test_a_range_past_the_calendar_is_no_range(query: str, now: datetime) -> Non
 def test_an_impossible_day_falls_back_to_its_month() -> None:
     spans = temporal.find("on 31 February, 2023", NOW)
     assert [(s.start, s.end) for s in spans] == [(day(2023, 2, 1), day(2023, 3, 1))]
+
+
+@pytest.mark.parametrize(
+    ("query", "now", "start"),
+    [
+        ("what happened on Feb 29", NOW, day(2024, 2, 29)),
+        ("what happened on Feb 29", day(2026, 3, 10), day(2024, 2, 29)),
+        ("the outage on 29 February", day(2024, 1, 10), day(2020, 2, 29)),
+    ],
+)
+def test_a_leap_day_without_a_year_is_the_latest_one(
+    query: str, now: datetime, start: datetime
+) -> None:
+    # was no range at all: the 29th of February of `now`'s year (or the year before) does
+    # not exist, so the date was dropped and the question matched any time
+    spans = temporal.find(query, now)
+    assert [(s.start, s.end) for s in spans] == [(start, start + timedelta(days=1))]
+
+
+@pytest.mark.parametrize(
+    ("query", "text", "start", "end"),
+    [
+        ("what did we decide before 2024-03-01", "before 2024-03-01", EARLIEST, day(2024, 3, 1)),
+        ("decisions before March 2024", "before march 2024", EARLIEST, day(2024, 3, 1)),
+        # was from 1970: a memory that happened in 1965 was not "before 1990"
+        ("what happened before 1990", "before 1990", EARLIEST, day(1990, 1, 1)),
+        ("what changed after March 1", "after march 1", day(2024, 3, 2), NOW),
+        ("notes after 8 May, 2023", "after 8 may, 2023", day(2023, 5, 9), NOW),
+        # the order the two ends are named in does not matter
+        ("between March 5 and March 1", "between march 5 and march 1", day(2024, 3, 1),
+         day(2024, 3, 6)),
+    ],
+)  # fmt: skip
+def test_before_and_after_a_date_are_open_ranges(
+    query: str, text: str, start: datetime, end: datetime
+) -> None:
+    # was the date itself: "before 2024-03-01" matched only what happened on that day
+    spans = temporal.find(query, NOW)
+    assert [(s.text, s.start, s.end) for s in spans] == [(text, start, end)]
+
+
+@pytest.mark.parametrize(
+    ("query", "text", "start", "end"),
+    [
+        # were no range: "the" was required before "last/past N days"
+        ("what changed in the last 7 days", "in the last 7 days", datetime(2024, 3, 6, 15, 30,
+         tzinfo=UTC), NOW),
+        ("incidents last 7 days", "last 7 days", datetime(2024, 3, 6, 15, 30, tzinfo=UTC), NOW),
+        ("past 2 weeks", "past 2 weeks", datetime(2024, 2, 28, 15, 30, tzinfo=UTC), NOW),
+        # was the week itself
+        ("what did we run until last week", "until last week", EARLIEST, day(2024, 3, 11)),
+        # were the two end days only (or, with "until", everything up to the second)
+        ("from May 1 until May 5", "from may 1 until may 5", day(2023, 5, 1), day(2023, 5, 6)),
+        ("logs from 2024-01-01 to 2024-01-31", "from 2024-01-01 to 2024-01-31", day(2024, 1, 1),
+         day(2024, 2, 1)),
+        # early / mid / late were dropped before this / last month and year
+        ("early last year", "early last year", day(2023, 1, 1), datetime(2023, 5, 2, 16,
+         tzinfo=UTC)),
+        ("late last month", "late last month", datetime(2024, 2, 20, 8, tzinfo=UTC),
+         day(2024, 3, 1)),
+    ],
+)  # fmt: skip
+def test_more_ways_to_say_a_range(query: str, text: str, start: datetime, end: datetime) -> None:
+    spans = temporal.find(query, NOW)
+    assert [(s.text, s.start, s.end) for s in spans] == [(text, start, end)]
 
 
 def test_the_channel_finds_what_happened_in_the_range(embedder) -> None:  # type: ignore[no-untyped-def]

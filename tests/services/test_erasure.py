@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import select
 
 from memsys.db import session_scope
-from memsys.models import Chunk, Edge, Entity, Episode, QueryTrace
+from memsys.models import Chunk, Edge, Entity, Episode, Event, QueryTrace
 from tests.services.test_edges import op
 
 SECRET = "Orbitron.ts depends on Vaultkey.ts. Orbitron uses the secret SALT-99812 from Vaultkey."
@@ -152,6 +152,9 @@ def test_a_purge_takes_the_near_duplicates_consolidation_merged_into_it(embedder
     op("memory_forget", memory_id=survivor, purge=True)
     with session_scope() as s:
         assert not [c for c in s.scalars(select(Chunk.content)) if "ZEBRA-4412" in c]
+        # nor the merge's episode event (it kept the survivor's first 80 characters)
+        assert not [e for e in s.scalars(select(Event.payload)) if "ZEBRA-4412" in str(e)]
+    assert "ZEBRA-4412" not in op("memory_brief", kind="episodes")["text"]
 
 
 def test_a_purge_leaves_a_version_another_memory_absorbed(embedder: Any) -> None:

@@ -16,9 +16,9 @@ from memsys import deferred, runner
 from memsys.db import get_engine, session_scope
 from memsys.models import Chunk, Edge, Event, MemoryAccess, MemoryChange, QueryTrace
 from memsys.retrieval import pipeline, rank
-from memsys.schemas import MemoryForgetIn, MemoryListIn, MemoryRecallIn
+from memsys.schemas import MemoryForgetIn, MemoryListIn, MemoryRecallIn, MemoryStoreIn
 from memsys.schemas.learning import MemoryOutcomeIn
-from memsys.schemas.lifecycle import MemoryGetIn
+from memsys.schemas.lifecycle import DecayIn, MemoryGetIn
 from memsys.schemas.query import QueryIn
 from memsys.services import (
     access,
@@ -212,6 +212,43 @@ def test_maintenance_writes_a_decay_score_only_when_its_band_changes(embedder: A
     assert abs(row(memory).decay_score - 0.2 * math.exp(-1.8)) < 1e-3
 
 
+def test_decay_writes_a_score_only_when_its_band_or_its_threshold_is_crossed(
+    embedder: Any,
+) -> None:
+    memory = store("The lab printer jams on thick paper", memory_type="general").id
+
+    def decay_at(day: float) -> Any:
+        with session_scope() as s:
+            return decay_rules.decay(s, DecayIn(threshold=0.1), now=days(day))
+
+    decay_at(1)  # 0.2 · e^-0.03 = 0.194: dormant, above 0.1
+    first = row(memory).decay_score
+    assert first is not None and abs(first - 0.2 * math.exp(-0.03)) < 1e-3
+    # Same band, same side of the threshold: the row is not rewritten (a rewrite of every
+    # memory made decay over 9,000 memories take 18 s beside writers)
+    assert decay_at(2).entries_decayed == 0
+    assert row(memory).decay_score == first
+    # 0.2 · e^-0.75 = 0.094: still dormant but below the threshold, stored and counted once
+    assert decay_at(25).entries_decayed == 1
+    assert abs(row(memory).decay_score - 0.2 * math.exp(-0.75)) < 1e-3
+    assert decay_at(26).entries_decayed == 0
+
+
+def test_an_outcome_that_makes_an_aged_memory_golden_brings_it_back_in_full(
+    embedder: Any,
+) -> None:
+    memory = store(LONG, memory_type="configuration").id
+    maintain.run(now=days(40))
+    assert row(memory).stage == "archived"
+    for _ in range(6):  # 0.3 → 0.9: a golden rule, exempt and always active
+        answer = runner.execute(
+            learning.outcome, MemoryOutcomeIn, {"memory_id": memory, "success": True}
+        )
+    assert answer.promoted
+    # was left archived, its summary standing for a golden rule until the next maintenance
+    assert (row(memory).stage, row(memory).content) == ("active", LONG)
+
+
 def test_confidence_and_stage_read_as_of_before_their_change(embedder: Any) -> None:
     memory = store("Cache keys include the tenant id").id
     key = (row(memory).namespace, memory)
@@ -384,6 +421,76 @@ def test_near_duplicates_are_consolidated_once(embedder: Any) -> None:
         episode = s.scalars(select(Event).where(Event.event_type == "episode")).one()
         assert episode.payload["merged"] == [gone]
     assert maintain.run(now=days(0)).merged == 0
+
+
+def test_a_merge_keeps_the_tags_metadata_and_importance_of_what_it_closes(
+    embedder: Any,
+) -> None:
+    """The survivor kept only its own fields: the closed twin's tags, metadata keys and
+    higher importance were gone from every live read (a tag filter, decay's score)."""
+    closed = store(
+        "The deploy script lives in tools/deploy.sh",
+        memory_type="fact",
+        tags=["deploy"],
+        metadata={"ticket": "OPS-1", "owner": "ops"},
+        importance=0.9,
+    ).id
+    kept = store(
+        "The deploy script lives in tools/deploy.sh.",
+        memory_type="fact",
+        tags=["scripts"],
+        metadata={"owner": "platform"},
+    ).id
+    runner.execute(learning.outcome, MemoryOutcomeIn, {"memory_id": kept, "success": True})
+    assert maintain.run(now=days(0)).merged == 1
+    survivor = row(kept)
+    assert survivor.valid_to is None and row(closed).valid_to is not None
+    assert survivor.tags == ["scripts", "deploy"]
+    assert survivor.meta == {"owner": "platform", "ticket": "OPS-1"}  # its own value first
+    assert survivor.importance == 0.9
+    assert maintain.run(now=days(0)).merged == 0
+
+
+def test_a_merge_moves_the_relations_of_what_it_closes_to_the_survivor(
+    embedder: Any,
+) -> None:
+    """A relation of the closed twin stayed on it: the graph walks live memories only, so
+    it was gone from every read (memory_inspect_graph from either end found nothing)."""
+    from memsys.schemas.edges import MemoryInspectIn, MemoryRelateIn
+    from memsys.services import edges
+
+    closed = store("The deploy script lives in tools/deploy.sh", memory_type="fact").id
+    kept = store("The deploy script lives in tools/deploy.sh.", memory_type="fact").id
+    other = store("Deploys need the VPN to be up", memory_type="fact").id
+    related = {"relation": "related_to", "context": "both about deploys"}
+    runner.execute(edges.relate, MemoryRelateIn, {"source_id": closed, "target_id": other,
+                                                  **related})  # fmt: skip
+    runner.execute(learning.outcome, MemoryOutcomeIn, {"memory_id": kept, "success": True})
+    before = datetime.now(UTC)
+    assert maintain.run(now=days(0)).merged == 1
+    graph = runner.execute(edges.inspect, MemoryInspectIn, {"memory_id": other})
+    assert [(e.source, e.relation, e.target) for e in graph.edges] == [(kept, "related_to", other)]
+    with session_scope() as s:
+        moved = s.scalars(select(Edge).where(Edge.source_id == kept, Edge.target_id == other))
+        assert [e.context for e in moved] == ["both about deploys"]
+    then = runner.execute(edges.inspect, MemoryInspectIn, {"memory_id": other, "as_of": before})
+    assert [(e.source, e.target) for e in then.edges] == [(closed, other)]  # as it was
+    assert maintain.run(now=days(0)).merged == 0
+
+
+def test_a_project_memory_is_never_merged_into_session_scratch(embedder: Any) -> None:
+    """The survivor had the most accesses: the session copy, which decay then deleted as
+    scratch — the project memory was gone with it, though decay never deletes one."""
+    kept = store("The deploy script lives in tools/deploy.sh", memory_type="fact").id
+    scratch = store(
+        "The deploy script lives in tools/deploy.sh.", memory_type="fact", lifecycle="session"
+    ).id
+    recall("where does the deploy script live")  # both handed out…
+    runner.execute(memory_get.get, MemoryGetIn, {"memory_id": scratch})  # …the scratch twice
+    assert maintain.run(now=days(0)).merged == 1
+    with session_scope() as s:
+        live = set(s.scalars(memories.live_memories().with_only_columns(Chunk.id)))
+    assert live == {kept}
 
 
 def test_a_correction_is_never_merged_into_the_statement_it_corrects(embedder: Any) -> None:
@@ -567,6 +674,55 @@ def test_a_candidate_held_by_a_writer_is_the_next_runs_first(embedder: Any) -> N
         client.rollback()
     assert out[0].merged == 0
     assert maintain.run(now=days(0)).merged == 1
+
+
+def test_a_memory_committed_after_a_run_passed_its_time_is_still_consolidated(
+    embedder: Any,
+) -> None:
+    """A memory is stamped when its row is written, and its transaction may commit later (a
+    batch of 500 being embedded): a run meanwhile moved the watermark past a newer memory
+    committed before it, and the repeat was never looked at, its twin left unmerged."""
+    store("The deploy script lives in tools/deploy.sh", memory_type="fact")
+    assert maintain.run(now=days(0)).merged == 0
+    with session_scope() as writer:  # written now, committed after the next run
+        memories.store(writer, MemoryStoreIn(content="The deploy script lives in tools/deploy.sh.",
+                                             memory_type="fact"))  # fmt: skip
+        store("Grafana dashboards are provisioned from JSON", namespace="project:ops")
+        out: list[Any] = []
+        worker = threading.Thread(target=lambda: out.append(maintain.run(now=days(0))))
+        worker.start()
+        worker.join(60)
+        assert not worker.is_alive() and out[0].merged == 0
+    assert maintain.run(now=days(0)).merged == 1
+
+
+def test_decay_leaves_a_memory_forgotten_meanwhile_as_it_was_forgotten(embedder: Any) -> None:
+    """Decay read a session memory live, then waited for the row a client was forgetting:
+    once the forget committed, decay closed it again — its valid_to moved to decay's time
+    (an as-of read then showed it alive after it was forgotten) and a second delete event
+    was logged and counted."""
+    from tests.conftest import lock_waits, until
+
+    scratch = store("Scratch: the test run id is 42", lifecycle="session").id  # scores 0.25
+    out: list[Any] = []
+    with session_scope() as client:
+        memories.forget(client, MemoryForgetIn(memory_id=scratch))
+        worker = threading.Thread(
+            target=lambda: out.append(
+                runner.execute(decay_rules.decay, DecayIn, {"threshold": 0.3})
+            )
+        )
+        worker.start()
+        assert until(lambda: "transactionid" in lock_waits(), 20)  # decay waits for the row
+        forgotten_at = client.scalar(select(Chunk.valid_to).where(Chunk.id == scratch))
+    worker.join(60)
+    assert not worker.is_alive() and out[0].entries_deleted == 0
+    assert row(scratch).valid_to == forgotten_at
+    with session_scope() as s:
+        deletes = s.scalars(
+            select(Event.operation).where(Event.subject_id == scratch, Event.event_type == "delete")
+        ).all()
+    assert deletes == ["memory_forget"]
 
 
 def test_two_decays_take_turns_instead_of_deadlocking(embedder: Any) -> None:
