@@ -57,7 +57,7 @@ class Settings(BaseSettings):
     busy_wait_s: float = Field(default=10.0, ge=0, le=2_000_000)
 
     # The context-assembly debugger: how long traces are kept (`memsys maintain` prunes older
-    # ones) and when monitoring raises an alert (S004's thresholds).
+    # ones; 0 keeps them for good) and when monitoring raises an alert (S004's thresholds).
     trace_retention_days: int = Field(default=30, ge=0, le=36_500)
     alert_latency_p95_ms: float = Field(default=800.0, ge=0, le=3_600_000)
     alert_verification_failure_rate: float = Field(default=0.02, ge=0, le=1)

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from memsys import tenancy
 from memsys.config import get_settings
-from memsys.errors import NotFound
+from memsys.errors import InvalidInput, NotFound
 from memsys.models import Chunk, Event, QueryTrace
 from memsys.retrieval import trace as shape
 from memsys.schemas.debug import (
@@ -201,9 +201,12 @@ def why(session: Session, params: TraceWhyIn) -> TraceWhyOut:
 
 
 def prune_traces(session: Session, now: datetime, older_than_days: int | None = None) -> int:
-    """Delete traces older than the retention (MEMSYS_TRACE_RETENTION_DAYS, default 30) and
-    their query events; returns how many traces went. `memsys maintain` calls this."""
+    """Delete traces older than the retention (MEMSYS_TRACE_RETENTION_DAYS, default 30; 0:
+    kept for good) and their query events; returns how many traces went. `memsys maintain`
+    calls this."""
     days = older_than_days or get_settings().trace_retention_days
+    if days == 0:  # as 0 is "no limit" in every other MEMSYS_ setting: nothing is too old
+        return 0
     cutoff = now - timedelta(days=days)
     # In batches: each statement stays short (MEMSYS_STATEMENT_TIMEOUT_S) however long
     # pruning was put off; all of them are one transaction still.
@@ -238,5 +241,10 @@ def prune(session: Session, params: PruneTracesIn) -> PruneTracesOut:
     now = session.scalar(select(func.now()))
     assert now is not None
     days = params.older_than_days or get_settings().trace_retention_days
+    if days == 0:
+        raise InvalidInput(
+            "Traces are kept for good here (MEMSYS_TRACE_RETENTION_DAYS=0); give older_than_days "
+            "to delete the older ones"
+        )
     deleted = prune_traces(session, now, days)
     return PruneTracesOut(deleted=deleted, older_than_days=days, cutoff=now - timedelta(days=days))

@@ -9,8 +9,9 @@ import pytest
 from sqlalchemy import func, select, text
 
 from memsys import runner
+from memsys.config import get_settings
 from memsys.db import session_scope
-from memsys.errors import NotFound
+from memsys.errors import InvalidInput, NotFound
 from memsys.models import Event, QueryTrace
 from memsys.operations import BY_NAME, OPERATIONS, Operation
 from memsys.retrieval import fusion, pipeline
@@ -141,3 +142,22 @@ def test_prune_keeps_the_retention_window(memories_stored: Any, monkeypatch: Any
         assert queries == [left[0].id]
     out = BY_NAME["debug_prune_traces"].run({"older_than_days": 1})
     assert out.deleted == 0 and out.older_than_days == 1  # type: ignore[attr-defined]
+
+
+def test_a_retention_of_0_keeps_every_trace(memories_stored: Any, monkeypatch: Any) -> None:
+    """0 is "no limit" as in every other MEMSYS_ setting: it used to put the cut-off at now,
+    so each `memsys maintain` deleted every trace."""
+    runner.execute(memories.recall, MemoryRecallIn, {"query": "backups"})
+    monkeypatch.setenv("MEMSYS_TRACE_RETENTION_DAYS", "0")
+    get_settings.cache_clear()
+    try:
+        with session_scope() as s:
+            now = s.scalar(select(func.now()))
+            assert now is not None
+            assert debug.prune_traces(s, now + timedelta(days=3650)) == 0
+        with pytest.raises(InvalidInput, match="older_than_days"):
+            BY_NAME["debug_prune_traces"].run({})
+    finally:
+        monkeypatch.delenv("MEMSYS_TRACE_RETENTION_DAYS")
+        get_settings.cache_clear()
+    assert len(traces()) == 1
