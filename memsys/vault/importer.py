@@ -327,15 +327,17 @@ def run(
     # partial import would apply): its zeros read as "nothing to import".
     if report.problems and not (partial or dry_run):
         return report
+    names = _namespaces(seen)
+    # A dry run is refused as the import would be: it counted the rows of namespaces the
+    # caller cannot read as new (the policies hid them), for a read-only token too.
+    refused = sorted(n for n in names if not tenancy.may_write(n))
+    if refused:
+        raise Protected(f"{tenancy.denied_message()}; the file writes in {', '.join(refused)}")
     if not dry_run:
         # Before it reads a table: writers of these namespaces wait for the import at their
         # start, holding nothing (up to MEMSYS_BUSY_WAIT_S, then refused: errors.Busy), and
         # the import waits for those already running (a second import of the same
         # namespaces, too) holding nothing either.
-        names = _namespaces(seen)
-        refused = sorted(n for n in names if not tenancy.may_write(n))
-        if refused:
-            raise Protected(f"{tenancy.denied_message()}; the file writes in {', '.join(refused)}")
         namespaces.write_alone(session, names)
     _check_database(session, seen, report.problems)
     report.memories.unchanged += len(seen.forgotten)
