@@ -396,6 +396,13 @@ def check_as_of(value: datetime | None, info: ValidationInfo) -> datetime | None
     return value
 
 
+SecretWarnings = Annotated[
+    list[str],
+    Field(
+        default_factory=list,
+        description="Secret-like strings found in what was written (it is stored all the same)",
+    ),
+]
 NamespaceName = Annotated[
     str,
     AfterValidator(check_namespace),
