@@ -93,7 +93,7 @@ class FactSetOut(Output):
     fact: FactOut
     created: bool = Field(description="False when the live version already says this")
     superseded: FactOut | None = Field(description="The version this one closed")
-    warnings: SecretWarnings
+    warnings: SecretWarnings = Field(default_factory=list)
 
 
 class FactGetIn(Input):

@@ -154,7 +154,7 @@ class MemoryStoreOut(Output):
     duplicate: bool
     confidence: float
     importance: float
-    warnings: SecretWarnings
+    warnings: SecretWarnings = Field(default_factory=list)
 
 
 class MemoryStoreBatchOut(Output):

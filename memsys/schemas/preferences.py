@@ -138,7 +138,7 @@ class PreferenceOut(Output):
 
 class PreferenceSetOut(PreferenceOut):
     changed: bool
-    warnings: SecretWarnings
+    warnings: SecretWarnings = Field(default_factory=list)
 
 
 class PreferenceListOut(Output):

@@ -107,7 +107,7 @@ class AddEpisodeOut(Output):
         description="Relations the episode denies ('no longer uses', 'B instead of C') whose "
         "live edge it closed at the reference time (as-of reads before it still see them)",
     )
-    warnings: SecretWarnings
+    warnings: SecretWarnings = Field(default_factory=list)
 
 
 class SearchEntitiesIn(Input):
