@@ -4,6 +4,7 @@ filters rows; a file or the schema is shared by every tenant, so each is checked
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -113,3 +114,26 @@ def test_a_dry_run_import_is_refused_where_the_import_would_be(
         assert as_ro.post("/v1/import/file", json={"path": str(mine)}).status_code == 403
         dry = as_rw.post("/v1/import/file", json={"path": str(mine)})
         assert dry.status_code == 200 and dry.json()["memories"]["unchanged"] == 1, dry.text
+
+
+def test_an_import_may_not_take_the_id_of_a_memory_the_token_cannot_see(
+    tenants: Tenants, base: str, tmp_path: Path
+) -> None:
+    """Memory ids are unique across namespaces, but an import checked them under the
+    token's policies: it stored beta's id in acme, and the admin's GET /v1/memories/{id}
+    then answered the token's text for beta's memory."""
+    mine = tmp_path / "acme.jsonl"
+    run("memory_export", path=str(mine), namespace="project:acme")
+    header, memory, *rest = mine.read_text().splitlines()
+    planted = {**json.loads(memory), "id": tenants.beta_memory, "content": "planted by acme"}
+    del planted["content_hash"]
+    mine.write_text("\n".join([header, json.dumps(planted), *rest]) + "\n")
+    _, secret = token("read-write", "project:acme*")
+    with as_token(base, secret) as http:
+        answer = http.post("/v1/import/file", json={"path": str(mine), "dry_run": False})
+    assert answer.status_code == 422, answer.text
+    assert f"id {tenants.beta_memory} is taken" in answer.json()["error"]
+    assert BETA not in answer.text
+    with httpx.Client(base_url=base, timeout=120) as admin:
+        shown = admin.get(f"/v1/memories/{tenants.beta_memory}").json()
+    assert shown["namespace"] == BETA and SECRET in shown["content"]
