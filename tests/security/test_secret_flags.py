@@ -16,6 +16,10 @@ WRITES = [
     ("preference_set", lambda text: {"key": "ci", "value": {"env": {"GH": text}}}),
     ("preference_set", lambda text: {"key": "db", "value": {"password": text[-20:]}}),
     ("fact_set", lambda text: {"entity": "Kiwi", "attribute": "ci", "content": text}),
+    (
+        "memory_observe",
+        lambda text: {"envelope": {"type": "command.exec", "cmd": f"echo {text}", "exitCode": 0}},
+    ),
 ]
 
 
