@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from memsys.config import get_settings
 from tests.security.helpers import (
     BETA,
     SECRET,
@@ -137,3 +138,24 @@ def test_an_import_may_not_take_the_id_of_a_memory_the_token_cannot_see(
     with httpx.Client(base_url=base, timeout=120) as admin:
         shown = admin.get(f"/v1/memories/{tenants.beta_memory}").json()
     assert shown["namespace"] == BETA and SECRET in shown["content"]
+
+
+def test_a_path_outside_the_roots_does_not_tell_a_token_the_servers_folders(
+    tenants: Tenants, base: str
+) -> None:
+    """A path outside MEMSYS_INDEX_ROOTS was refused with the list of the folders memsys
+    may read on the host: the server's directories, for any token (the operator's to give)."""
+    roots = get_settings().allowed_roots()
+    _, secret = token("read-write", "project:acme*")
+    with as_token(base, secret) as http:
+        answers = [
+            http.post("/v1/documents/index-file", json={"file_path": "/etc/passwd"}),
+            http.get("/v1/diff", params={"snapshot_a": "/etc/passwd"}),
+        ]
+    for answer in answers:
+        assert answer.status_code == 422, answer.text
+        assert "outside the folders memsys may" in answer.text
+        assert not any(str(root) in answer.text for root in roots), answer.text
+    with httpx.Client(base_url=base, timeout=120) as admin:  # the local user: its own host
+        answer = admin.get("/v1/diff", params={"snapshot_a": "/etc/passwd"})
+    assert str(roots[0]) in answer.text
