@@ -8,6 +8,7 @@ answer's `warnings`, where an agent (or `memsys eval`) sees it.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("AWS access key id", re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b")),
@@ -32,10 +33,22 @@ def find(text: str) -> list[str]:
     return [name for name, pattern in PATTERNS if pattern.search(text)]
 
 
-def warnings(text: str) -> list[str]:
-    """memory_store's warnings for `text`."""
+def warnings(text: str, what: str = "content") -> list[str]:
+    """The warnings of a write that stores `text` (memory_store's content, a fact's, a
+    preference's value as value_text gives it)."""
     return [
-        f"content looks like it holds a secret ({kind}): memsys stored it; forget it if it "
+        f"{what} looks like it holds a secret ({kind}): memsys stored it; forget it if it "
         "is a real credential"
         for kind in find(text)
     ]
+
+
+def value_text(value: Any, key: str = "") -> str:
+    """A JSON value as lines of `key: text`, so that `{"password": "…"}` reads as the
+    assignment it is (its JSON text puts a quote between the name and the colon)."""
+    if isinstance(value, dict):
+        return "\n".join(value_text(v, str(k)) for k, v in value.items())
+    if isinstance(value, list):
+        return "\n".join(value_text(v, key) for v in value)
+    text = value if isinstance(value, str) else str(value)
+    return f"{key}: {text}" if key else text

@@ -56,6 +56,12 @@ def current() -> Scope:
     return _current.get()
 
 
+def may_read(namespace: str) -> bool:
+    """Whether the caller's scope may read rows of `namespace`: for what the policies do not
+    filter, a snapshot file's records (memory_diff)."""
+    return any(fnmatch.fnmatchcase(namespace, p) for p in current().read)
+
+
 def may_write(namespace: str) -> bool:
     """Whether the caller's scope may change rows of `namespace` (the policies decide; this
     lets a read skip optional writes — rekindling — that the policies would refuse)."""

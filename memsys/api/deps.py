@@ -165,6 +165,10 @@ class TokenAuthMiddleware:
             return
         path = scope["path"]
         if path in OPEN_PATHS or path.startswith(DOCS_ASSETS + "/"):
+            # Open to anyone; the admin is still told apart (without a database lookup), for
+            # what only the operator may read (/v1/health's database error).
+            if self._is_admin(Headers(scope=scope).get("authorization")):
+                scope[SCOPE_KEY] = tenancy.ADMIN
             await self.app(scope, receive, send)
             return
         caller = await self._caller(Headers(scope=scope).get("authorization"))
@@ -183,13 +187,26 @@ class TokenAuthMiddleware:
     async def _caller(self, header: str | None) -> tenancy.Scope | None:
         if header is None:
             return tenancy.ADMIN if self._admin is None else None
-        scheme, _, given = header.partition(" ")
-        given = given.strip()
-        if scheme.lower() != "bearer" or not given:
+        given = _bearer(header)
+        if given is None:
             return None
-        if self._admin is not None and hmac.compare_digest(given.encode(), self._admin):
+        if self._is_admin(header):
             return tenancy.ADMIN
         return await anyio.to_thread.run_sync(_scoped, given)
+
+    def _is_admin(self, header: str | None) -> bool:
+        """The admin token, or no header where none is configured (the local user)."""
+        if self._admin is None:
+            return header is None
+        given = _bearer(header) if header is not None else None
+        return given is not None and hmac.compare_digest(given.encode(), self._admin)
+
+
+def _bearer(header: str) -> str | None:
+    """The credentials of a Bearer Authorization header (any case), or None."""
+    scheme, _, given = header.partition(" ")
+    given = given.strip()
+    return given if scheme.lower() == "bearer" and given else None
 
 
 def _scoped(secret: str) -> tenancy.Scope | None:

@@ -1,20 +1,28 @@
 """Health: the one REST route that is not an operation (it answers 503 with its own body)."""
 
-from fastapi import APIRouter
+import logging
+
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from memsys import migrator
+from memsys import migrator, tenancy
 from memsys.db import connection_lost, session_scope
 from memsys.embeddings import model_state
 from memsys.errors import MemsysError
 
+log = logging.getLogger(__name__)
 router = APIRouter(tags=["system"])
+# What a caller without the admin token reads instead of the database's error, which names
+# its address and user (the route answers anyone: probes carry no token).
+UNSHOWN = (
+    "The database does not answer; the server log (or this route with the admin token) says why"
+)
 
 
 @router.get("/health")
-def health() -> JSONResponse:
+def health(request: Request) -> JSONResponse:
     """200 when the database answers, its schema is the newest and the embedding model is
     loaded; 503 otherwise (status "starting" while the model loads)."""
     try:
@@ -22,11 +30,12 @@ def health() -> JSONResponse:
             session.execute(text("SELECT 1"))
         current, head = migrator.current(), migrator.head()
     except MemsysError as exc:
-        return JSONResponse({"status": "unavailable", "error": exc.message}, status_code=503)
+        return _unavailable(request, exc.message)
     except DBAPIError as exc:  # lost between the two checks: say so rather than crash
         lost = connection_lost(exc)
-        message = lost.message if lost else str(exc.orig).strip().splitlines()[0]
-        return JSONResponse({"status": "unavailable", "error": message}, status_code=503)
+        return _unavailable(
+            request, lost.message if lost else str(exc.orig).strip().splitlines()[0]
+        )
     model = model_state()
     if current != head:
         status = "outdated"
@@ -38,3 +47,10 @@ def health() -> JSONResponse:
         status = "ok"
     body = {"status": status, "schema": current, "head": head, "model": model}
     return JSONResponse(body, status_code=200 if status == "ok" else 503)
+
+
+def _unavailable(request: Request, message: str) -> JSONResponse:
+    if request.scope.get(tenancy.ASGI_KEY) != tenancy.ADMIN:
+        log.warning("/v1/health: %s", message)
+        message = UNSHOWN
+    return JSONResponse({"status": "unavailable", "error": message}, status_code=503)

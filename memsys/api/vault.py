@@ -24,11 +24,11 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import Field
 from starlette.types import Receive, Scope, Send
 
-from memsys import envelope, migrator
+from memsys import envelope, migrator, tenancy
 from memsys.api.deps import JsonBodyRoute, unread_body
 from memsys.api.operations import strict
 from memsys.db import session_scope
-from memsys.errors import InvalidInput, NotFound
+from memsys.errors import InvalidInput, NotFound, Protected
 from memsys.schemas.common import Input, NamespaceFilter, Output
 from memsys.schemas.vault import ImportOut
 from memsys.services import namespaces
@@ -188,7 +188,10 @@ class MigrateOut(Output):
 @router.post("/migrate", response_model=MigrateOut)
 def migrate(params: Annotated[MigrateIn, strict(MigrateIn)]) -> MigrateOut:
     """Upgrade the database schema through Alembic; dry_run returns the SQL (Alembic's
-    offline mode) and changes nothing. An unknown revision is 404."""
+    offline mode) and changes nothing. An unknown revision is 404. The schema is every
+    namespace's: the admin token (or the local user) only."""
+    if not tenancy.current().admin:
+        raise Protected("Not allowed: migrating the schema needs the admin token")
     if not re.match(REVISION, params.revision):
         raise InvalidInput(f"Invalid revision {params.revision!r}: 'head' or a revision id")
     versions = migrator.migrations_dir() / "versions"

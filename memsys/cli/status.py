@@ -73,7 +73,11 @@ def _server() -> dict[str, Any]:
     try:
         import httpx
 
-        health = httpx.get(f"{info['url']}/v1/health", timeout=1.0).json()
+        from memsys.config import get_settings
+
+        token = get_settings().api_token  # the database's error is the admin's to read
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        health = httpx.get(f"{info['url']}/v1/health", headers=headers, timeout=1.0).json()
     except Exception as exc:  # announced but not answering: say so
         health = {"status": "not answering", "error": type(exc).__name__}
     return {"running": True, **info, "health": health}

@@ -296,6 +296,14 @@ class MemsysMCPServer(MCPServer):
         with tenancy.using(caller):
             return await super().read_resource(uri, context)
 
+    async def get_prompt(self, name, arguments=None, context=None):  # type: ignore[no-untyped-def]
+        # core_memory reads CORE.md: under the request's scope, as tools and resources
+        caller = caller_of(context)
+        if caller is None:
+            raise ValueError("No caller scope for this request; refused")
+        with tenancy.using(caller):
+            return await super().get_prompt(name, arguments, context)
+
 
 def _sdk_reads(line: str) -> bool:
     """Whether the SDK's stdio reader takes this line (its own check, as it runs it)."""

@@ -396,6 +396,10 @@ def check_as_of(value: datetime | None, info: ValidationInfo) -> datetime | None
     return value
 
 
+SecretWarnings = Annotated[  # `= Field(default_factory=list)` where used (mypy sees it)
+    list[str],
+    Field(description="Secret-like strings found in what was written (it is stored all the same)"),
+]
 NamespaceName = Annotated[
     str,
     AfterValidator(check_namespace),

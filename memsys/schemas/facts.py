@@ -13,6 +13,7 @@ from memsys.schemas.common import (
     AsOf,
     Input,
     Output,
+    SecretWarnings,
     Timestamp,
     UnitInterval,
     check_as_of,
@@ -92,6 +93,7 @@ class FactSetOut(Output):
     fact: FactOut
     created: bool = Field(description="False when the live version already says this")
     superseded: FactOut | None = Field(description="The version this one closed")
+    warnings: SecretWarnings = Field(default_factory=list)
 
 
 class FactGetIn(Input):

@@ -30,6 +30,7 @@ from memsys.schemas.common import (
     Output,
     QueryText,
     Rule,
+    SecretWarnings,
     Timestamp,
     TokenBudget,
     UnitInterval,
@@ -153,10 +154,7 @@ class MemoryStoreOut(Output):
     duplicate: bool
     confidence: float
     importance: float
-    warnings: list[str] = Field(
-        default_factory=list,
-        description="Secret-like strings found in the content (it is stored all the same)",
-    )
+    warnings: SecretWarnings = Field(default_factory=list)
 
 
 class MemoryStoreBatchOut(Output):

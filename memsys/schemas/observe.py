@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field, model_validator
 
 from memsys import keys, relations
-from memsys.schemas.common import Input, Output
+from memsys.schemas.common import Input, Output, SecretWarnings
 from memsys.schemas.graph import GraphNamespace
 from memsys.schemas.memories import content_text
 from memsys.schemas.observations import canonical_text, parse_envelope, stable_key
@@ -78,3 +78,4 @@ class MemoryObserveOut(Output):
     created: bool = Field(description="False when the entity already existed")
     observation_added: bool = Field(description="False when it already had this observation")
     links_created: int
+    warnings: SecretWarnings = Field(default_factory=list)

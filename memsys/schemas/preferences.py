@@ -23,6 +23,7 @@ from memsys.schemas.common import (
     NamespaceName,
     Output,
     Rule,
+    SecretWarnings,
     Timestamp,
     check_as_of,
     visible,
@@ -137,6 +138,7 @@ class PreferenceOut(Output):
 
 class PreferenceSetOut(PreferenceOut):
     changed: bool
+    warnings: SecretWarnings = Field(default_factory=list)
 
 
 class PreferenceListOut(Output):

@@ -17,6 +17,7 @@ from memsys.schemas.common import (
     NamespaceName,
     Output,
     QueryText,
+    SecretWarnings,
     Timestamp,
     check_as_of,
     limited,
@@ -106,6 +107,7 @@ class AddEpisodeOut(Output):
         description="Relations the episode denies ('no longer uses', 'B instead of C') whose "
         "live edge it closed at the reference time (as-of reads before it still see them)",
     )
+    warnings: SecretWarnings = Field(default_factory=list)
 
 
 class SearchEntitiesIn(Input):

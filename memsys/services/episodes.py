@@ -21,7 +21,7 @@ import numpy as np
 from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session
 
-from memsys import extraction, ids, llm_extraction, relation_extraction
+from memsys import extraction, ids, llm_extraction, relation_extraction, secretscan
 from memsys.config import get_settings
 from memsys.db import rowcount, take_turns
 from memsys.embeddings import get_embedder
@@ -180,4 +180,5 @@ def add_episode(
         entities=[wanted[k] for k in sorted(resolved, key=list(wanted).index)],
         relations=out,
         relations_closed=closed,
+        warnings=secretscan.warnings(params.content),
     )

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
-from memsys import ids, tenancy
+from memsys import ids, secretscan, tenancy
 from memsys.config import get_settings
 from memsys.db import clock, take_turns
 from memsys.errors import InvalidInput, NotFound
@@ -81,8 +81,11 @@ def set_fact(session: Session, params: FactSetIn) -> FactSetOut:
             Fact.valid_to.is_(None),
         )
     ).first()
+    flagged = secretscan.warnings(params.content)
     if old is not None and old.content == params.content:
-        return FactSetOut(fact=_out(old, entity.name), created=False, superseded=None)
+        return FactSetOut(
+            fact=_out(old, entity.name), created=False, superseded=None, warnings=flagged
+        )
     # the clock after the turn is ours: a transaction that waited starts after the one before
     start = params.valid_from or clock(session)
     if old is not None and start <= old.valid_from:
@@ -141,7 +144,9 @@ def set_fact(session: Session, params: FactSetIn) -> FactSetOut:
     )
     session.flush()
     superseded = None if old is None else _out(old, entity.name)
-    return FactSetOut(fact=_out(fact, entity.name), created=True, superseded=superseded)
+    return FactSetOut(
+        fact=_out(fact, entity.name), created=True, superseded=superseded, warnings=flagged
+    )
 
 
 def _facts(

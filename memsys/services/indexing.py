@@ -21,7 +21,7 @@ import numpy as np
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
-from memsys import chunking, ids
+from memsys import chunking, ids, tenancy
 from memsys.config import get_settings
 from memsys.db import session_scope, take_turns
 from memsys.embeddings import get_embedder
@@ -77,6 +77,8 @@ def check_root(path: Path, display: str) -> None:
     roots = get_settings().allowed_roots()
     if not any(path == root or path.is_relative_to(root) for root in roots):
         where = ", ".join(str(r) for r in roots) or "none: indexing is off"
+        if not tenancy.current().admin:  # the host's folders are the operator's to tell
+            where = "the server's operator knows them"
         raise InvalidInput(f"{display} {OUTSIDE_ROOTS} ({where}; MEMSYS_INDEX_ROOTS)")
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from memsys import keys
+from memsys import keys, secretscan
 from memsys.runner import before_transaction
 from memsys.schemas.observations import canonical_text, parse_envelope, stable_key
 from memsys.schemas.observe import MemoryObserveIn, MemoryObserveOut
@@ -56,4 +56,5 @@ def observe(
         created=created,
         observation_added=bool(added),
         links_created=linked,
+        warnings=secretscan.warnings(text, "the observation"),
     )

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from memsys import secretscan
 from memsys.db import clock, take_turns
 from memsys.errors import NotFound
 from memsys.jsonvalue import same
@@ -61,6 +62,7 @@ def set_value(session: Session, params: PreferenceSetIn) -> PreferenceSetOut:
             Preference.namespace == params.namespace, Preference.key == params.key
         )
     ).first()
+    flagged = secretscan.warnings(secretscan.value_text(params.value), "value")
     unchanged = (
         current is not None
         and same(current.value, params.value)  # true is no 1, 1e300 is the 10^300 jsonb kept
@@ -68,7 +70,7 @@ def set_value(session: Session, params: PreferenceSetIn) -> PreferenceSetOut:
     )
     if unchanged:
         assert current is not None
-        return PreferenceSetOut(**_out(current).model_dump(), changed=False)
+        return PreferenceSetOut(**_out(current).model_dump(), changed=False, warnings=flagged)
     last = session.scalar(
         select(func.max(Preference.version)).where(
             Preference.namespace == params.namespace, Preference.key == params.key
@@ -98,7 +100,7 @@ def set_value(session: Session, params: PreferenceSetIn) -> PreferenceSetOut:
         subject_id=params.key,
         payload={"version": row.version},
     )
-    return PreferenceSetOut(**_out(row).model_dump(), changed=True)
+    return PreferenceSetOut(**_out(row).model_dump(), changed=True, warnings=flagged)
 
 
 def get(session: Session, params: PreferenceGetIn) -> PreferenceOut:

@@ -101,7 +101,15 @@ def import_spooled(
 
 
 def export(session: Session, params: ExportIn) -> ExportOut:
-    """Write the database (or one namespace) as a JSON document, JSON lines or a vault."""
+    """Write the database (or one namespace) as a JSON document, JSON lines or a vault.
+    Not for a scoped token: the folders are every tenant's, and an export replaces an
+    earlier one (a read-only token replaced the admin's export of every namespace with
+    its own)."""
+    if not tenancy.current().admin:
+        raise Protected(
+            "Not allowed: writing an export on the memsys host needs the admin token; "
+            "GET /v1/export streams this token's namespaces"
+        )
     return export_to(session, resolved(params.path), params.format, params.namespace)
 
 

@@ -97,3 +97,27 @@ def test_the_admin_token_sees_everything_and_scoped_tokens_still_work(
     finally:
         monkeypatch.delenv("MEMSYS_API_TOKEN")
         get_settings.cache_clear()
+
+
+def test_the_open_health_route_tells_a_stranger_no_database_address(
+    embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """/v1/health answers without a token (for probes); with the database gone its error
+    named the server's database (user, host, port) to anyone who asked."""
+    from memsys import db
+
+    monkeypatch.setenv("MEMSYS_API_TOKEN", "s3cret")
+    get_settings.cache_clear()
+    try:
+        with TestClient(create_app(background=False), base_url=BASE) as c:
+            db.set_engine(db.make_engine("postgresql+psycopg://memsys@127.0.0.1:1/memsys"))
+            stranger = c.get("/v1/health")
+            admin = c.get("/v1/health", headers={"Authorization": "Bearer s3cret"})
+    finally:
+        db.set_engine(None)
+        monkeypatch.delenv("MEMSYS_API_TOKEN")
+        get_settings.cache_clear()
+    assert stranger.status_code == 503 and stranger.json()["status"] == "unavailable"
+    assert "127.0.0.1" not in stranger.text and "memsys@" not in stranger.text, stranger.text
+    assert "server log" in stranger.json()["error"]
+    assert admin.status_code == 503 and "127.0.0.1" in admin.json()["error"]  # the operator's

@@ -136,9 +136,10 @@ def test_an_export_is_one_snapshot_of_writes_landing_during_it(
     COMMITTED: a memory and its edge written by another client while an export was between
     its memories and its edges came out as a dangling edge, a file that refused to import.
     (The snapshot is a transaction of its own: a scoped token's export still reads its own
-    namespaces alone.)"""
+    namespaces alone: export_to, as the CLI runs it; memory_export, which writes the file on
+    the host for a caller, is the admin's.)"""
     from memsys import tenancy
-    from memsys.vault import live
+    from memsys.vault import live, service
 
     old = store("The billing service deploys on Tuesdays", namespace="project:race").id
     store("Not the token's to read", namespace="project:other")
@@ -153,8 +154,11 @@ def test_an_export_is_one_snapshot_of_writes_landing_during_it(
 
     monkeypatch.setattr(live, "edges", edges_after_a_write)
     race = ("project:race",)
-    with tenancy.using(tenancy.Scope(read=race, write=race, token_id="tok_race")):
-        done = export(tmp_path / name)
+    with (
+        tenancy.using(tenancy.Scope(read=race, write=race, token_id="tok_race")),
+        session_scope() as session,
+    ):
+        done = service.export_to(session, tmp_path / name, None, None)
     assert written and (done.memories, done.edges) == (1, 0)  # as before the write
     monkeypatch.setattr(live, "edges", pages)
     empty_database()
