@@ -350,9 +350,15 @@ def _iso(kind: type[date], what: str, form: str) -> Callable[[Any, ValidationInf
                 pass
             else:
                 return _in_utc_range(parsed, info.field_name or what)
-        raise ValueError(f"Invalid {info.field_name or what}: {value!r}. Use {form}")
+        hint = _PLUS_READ_AS_SPACE if isinstance(value, str) and _LOST_PLUS.search(value) else ""
+        raise ValueError(f"Invalid {info.field_name or what}: {value!r}. Use {form}{hint}")
 
     return parse
+
+
+# `…T10:00:00 01:00`: an offset whose `+` a URL's query string turned into a space.
+_LOST_PLUS = re.compile(r"\d \d{2}(:?\d{2})?\s*$")
+_PLUS_READ_AS_SPACE = " (in a URL's query string a '+' reads as a space: write it as %2B)"
 
 
 # ---------------------------------------------------------------- constrained types

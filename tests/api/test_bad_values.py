@@ -231,6 +231,18 @@ def test_a_query_parameter_given_twice_is_refused_not_half_dropped(client: TestC
     assert table_counts() == before
 
 
+def test_an_offset_whose_plus_the_url_turned_into_a_space_says_so(client: TestClient) -> None:
+    """`?as_of=…+01:00` typed unencoded reaches the server as `… 01:00`: the refusal said
+    only "Use ISO 8601", with the offset looking right in the URL the caller wrote."""
+    answer = client.get("/v1/preferences/editor?as_of=2026-01-01T10:00:00+01:00")
+    assert answer.status_code == 422, answer.text
+    assert "%2B" in answer.json()["error"], answer.text
+    answer = client.get("/v1/preferences/editor?as_of=yesterday")
+    assert answer.status_code == 422 and "%2B" not in answer.text
+    taken = client.get("/v1/preferences/editor?as_of=2026-01-01T10:00:00%2B01:00")
+    assert taken.status_code in (200, 404), taken.text  # read, not refused
+
+
 def test_a_field_sent_in_the_body_that_goes_elsewhere_says_where(client: TestClient) -> None:
     """PUT /v1/preferences/{key} takes its namespace in the query string: one sent in the body
     was refused with 'Extra inputs are not permitted', which did not say where it goes."""
