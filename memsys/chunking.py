@@ -22,6 +22,11 @@ FILE_TYPES[".pdf"] = "pdf"
 # A closing run of #s counts only after a space: "## Using C#" is about C#, not C.
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
+# A setext heading: its paragraph's text over a line of `=` (level 1) or `-` (level 2).
+_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_BREAK = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")  # a thematic break
+# Lines that open a block other than a paragraph: list item, quote, indented code, HTML.
+_NOT_PARAGRAPH = re.compile(r"^(?: {0,3}(?:[-+*][ \t]|[-+*]$|\d{1,9}[.)](?:[ \t]|$)|>|<)| {4}|\t)")
 
 
 @dataclass
@@ -142,53 +147,91 @@ def _cut(line: str, max_tokens: int) -> list[str]:
 
 
 def _markdown(source: str, max_tokens: int) -> list[Piece]:
-    sections: list[tuple[list[str], list[str]]] = []  # (header path, lines)
+    # (header path, lines, how many of the lines are the heading: 1 for `# Title`, the
+    # paragraph plus its underline for a setext one, 0 for the text before any heading)
+    sections: list[tuple[list[str], list[str], int]] = []
     path: list[tuple[int, str]] = []
     lines: list[str] = []
+    heading = 0
     fence = ""  # the open code fence's marker ("```", "~~~~", ...); "" outside one
+    # Where the open paragraph starts in `lines` (the text a setext underline makes a
+    # heading); None when none is open, -1 in a block that is no paragraph (a list item,
+    # a quote, indented code) — CommonMark reads `---` under those as a thematic break.
+    para: int | None = None
+    source_lines = source.splitlines()
+    front = _frontmatter(source_lines)
 
     def flush() -> None:
         if any(line.strip() for line in lines):
-            sections.append(([title for _, title in path], list(lines)))
+            sections.append(([title for _, title in path], list(lines), heading))
 
-    for line in source.splitlines():
+    def open_section(level: int, title: str, heading_lines: list[str]) -> None:
+        nonlocal path, lines, heading
+        flush()
+        path = [(lvl, t) for lvl, t in path if lvl < level]
+        path.append((level, title))
+        lines, heading = heading_lines, len(heading_lines)
+
+    for number, line in enumerate(source_lines):
         # CommonMark: a fence closes only with its own character, at least as many of it,
         # and nothing after; a ``` inside a ```` block (a fence shown as an example) is text.
         marker = _FENCE.match(line)
-        if marker and not fence:
+        if number < front:  # YAML frontmatter: its `# comment` and `---` are no headings
+            marker = None
+        elif marker and not fence:
             fence = marker.group(1)
         elif marker and marker.group(1).startswith(fence) and not marker.group(2).strip():
             fence = ""
-        match = None if fence or marker else _HEADING.match(line)
+        plain = number >= front and not fence and not marker
+        match = _HEADING.match(line) if plain else None
+        underline = _UNDERLINE.match(line) if plain and para is not None and para >= 0 else None
         if match:
-            flush()
-            level = len(match.group(1))
-            path = [(lvl, title) for lvl, title in path if lvl < level]
-            path.append((level, match.group(2).strip()))
-            lines = [line]
+            open_section(len(match.group(1)), match.group(2).strip(), [line])
+            para = None
+        elif underline and para is not None:
+            text = lines[para:]
+            del lines[para:]  # the paragraph is the heading's, not the section's before
+            level = 1 if underline.group(1).startswith("=") else 2
+            open_section(level, " ".join(t.strip() for t in text), [*text, line])
+            para = None
         else:
+            if not plain or not line.strip() or _BREAK.match(line):
+                para = None
+            elif para is None:
+                para = -1 if _NOT_PARAGRAPH.match(line) else len(lines)
             lines.append(line)
     flush()
 
     pieces: list[Piece] = []
-    for titles, body in sections:
+    for titles, body, heading_lines in sections:
         header_path = " > ".join(titles) or None
-        for part in _with_heading(body, max_tokens):
+        for part in _with_heading(body, heading_lines, max_tokens):
             pieces.append(Piece(part, header_path))
     return pieces
 
 
-def _with_heading(lines: list[str], max_tokens: int) -> list[str]:
-    """A section's pieces, its heading line kept with the first piece of the body.
+def _frontmatter(lines: list[str]) -> int:
+    """How many lines at the top are YAML frontmatter (`---` ... `---` or `...`); 0 if none."""
+    if not lines or lines[0].rstrip() != "---":
+        return 0
+    for number, line in enumerate(lines[1:], start=1):
+        if line.rstrip() in ("---", "..."):
+            return number + 1
+    return 0
+
+
+def _with_heading(lines: list[str], heading: int, max_tokens: int) -> list[str]:
+    """A section's pieces, its heading (`heading` lines) kept with the first piece of the body.
 
     Splitting the section as one text would flush the heading alone whenever the body's first
     paragraph does not fit beside it, leaving a chunk that says nothing but a title. The body
     is split to the budget minus the heading, so the first piece has room for it.
     """
     text = "\n".join(lines).strip()
-    first, _, rest = text.partition("\n")
-    if not _HEADING.match(first):
+    if not heading:
         return split_to_budget(text, max_tokens)
+    first = "\n".join(lines[:heading]).strip()
+    rest = "\n".join(lines[heading:]).strip("\n")
     if not rest.strip():
         return []  # a heading with nothing under it: its title lives on in the children's path
     room = max_tokens - count_tokens(first)

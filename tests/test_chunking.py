@@ -148,3 +148,29 @@ def test_a_windows_text_file_is_chunked_by_its_paragraphs_without_carriage_retur
     source = b"Release notes\r\n\r\nline one\r\nline two\r\n\r\nlast paragraph\r\n"
     pieces = pieces_from_bytes(source, "text", 254)
     assert [p.content for p in pieces] == ["Release notes\n\nline one\nline two\n\nlast paragraph"]
+
+
+def test_setext_headings_are_headings_and_breaks_and_frontmatter_are_not() -> None:
+    """`Title` over a line of `=` (or `-`) is a heading as `# Title` is: such a file's chunks
+    had no header_path at all. A `---` after a blank line is a thematic break, `---` after a
+    list item ends the list, and YAML frontmatter's `---` lines are no heading either."""
+    source = (
+        "---\ntitle: Runbook\n# owner: ops\n---\n\n"
+        "Runbook\n=======\n\nWhat to do when the pager rings.\n\n"
+        "Database\n--------\nCheck replication lag first.\n\n"
+        "---\n\nAfter a break, still the database section.\n\n"
+        "- a list item\n---\n\nStill the database section too.\n\n"
+        "```\ncode\n---\n```\n\n"
+        "Network\n---\n\nCheck the load balancer.\n"
+    )
+    pieces = pieces_from_bytes(source.encode(), "markdown", 256)
+    paths = {p.header_path for p in pieces}
+    assert paths == {None, "Runbook", "Runbook > Database", "Runbook > Network"}
+    front = next(p for p in pieces if p.header_path is None)
+    assert front.content == "---\ntitle: Runbook\n# owner: ops\n---"
+    database = next(p for p in pieces if p.header_path == "Runbook > Database")
+    assert database.content.startswith("Database\n--------\nCheck replication lag first.")
+    assert "Still the database section too." in database.content
+    assert "code\n---" in database.content
+    network = next(p for p in pieces if p.header_path == "Runbook > Network")
+    assert network.content == "Network\n---\nCheck the load balancer."  # as "## Network" is
