@@ -1,7 +1,8 @@
 """Indexing: a file becomes one `document` row plus its chunks; a folder, every supported
 file below it.
 
-Re-indexing an unchanged file (same SHA-256) does nothing; a changed file closes its old
+Re-indexing an unchanged file (same SHA-256, and the chunks today's chunker makes of it)
+does nothing; a changed file closes its old
 chunks and writes new ones in one transaction. `index_directory` writes chunks without
 embeddings first (full text finds them at once) and then embeds them in batches — in this
 call, or in the background when async_mode is on (memsys.services.embedding_queue).
@@ -110,7 +111,7 @@ class ReadFile:
     kind: str
     data: bytes
     digest: str
-    pieces: list[chunking.Piece] | None  # None: not chunked yet (unchanged files never are)
+    pieces: list[chunking.Piece] | None  # None: not chunked yet
     vectors: np.ndarray | None
 
 
@@ -118,9 +119,11 @@ def read_file(params: IndexFileIn, embed: bool) -> ReadFile:
     path = resolve_path(params.file_path)
     data, kind = _read(path, params.file_path)
     digest = hashlib.sha256(data).hexdigest()
-    if not embed or _unchanged(params.namespace, str(path), digest):
+    if not embed:
         return ReadFile(str(path), kind, data, digest, None, None)
     pieces = _chunk(data, kind)
+    if _unchanged(params.namespace, str(path), digest, pieces):
+        return ReadFile(str(path), kind, data, digest, pieces, None)
     vectors = get_embedder().embed([p.content for p in pieces]) if pieces else None
     return ReadFile(str(path), kind, data, digest, pieces, vectors)
 
@@ -129,18 +132,25 @@ def _chunk(data: bytes, kind: str) -> list[chunking.Piece]:
     return chunking.pieces_from_bytes(data, kind, get_settings().chunk_max_tokens)
 
 
-def _unchanged(namespace: str, source: str, digest: str) -> bool:
+def _unchanged(namespace: str, source: str, digest: str, pieces: list[chunking.Piece]) -> bool:
     """A short read of its own: is this exact file already indexed? (No embedding then.)"""
     with session_scope() as session:
         doc = live_document(session, namespace, source)
-        return doc is not None and doc.sha256 == digest and _intact(session, doc) is not None
+        return doc is not None and _current(session, doc, digest, pieces) is not None
 
 
-def _intact(session: Session, doc: Document) -> list[str] | None:
-    """The live chunk ids of an indexed file, in order; None when delete_chunks closed some
-    of them (indexing the unchanged file again then restores them, not skips it)."""
-    chunk_ids = session.scalars(
-        select(Chunk.id)
+def _current(
+    session: Session, doc: Document, digest: str, pieces: list[chunking.Piece]
+) -> list[str] | None:
+    """The live chunk ids of an indexed file, in order, when they hold what today's chunker
+    makes of the same bytes; None when the file changed, when delete_chunks closed some of
+    its chunks (indexing the unchanged file again then restores them, not skips it) or when
+    an older memsys chunked it otherwise (a Windows file's \\r kept, a heading not read as one:
+    the file's bytes alone would keep those chunks until the file was edited)."""
+    if doc.sha256 != digest:
+        return None
+    chunks = session.execute(
+        select(Chunk.id, Chunk.content, Chunk.header_path, Chunk.meta)
         .where(
             Chunk.namespace == doc.namespace,
             Chunk.document_id == doc.id,
@@ -148,7 +158,9 @@ def _intact(session: Session, doc: Document) -> list[str] | None:
         )
         .order_by(Chunk.chunk_index)
     ).all()
-    return list(chunk_ids) if len(chunk_ids) == doc.chunk_count else None
+    stored = [(c.content, c.header_path, c.meta or {}) for c in chunks]
+    made = [(p.content, p.header_path, p.metadata) for p in pieces]
+    return [c.id for c in chunks] if stored == made else None
 
 
 @before_transaction(lambda params: read_file(params, embed=True))
@@ -171,7 +183,8 @@ def index_file(
     # (or skips it when unchanged) instead of failing on the live-document unique index.
     take_turns(session, params.namespace, source)
     existing = live_document(session, params.namespace, source)
-    kept = None if existing is None or existing.sha256 != digest else _intact(session, existing)
+    pieces = read.pieces if read.pieces is not None else _chunk(read.data, read.kind)
+    kept = None if existing is None else _current(session, existing, digest, pieces)
     if existing is not None and kept is not None:
         return IndexFileOut(
             chunks_created=0,
@@ -183,7 +196,6 @@ def index_file(
             document_id=existing.id,
         )
 
-    pieces = read.pieces if read.pieces is not None else _chunk(read.data, read.kind)
     replaced = close_document(session, existing) if existing is not None else 0
     texts = [p.content for p in pieces]
     vectors = read.vectors

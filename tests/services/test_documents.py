@@ -118,6 +118,34 @@ def test_reindexing_a_file_whose_chunks_were_deleted_restores_them(tmp_path, emb
     assert index(files["auth"]).skipped_unchanged  # whole again: skipped as before
 
 
+def test_reindexing_a_file_chunked_by_an_older_chunker_rechunks_it(tmp_path, embedder) -> None:
+    """A Windows text file indexed before \\r\\n became \\n kept its old chunks, \\r and all,
+    and a setext-headed file its chunks without header_path: the file's bytes had not
+    changed, so indexing it again answered skipped_unchanged. Unchanged now means the same
+    bytes and the chunks today's chunker makes of them."""
+    crlf = tmp_path / "windows.txt"
+    crlf.write_bytes(
+        b"Backups run nightly.\r\nThey go to the cold bucket.\r\n\r\nRestores: ask ops.\r\n"
+    )
+    setext = tmp_path / "runbook.md"
+    setext.write_text("Runbook\n=======\n\nRestart the worker first.\n")
+    first = index(crlf), index(setext)
+    with session_scope() as s:  # what the chunker of an older memsys stored
+        for chunk in s.scalars(select(Chunk).where(Chunk.id.in_(first[0].chunk_ids))):
+            chunk.content = chunk.content.replace("\n", "\r\n")
+        for chunk in s.scalars(select(Chunk).where(Chunk.id.in_(first[1].chunk_ids))):
+            chunk.header_path = None
+    again = index(crlf), index(setext)
+    assert not any(out.skipped_unchanged for out in again)
+    assert [out.replaced_chunks for out in again] == [out.chunks_created for out in first]
+    assert all("\r" not in c.content for c in live_chunks(crlf))
+    assert [c.header_path for c in live_chunks(setext)] == ["Runbook"]
+    assert all(c.embedding is not None for c in live_chunks(crlf) + live_chunks(setext))
+    out = index_dir(tmp_path, async_mode=False)  # now current: skipped, by a folder too
+    assert out.skipped_duplicates == 2 and out.files_indexed == 0
+    assert index(crlf).skipped_unchanged
+
+
 @pytest.mark.parametrize(
     ("name", "content", "error", "message"),
     [
