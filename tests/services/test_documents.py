@@ -306,6 +306,22 @@ def test_stats_describe_the_collection(tmp_path, embedder) -> None:
     assert stats.memory_count == 1 and stats.golden_rule_count == 1
 
 
+def test_stats_leave_out_a_file_whose_chunks_were_all_deleted(tmp_path, embedder) -> None:
+    """delete_chunks closes chunks, not their file's document: stats still listed a file
+    with nothing left of it to find among the indexed sources."""
+    files = write_docs(tmp_path)
+    auth, deploy = index(files["auth"]), index(files["deploy"])
+    (tmp_path / "empty.md").write_text("")
+    index(tmp_path / "empty.md")  # indexed, with nothing in it to chunk: still a source
+    runner.execute(documents.delete_chunks, DeleteChunksIn, {"ids": auth.chunk_ids})
+    runner.execute(documents.delete_chunks, DeleteChunksIn, {"ids": deploy.chunk_ids[:1]})
+    stats = runner.execute_bare(index_stats.stats)
+    assert stats.source_files == sorted(
+        str(p.resolve()) for p in (files["deploy"], tmp_path / "empty.md")
+    )
+    assert stats.unique_sources == 2 and stats.total_documents == len(deploy.chunk_ids) - 1
+
+
 def test_pipes_devices_and_symlink_loops_are_refused_without_hanging(tmp_path, embedder) -> None:
     import os
 
