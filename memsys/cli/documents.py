@@ -156,6 +156,13 @@ def _indexed_directory(r: IndexDirectoryOut, waited: bool) -> None:
     )
     for failed in r.failed_files:
         echo(f"failed: {failed.file}: {failed.error}")
+    if r.removed_files:
+        echo(
+            f"Dropped {plural(len(r.removed_files), 'deleted file')} "
+            f"({plural(r.removed_chunks, 'chunk')}):"
+        )
+        for removed in r.removed_files:
+            echo(f"removed: {removed}")
     if r.pending_embeddings:
         where = (
             "another process is embedding them"

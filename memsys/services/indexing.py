@@ -262,19 +262,74 @@ def discover(root: Path, recursive: bool) -> list[Path]:
     """Supported files under root, sorted; hidden and dependency folders are skipped."""
     found: list[Path] = []
     for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS)
+        dirs[:] = sorted(d for d in dirs if _walked(d))
         if not recursive:
             dirs[:] = []
         for name in sorted(files):
-            if not name.startswith(".") and Path(name).suffix.lower() in chunking.FILE_TYPES:
+            if _wanted(name):
                 found.append(Path(folder) / name)
     return found
+
+
+def _walked(folder: str) -> bool:
+    return not folder.startswith(".") and folder not in SKIPPED_DIRS
+
+
+def _wanted(name: str) -> bool:
+    return not name.startswith(".") and Path(name).suffix.lower() in chunking.FILE_TYPES
+
+
+def _gone(path: str) -> bool:
+    """Nothing is at path any more (a file that cannot be looked at is not gone)."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except (OSError, ValueError):
+        return False
+    return False
+
+
+def drop_deleted(session: Session, params: IndexDirectoryIn, root: Path) -> tuple[list[str], int]:
+    """Close the documents of files this run would have indexed, had they still been there:
+    under root (directly, unless recursive), of a supported type, outside hidden and
+    dependency folders, and gone from the disk. Returns their paths and the chunks closed."""
+    docs = session.scalars(
+        select(Document)
+        .where(Document.namespace == params.namespace, Document.valid_to.is_(None))
+        .order_by(Document.source_file)
+    ).all()
+    removed: list[str] = []
+    closed = 0
+    for doc in docs:
+        path = Path(doc.source_file)
+        if not path.is_relative_to(root) or path == root:
+            continue
+        *folders, name = path.relative_to(root).parts
+        if (folders and not params.recursive) or not all(map(_walked, folders)):
+            continue
+        if not _wanted(name) or not _gone(doc.source_file):
+            continue
+        take_turns(session, params.namespace, doc.source_file)
+        closed += close_document(session, doc)
+        removed.append(doc.source_file)
+        events.record(
+            session,
+            namespace=doc.namespace,
+            event_type="delete",
+            operation="index_directory",
+            subject_kind="document",
+            subject_id=doc.id,
+            payload={"source_file": doc.source_file, "reason": "file deleted"},
+        )
+    return removed, closed
 
 
 def index_directory(
     session: Session, params: IndexDirectoryIn, progress: Progress | None = None
 ) -> IndexDirectoryOut:
-    """Index every supported file below a folder, continuing past files that fail."""
+    """Index every supported file below a folder, continuing past files that fail; the
+    files indexed from it before and deleted since are dropped (drop_deleted)."""
     root = resolve_path(params.dir_path)
     check_root(root, params.dir_path)
     if not root.exists():
@@ -311,6 +366,7 @@ def index_directory(
                 new_chunk_ids.extend(result.chunk_ids)
         if progress:
             progress("read", n, len(files))
+    removed, removed_chunks = drop_deleted(session, params, root)
 
     done = 0
     if not params.async_mode:
@@ -330,4 +386,6 @@ def index_directory(
         skipped_duplicates=skipped,
         pending_embeddings=len(new_chunk_ids) - done,
         namespace=params.namespace,
+        removed_files=removed,
+        removed_chunks=removed_chunks,
     )

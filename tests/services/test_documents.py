@@ -225,6 +225,56 @@ def test_index_directory_not_recursive(tmp_path, embedder) -> None:
     assert out.files_indexed == 3  # guides/deploy.md is below
 
 
+def test_reindexing_a_folder_drops_the_files_deleted_from_it(tmp_path, embedder) -> None:
+    """index_directory kept the chunks of files deleted from the folder since the last run:
+    search went on finding them. Now a run closes the documents of files it would have
+    indexed (under the folder, of a supported type, not hidden, below it only if recursive)
+    that no longer exist, and names them; other files' documents are not its business."""
+    root = tmp_path / "docs"
+    files = write_docs(root)
+    hidden = root / ".drafts" / "idea.md"
+    hidden.parent.mkdir()
+    hidden.write_text("# Idea\n\nA draft indexed on its own.\n")
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text("# Elsewhere\n\nNot under the folder.\n")
+    index_dir(root, async_mode=False)
+    index_dir(root, namespace="other", async_mode=False)
+    index(hidden), index(outside)
+    for path in (files["deploy"], files["notes"], hidden, outside):
+        path.unlink()
+
+    flat = index_dir(root, recursive=False, async_mode=False)
+    assert flat.removed_files == [str(files["notes"].resolve())] and flat.removed_chunks == 1
+    assert flat.skipped_duplicates == 2 and flat.files_indexed == 0
+    deep = index_dir(root, async_mode=False)
+    assert deep.removed_files == [str(files["deploy"].resolve())] and deep.removed_chunks == 2
+    assert index_dir(root, async_mode=False).removed_files == []
+    with session_scope() as s:  # another namespace, a hidden file, a file elsewhere: kept
+        kept = s.execute(
+            select(Document.namespace, Document.source_file).where(Document.valid_to.is_(None))
+        ).all()
+    assert sorted(kept) == sorted(
+        [("default", str(p.resolve())) for p in (files["auth"], files["code"], hidden, outside)]
+        + [("other", str(p.resolve())) for p in files.values()]
+    )
+    with session_scope() as s:
+        assert not s.scalars(
+            select(Chunk.id).where(
+                Chunk.namespace == "default",
+                Chunk.source_file.in_(
+                    [str(files["deploy"].resolve()), str(files["notes"].resolve())]
+                ),
+                Chunk.valid_to.is_(None),
+            )
+        ).all()
+    hits = runner.execute(
+        search_service.search_with_filters,
+        SearchWithFiltersIn,
+        {"query": "roll back the previous wheel", "filters": {"namespace": "default"}},
+    )
+    assert str(files["deploy"].resolve()) not in {h.metadata["source_file"] for h in hits.results}
+
+
 def test_async_mode_queues_embeddings_and_full_text_works_at_once(tmp_path, embedder) -> None:
     write_docs(tmp_path)
     out = index_dir(tmp_path, namespace="docs", async_mode=True)
