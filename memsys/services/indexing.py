@@ -356,7 +356,9 @@ def index_directory(
                     embed_now=False,
                 )
         except MemsysError as exc:
-            failed.append(FailedFile(file=str(path), error=exc.message))
+            # Deleted since it was listed: no failure, a file gone (drop_deleted below).
+            if not (isinstance(exc, NotFound) and _gone(str(path))):
+                failed.append(FailedFile(file=str(path), error=exc.message))
         else:
             if result.skipped_unchanged:
                 skipped += 1

@@ -275,6 +275,31 @@ def test_reindexing_a_folder_drops_the_files_deleted_from_it(tmp_path, embedder)
     assert str(files["deploy"].resolve()) not in {h.metadata["source_file"] for h in hits.results}
 
 
+def test_a_file_deleted_while_its_folder_is_indexed_is_dropped_not_failed(
+    tmp_path, embedder
+) -> None:
+    """A file listed and then deleted before the run read it was reported as a failure
+    ("File not found") and, indexed before, as removed too: it is only gone."""
+    files = write_docs(tmp_path)
+    index_dir(tmp_path, async_mode=False)
+    files["deploy"].write_text("# Deployment\n\nChanged, then deleted mid-run.\n")
+    (tmp_path / "guides" / "new.md").write_text("# New\n\nListed, then deleted.\n")
+
+    def delete_the_guides(phase: str, done: int, total: int) -> None:
+        if phase == "read" and done == 1:  # the root's files come first, then guides/
+            files["deploy"].unlink()
+            (tmp_path / "guides" / "new.md").unlink()
+
+    out = runner.execute(
+        functools.partial(indexing.index_directory, progress=delete_the_guides),
+        IndexDirectoryIn,
+        {"dir_path": str(tmp_path), "async_mode": False},
+    )
+    assert out.failed_files == []
+    assert out.removed_files == [str(files["deploy"].resolve())]
+    assert out.skipped_duplicates == 3 and out.files_indexed == 0
+
+
 def test_async_mode_queues_embeddings_and_full_text_works_at_once(tmp_path, embedder) -> None:
     write_docs(tmp_path)
     out = index_dir(tmp_path, namespace="docs", async_mode=True)
