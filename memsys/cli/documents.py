@@ -36,11 +36,11 @@ if TYPE_CHECKING:
 
 def indexed_file(r: IndexFileOut) -> None:
     if r.skipped_unchanged:
-        echo(f"Unchanged: {r.source_file} ({len(r.chunk_ids)} chunks, {r.document_id})")
+        echo(f"Unchanged: {r.source_file} ({plural(len(r.chunk_ids), 'chunk')}, {r.document_id})")
         return
     replaced = f", replaced {r.replaced_chunks}" if r.replaced_chunks else ""
     echo(
-        f"Indexed {r.source_file}: {r.chunks_created} chunks{replaced} "
+        f"Indexed {r.source_file}: {plural(r.chunks_created, 'chunk')}{replaced} "
         f"({r.document_id}, namespace {r.namespace})"
     )
 

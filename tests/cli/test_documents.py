@@ -94,6 +94,9 @@ def test_index_file_and_errors(tmp_path: Path) -> None:
     assert "Directory not found" in fails("index-directory", str(tmp_path / "nope"))
     assert "Not a file" in fails("index-file", str(tmp_path))
     assert fails("index-directory", "") == "error: Directory path cannot be empty"
+    one = run("index-file", str(files["notes"]))  # a one-chunk file: "1 chunk", not "1 chunks"
+    assert ": 1 chunk (" in one.stdout
+    assert "(1 chunk, " in run("index-file", str(files["notes"])).stdout
 
 
 def test_delete_chunks_and_delete_file(tmp_path: Path) -> None:
