@@ -19,8 +19,9 @@ from memsys.tokens import count_tokens, token_offsets, truncate_to_tokens
 FILE_TYPES = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".py": "python"}
 FILE_TYPES[".pdf"] = "pdf"
 
-# A closing run of #s counts only after a space: "## Using C#" is about C#, not C.
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+# The title's closing #s are taken off in _title: a pattern that matched them backtracked
+# over a long run of blanks in quadratic time.
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+)$")
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
 # A setext heading: its paragraph's text over a line of `=` (level 1) or `-` (level 2).
 _UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
@@ -186,7 +187,7 @@ def _markdown(source: str, max_tokens: int) -> list[Piece]:
         match = _HEADING.match(line) if plain else None
         underline = _UNDERLINE.match(line) if plain and para is not None and para >= 0 else None
         if match:
-            open_section(len(match.group(1)), match.group(2).strip(), [line])
+            open_section(len(match.group(1)), _title(match.group(2)), [line])
             para = None
         elif underline and para is not None:
             text = lines[para:]
@@ -208,6 +209,16 @@ def _markdown(source: str, max_tokens: int) -> list[Piece]:
         for part in _with_heading(body, heading_lines, max_tokens):
             pieces.append(Piece(part, header_path))
     return pieces
+
+
+def _title(text: str) -> str:
+    """An ATX heading's title: a closing run of #s counts only after a blank ("## Using C#"
+    is about C#, not C) and only with a title before it ("# #" is titled "#")."""
+    title = text.rstrip(" \t")
+    bare = title.rstrip("#")
+    if bare != title and bare[-1:] in (" ", "\t") and bare.strip():
+        title = bare
+    return title.strip()
 
 
 def _frontmatter(lines: list[str]) -> int:

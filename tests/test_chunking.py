@@ -3,6 +3,8 @@ carries its text, never a bare heading."""
 
 from __future__ import annotations
 
+import time
+
 from memsys.chunking import pieces_from_bytes
 from memsys.tokens import count_tokens
 
@@ -140,6 +142,19 @@ def test_a_heading_ending_in_a_hash_keeps_it_in_the_header_path() -> None:
     source = markdown("# Languages", "## Using C#\n\nAsync streams.", "## F# notes ##\n\nPipes.")
     paths = [p.header_path for p in pieces_from_bytes(source, "markdown", 254)]
     assert paths == ["Languages > Using C#", "Languages > F# notes"]
+
+
+def test_a_heading_line_with_a_long_run_of_blanks_is_read_in_linear_time() -> None:
+    """The heading pattern backtracked over every blank of a heading line for every other
+    one: "# a", 20,000 spaces and a word took five seconds, a 1 MB such line hours."""
+    line = "# Title" + " \t" * 50_000 + "end ##"
+    started = time.perf_counter()
+    pieces = pieces_from_bytes(f"{line}\n\nBody text.\n".encode(), "markdown", 254)
+    assert time.perf_counter() - started < 5
+    assert pieces[0].header_path == "Title" + " \t" * 50_000 + "end"
+    for heading, path in [("# #", "#"), ("## Title ##  ", "Title"), ("# a#", "a#"), ("#\t", None)]:
+        found = pieces_from_bytes(f"{heading}\n\nBody.".encode(), "markdown", 254)
+        assert found[0].header_path == path, heading
 
 
 def test_a_windows_text_file_is_chunked_by_its_paragraphs_without_carriage_returns() -> None:
