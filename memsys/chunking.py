@@ -204,9 +204,13 @@ def _markdown(source: str, max_tokens: int) -> list[Piece]:
     flush()
 
     pieces: list[Piece] = []
-    for titles, body, heading_lines in sections:
+    for i, (titles, body, heading_lines) in enumerate(sections):
         header_path = " > ".join(titles) or None
-        for part in _with_heading(body, heading_lines, max_tokens):
+        below = sections[i + 1][0] if i + 1 < len(sections) else []
+        # A heading with nothing under it lives on in the header_path of the sections
+        # below it; with none below, it is a piece of its own (or its words were lost).
+        named = len(below) > len(titles) and below[: len(titles)] == titles
+        for part in _with_heading(body, heading_lines, max_tokens, named):
             pieces.append(Piece(part, header_path))
     return pieces
 
@@ -231,8 +235,9 @@ def _frontmatter(lines: list[str]) -> int:
     return 0
 
 
-def _with_heading(lines: list[str], heading: int, max_tokens: int) -> list[str]:
-    """A section's pieces, its heading (`heading` lines) kept with the first piece of the body.
+def _with_heading(lines: list[str], heading: int, max_tokens: int, named: bool) -> list[str]:
+    """A section's pieces, its heading (`heading` lines) kept with the first piece of the body
+    (a heading with no body: no piece when `named` in the path of the sections below it).
 
     Splitting the section as one text would flush the heading alone whenever the body's first
     paragraph does not fit beside it, leaving a chunk that says nothing but a title. The body
@@ -243,8 +248,8 @@ def _with_heading(lines: list[str], heading: int, max_tokens: int) -> list[str]:
         return split_to_budget(text, max_tokens)
     first = "\n".join(lines[:heading]).strip()
     rest = "\n".join(lines[heading:]).strip("\n")
-    if not rest.strip():
-        return []  # a heading with nothing under it: its title lives on in the children's path
+    if not rest.strip():  # a heading alone: `named` when its title is in its children's path
+        return [] if named else split_to_budget(text, max_tokens)
     room = max_tokens - count_tokens(first)
     if room < max_tokens // 2:  # an absurdly long heading: let it be a piece of its own
         return split_to_budget(text, max_tokens)

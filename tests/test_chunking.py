@@ -51,6 +51,22 @@ def test_short_sections_stay_whole_and_empty_headings_are_dropped() -> None:
     ]
 
 
+def test_a_heading_with_nothing_under_it_and_no_sections_below_is_kept() -> None:
+    """A heading with no body was dropped even when no section below carried its title in
+    header_path: a file of only "# TODO: write the failover runbook" had no chunk at all,
+    nor a note whose last paragraph sits over a `---` (a setext heading)."""
+    outline = markdown("# Runbooks", "## Failover", "## Restore\nFrom the nightly dump.")
+    pieces = pieces_from_bytes(outline, "markdown", 256)
+    assert [(p.header_path, p.content) for p in pieces] == [
+        ("Runbooks > Failover", "## Failover"),
+        ("Runbooks > Restore", "## Restore\nFrom the nightly dump."),
+    ]
+    todo = pieces_from_bytes(b"# TODO: write the failover runbook\n", "markdown", 256)
+    assert [p.content for p in todo] == ["# TODO: write the failover runbook"]
+    note = b"The replica failed over at 3am.\nNobody was paged.\n---\n"
+    assert [p.content for p in pieces_from_bytes(note, "markdown", 256)] == [note.decode().strip()]
+
+
 def test_a_long_line_without_breaks_is_cut_between_words_within_the_budget() -> None:
     words = [
         f"{w}{i % 97}"
