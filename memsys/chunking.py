@@ -21,7 +21,7 @@ FILE_TYPES[".pdf"] = "pdf"
 
 # The title's closing #s are taken off in _title: a pattern that matched them backtracked
 # over a long run of blanks in quadratic time.
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+)$")
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+)$")  # up to 3 spaces in: 4 is code
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
 # A setext heading: its paragraph's text over a line of `=` (level 1) or `-` (level 2).
 _UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")

@@ -173,6 +173,16 @@ def test_a_heading_line_with_a_long_run_of_blanks_is_read_in_linear_time() -> No
         assert found[0].header_path == path, heading
 
 
+def test_a_heading_indented_by_up_to_three_spaces_is_a_heading_and_four_is_code() -> None:
+    """CommonMark lets an ATX heading stand up to three spaces in: "  ## Setup" gave its
+    section no header_path; four spaces in, it is indented code, no heading."""
+    source = markdown("# Guide", "  ## Setup\nRun make.", "    # not a heading, code")
+    pieces = pieces_from_bytes(source, "markdown", 254)
+    assert [(p.header_path, p.content) for p in pieces] == [
+        ("Guide > Setup", "## Setup\nRun make.\n\n    # not a heading, code")
+    ]
+
+
 def test_a_windows_text_file_is_chunked_by_its_paragraphs_without_carriage_returns() -> None:
     """Plain text was split as read: a file saved with \\r\\n line breaks gave chunks holding
     \\r (shown in every hit) and a heading line glued to the next paragraph."""
