@@ -296,7 +296,11 @@ def drop_deleted(session: Session, params: IndexDirectoryIn, root: Path) -> tupl
     dependency folders, and gone from the disk. Returns their paths and the chunks closed."""
     docs = session.scalars(
         select(Document)
-        .where(Document.namespace == params.namespace, Document.valid_to.is_(None))
+        .where(
+            Document.namespace == params.namespace,
+            Document.valid_to.is_(None),
+            Document.source_file.startswith(os.path.join(root, ""), autoescape=True),
+        )
         .order_by(Document.source_file)
     ).all()
     removed: list[str] = []
