@@ -108,7 +108,7 @@ def _units(text: str, max_tokens: int) -> list[tuple[str, str]]:
             units.append(("\n\n", para))
             continue
         joiner = "\n\n"
-        for line in para.splitlines():
+        for line in para.split("\n"):
             for i, part in enumerate(_cut(line, max_tokens)):
                 units.append((joiner if i == 0 else "", part))
             joiner = "\n"
@@ -159,7 +159,7 @@ def _markdown(source: str, max_tokens: int) -> list[Piece]:
     # heading); None when none is open, -1 in a block that is no paragraph (a list item,
     # a quote, indented code) — CommonMark reads `---` under those as a thematic break.
     para: int | None = None
-    source_lines = source.splitlines()
+    source_lines = source.split("\n")
     front = _frontmatter(source_lines)
 
     def flush() -> None:
@@ -263,7 +263,7 @@ def _python(source: str, max_tokens: int) -> list[Piece]:
     except SyntaxError:
         # Still worth indexing: fall back to paragraphs.
         return [Piece(text) for text in split_to_budget(source, max_tokens)]
-    lines = source.splitlines()
+    lines = source.split("\n")  # as Python counts lines: not at a form feed, U+2028, ...
     pieces: list[Piece] = []
     loose: list[str] = []
 

@@ -131,6 +131,28 @@ def test_python_comments_between_statements_are_indexed_with_what_they_describe(
     assert pieces[1].metadata == {"line": 5}  # where the definition starts, as before
 
 
+def test_form_feeds_and_unicode_line_separators_do_not_shift_python_definitions() -> None:
+    """Lines were cut with str.splitlines, which breaks at a form feed, U+2028 and the
+    like, where Python does not: after one of those (a page break between functions, a
+    separator in a string) every definition's chunk was cut lines off, "def a" ended at
+    its signature and "def b" was filed as module text. Markdown lost those characters."""
+    source = (
+        '"""Mod."""\n\x0c\ndef a():\n    return "x\u2028y"\n\n\n'
+        "def b():\n    return 2\n"
+    )
+    pieces = pieces_from_bytes(source.encode(), "python", 254)
+    assert [(p.header_path, p.content) for p in pieces] == [
+        ("module", '"""Mod."""'),
+        ("def a", 'def a():\n    return "x\u2028y"'),
+        ("def b", "def b():\n    return 2"),
+    ]
+    text = "# T\n\npage one\x0cpage two, a next line\x85in a paragraph\n"
+    markdown_piece = pieces_from_bytes(text.encode(), "markdown", 254)[0].content
+    assert markdown_piece == "# T\npage one\x0cpage two, a next line\x85in a paragraph"
+    long = "\n".join(["a line\x0cwith a page break " * 10] * 10)  # over the budget
+    assert "\x0c" in "".join(p.content for p in pieces_from_bytes(long.encode(), "text", 64))
+
+
 def test_a_fence_shown_inside_a_longer_fence_does_not_close_it() -> None:
     """Any ``` or ~~~ line toggled the code block: a ```python shown inside a ````markdown
     example closed it, so the example's `# comment` became a heading and every section
