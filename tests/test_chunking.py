@@ -136,10 +136,7 @@ def test_form_feeds_and_unicode_line_separators_do_not_shift_python_definitions(
     like, where Python does not: after one of those (a page break between functions, a
     separator in a string) every definition's chunk was cut lines off, "def a" ended at
     its signature and "def b" was filed as module text. Markdown lost those characters."""
-    source = (
-        '"""Mod."""\n\x0c\ndef a():\n    return "x\u2028y"\n\n\n'
-        "def b():\n    return 2\n"
-    )
+    source = '"""Mod."""\n\x0c\ndef a():\n    return "x\u2028y"\n\n\ndef b():\n    return 2\n'
     pieces = pieces_from_bytes(source.encode(), "python", 254)
     assert [(p.header_path, p.content) for p in pieces] == [
         ("module", '"""Mod."""'),
