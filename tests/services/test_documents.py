@@ -19,7 +19,7 @@ from memsys.schemas import (
     IndexDirectoryIn,
     SearchWithFiltersIn,
 )
-from memsys.services import documents, index_stats, indexing
+from memsys.services import documents, index_stats, indexing, namespaces
 from memsys.services import search as search_service
 from tests.conftest import table_counts
 from tests.factories import index, queue_for_embedding, store, write_docs, write_pdf
@@ -383,7 +383,8 @@ def test_stats_describe_the_collection(tmp_path, embedder) -> None:
 
 def test_stats_leave_out_a_file_whose_chunks_were_all_deleted(tmp_path, embedder) -> None:
     """delete_chunks closes chunks, not their file's document: stats still listed a file
-    with nothing left of it to find among the indexed sources."""
+    with nothing left of it to find among the indexed sources (and memory_list_namespaces
+    counted it among the namespace's documents)."""
     files = write_docs(tmp_path)
     auth, deploy = index(files["auth"]), index(files["deploy"])
     (tmp_path / "empty.md").write_text("")
@@ -395,6 +396,8 @@ def test_stats_leave_out_a_file_whose_chunks_were_all_deleted(tmp_path, embedder
         str(p.resolve()) for p in (files["deploy"], tmp_path / "empty.md")
     )
     assert stats.unique_sources == 2 and stats.total_documents == len(deploy.chunk_ids) - 1
+    listed = runner.execute_bare(namespaces.list_with_counts).namespaces
+    assert [(n.namespace, n.document_count) for n in listed] == [("default", 2)]
 
 
 def test_pipes_devices_and_symlink_loops_are_refused_without_hanging(tmp_path, embedder) -> None:
