@@ -6,6 +6,7 @@ limit MEMSYS_CHUNK_MAX_TOKENS: 254 by default, what the embedding model reads in
 from __future__ import annotations
 
 import ast
+import codecs
 import io
 import logging
 import re
@@ -55,11 +56,12 @@ def pieces_from_bytes(data: bytes, kind: str, max_tokens: int) -> list[Piece]:
         # is the same text as the one character, and full text reads the two forms apart.
         # Line breaks as \n, as memories store theirs: a Windows (\r\n) text file kept its
         # \r in every chunk and its paragraphs were not told apart.
-        text = data.decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n")
+        text = _decode(data).replace("\r\n", "\n").replace("\r", "\n")
         source = unicodedata.normalize("NFC", text)
     except UnicodeDecodeError as exc:
         raise InvalidInput(
-            f"Failed to read file: not valid UTF-8 ({exc.reason} at byte {exc.start})"
+            f"Failed to read file: not valid {exc.encoding.upper()[:6]} "
+            f"({exc.reason} at byte {exc.start})"
         ) from None
     if "\x00" in source:
         raise InvalidInput("Failed to read file: it contains NUL bytes (a binary file?)")
@@ -68,6 +70,14 @@ def pieces_from_bytes(data: bytes, kind: str, max_tokens: int) -> list[Piece]:
     if kind == "python":
         return _python(source, max_tokens)
     return [Piece(text) for text in split_to_budget(source, max_tokens)]
+
+
+def _decode(data: bytes) -> str:
+    """UTF-8 (a byte order mark dropped), or UTF-16 when the file starts with its byte order
+    mark: what Windows tools write as "Unicode" text."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return data.decode("utf-16")
+    return data.decode("utf-8-sig")
 
 
 def split_to_budget(text: str, max_tokens: int) -> list[str]:

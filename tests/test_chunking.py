@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from memsys.chunking import pieces_from_bytes
+from memsys.errors import InvalidInput
 from memsys.tokens import count_tokens
 
 SENTENCE = "Refresh tokens rotate on every use and expire after fifteen minutes of idle time. "
@@ -148,6 +151,22 @@ def test_form_feeds_and_unicode_line_separators_do_not_shift_python_definitions(
     assert markdown_piece == "# T\npage one\x0cpage two, a next line\x85in a paragraph"
     long = "\n".join(["a line\x0cwith a page break " * 10] * 10)  # over the budget
     assert "\x0c" in "".join(p.content for p in pieces_from_bytes(long.encode(), "text", 64))
+
+
+def test_a_utf16_text_file_with_its_byte_order_mark_is_read() -> None:
+    """Windows tools (PowerShell's `>`, Notepad's "Unicode") write UTF-16 with a byte order
+    mark: such a notes.txt was refused as "not valid UTF-8"."""
+    text = "# Notes\r\n\r\nThe café opens at nine.\r\n"
+    for encoding in ("utf-16", "utf-16-le", "utf-16-be"):
+        data = text.encode(encoding)
+        if encoding != "utf-16":  # the codec without an endianness writes the BOM itself
+            data = ("\ufeff" + text).encode(encoding)
+        pieces = pieces_from_bytes(data, "markdown", 254)
+        assert [(p.header_path, p.content) for p in pieces] == [
+            ("Notes", "# Notes\nThe café opens at nine.")
+        ], encoding
+    with pytest.raises(InvalidInput, match=r"not valid UTF-16 \(truncated data at byte 2\)"):
+        pieces_from_bytes(b"\xff\xfeA", "text", 254)
 
 
 def test_a_fence_shown_inside_a_longer_fence_does_not_close_it() -> None:

@@ -188,7 +188,7 @@ def test_files_over_the_size_limit_are_refused(tmp_path, monkeypatch) -> None:
 
 def test_index_directory_continues_past_bad_files(tmp_path, embedder) -> None:
     files = write_docs(tmp_path)
-    (tmp_path / "bad.txt").write_bytes(b"\xff\xfe\x00bad")
+    (tmp_path / "bad.txt").write_bytes(b"\xc3\x28bad")  # not UTF-8 (nor a UTF-16 BOM)
     (tmp_path / "ignored.png").write_bytes(b"png")
     (tmp_path / ".hidden").mkdir()
     (tmp_path / ".hidden" / "secret.md").write_text("# hidden")
