@@ -187,6 +187,8 @@ def _markdown(source: str, max_tokens: int) -> list[Piece]:
         # CommonMark: a fence closes only with its own character, at least as many of it,
         # and nothing after; a ``` inside a ```` block (a fence shown as an example) is text.
         marker = _FENCE.match(line)
+        if marker and marker.group(1)[0] == "`" and "`" in marker.group(2):
+            marker = None  # "```code``` ...": inline code, no backtick fence has a ` after
         if number < front:  # YAML frontmatter: its `# comment` and `---` are no headings
             marker = None
         elif marker and not fence:

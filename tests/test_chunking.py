@@ -190,6 +190,16 @@ def test_a_fence_shown_inside_a_longer_fence_does_not_close_it() -> None:
     assert "# an example heading\n````" in pieces[0].content
 
 
+def test_inline_code_at_the_start_of_a_line_opens_no_code_block() -> None:
+    """A line "```make test``` runs the suite." is inline code (a backtick fence's info string has
+    no backtick): read as a fence it hid every heading after it in a code block."""
+    source = markdown("# A", "```make test``` runs the suite.", "## B", "Body of B.")
+    pieces = pieces_from_bytes(source, "markdown", 254)
+    assert [p.header_path for p in pieces] == ["A", "A > B"]
+    tilde = markdown("# A", "~~~ `info` may hold backticks", "## not a heading", "~~~")
+    assert [p.header_path for p in pieces_from_bytes(tilde, "markdown", 254)] == ["A"]
+
+
 def test_a_heading_ending_in_a_hash_keeps_it_in_the_header_path() -> None:
     """Trailing #s were stripped whether or not a space set them apart, so a section
     "## Using C#" was filed under "Using C" (a closing "##" after a space still goes)."""
