@@ -2,8 +2,8 @@
 file below it.
 
 Re-indexing an unchanged file (same SHA-256, and the chunks today's chunker makes of it)
-does nothing; a changed file closes its old
-chunks and writes new ones in one transaction. `index_directory` writes chunks without
+does nothing; a changed file closes its old chunks and writes new ones in one transaction.
+`index_directory` also drops the files gone from its folder, and writes chunks without
 embeddings first (full text finds them at once) and then embeds them in batches — in this
 call, or in the background when async_mode is on (memsys.services.embedding_queue).
 """
@@ -307,7 +307,7 @@ def drop_deleted(session: Session, params: IndexDirectoryIn, root: Path) -> tupl
     closed = 0
     for doc in docs:
         path = Path(doc.source_file)
-        if not path.is_relative_to(root) or path == root:
+        if not path.is_relative_to(root):
             continue
         *folders, name = path.relative_to(root).parts
         if (folders and not params.recursive) or not all(map(_walked, folders)):
