@@ -56,12 +56,11 @@ def pieces_from_bytes(data: bytes, kind: str, max_tokens: int) -> list[Piece]:
         # is the same text as the one character, and full text reads the two forms apart.
         # Line breaks as \n, as memories store theirs: a Windows (\r\n) text file kept its
         # \r in every chunk and its paragraphs were not told apart.
-        text = _decode(data).replace("\r\n", "\n").replace("\r", "\n")
-        source = unicodedata.normalize("NFC", text)
+        source = _normal(_decode(data))
     except UnicodeDecodeError as exc:
+        encoding = "UTF-16" if exc.encoding.startswith("utf-16") else "UTF-8"
         raise InvalidInput(
-            f"Failed to read file: not valid {exc.encoding.upper()[:6]} "
-            f"({exc.reason} at byte {exc.start})"
+            f"Failed to read file: not valid {encoding} ({exc.reason} at byte {exc.start})"
         ) from None
     if "\x00" in source:
         raise InvalidInput("Failed to read file: it contains NUL bytes (a binary file?)")
@@ -70,6 +69,12 @@ def pieces_from_bytes(data: bytes, kind: str, max_tokens: int) -> list[Piece]:
     if kind == "python":
         return _python(source, max_tokens)
     return [Piece(text) for text in split_to_budget(source, max_tokens)]
+
+
+def _normal(text: str) -> str:
+    """Composed (NFC), as memories and queries are, with \\n line breaks as memories store
+    theirs (see pieces_from_bytes)."""
+    return unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
 
 
 def _decode(data: bytes) -> str:
@@ -327,7 +332,7 @@ def _pdf(data: bytes, max_tokens: int) -> list[Piece]:
 
     try:
         reader = PdfReader(io.BytesIO(data))
-        pages = [unicodedata.normalize("NFC", page.extract_text() or "") for page in reader.pages]
+        pages = [_normal(page.extract_text() or "") for page in reader.pages]
     except (PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:
         raise InvalidInput(f"Failed to read file: not a readable PDF ({exc})") from None
     pieces: list[Piece] = []

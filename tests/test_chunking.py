@@ -167,6 +167,8 @@ def test_a_utf16_text_file_with_its_byte_order_mark_is_read() -> None:
         ], encoding
     with pytest.raises(InvalidInput, match=r"not valid UTF-16 \(truncated data at byte 2\)"):
         pieces_from_bytes(b"\xff\xfeA", "text", 254)
+    with pytest.raises(InvalidInput, match=r"not valid UTF-8 \(unexpected end of data at byte 3\)"):
+        pieces_from_bytes("café".encode("latin-1"), "text", 254)
 
 
 def test_a_fence_shown_inside_a_longer_fence_does_not_close_it() -> None:

@@ -75,6 +75,13 @@ def test_pdf_is_chunked_by_page(tmp_path, embedder) -> None:
     assert chunks[1].content == "Churn fell in March."
 
 
+def test_a_pdf_pages_line_breaks_are_stored_as_newlines(tmp_path, embedder) -> None:
+    """Text files had their \\r\\n and \\r made \\n; a PDF's page text kept them."""
+    pdf = write_pdf(tmp_path / "memo.pdf", ["Line one\r\nline two\rthree\n\nPara two"])
+    index(pdf)
+    assert [c.content for c in live_chunks(pdf)] == ["Line one\nline two\nthree\n\nPara two"]
+
+
 def test_reindexing_an_unchanged_file_does_nothing(tmp_path, embedder) -> None:
     files = write_docs(tmp_path)
     first = index(files["auth"])
