@@ -360,8 +360,9 @@ def index_directory(
                     embed_now=False,
                 )
         except MemsysError as exc:
-            # Deleted since it was listed: no failure, a file gone (drop_deleted below).
-            if not (isinstance(exc, NotFound) and _gone(str(path))):
+            # Deleted since it was listed (before or while it was read): no failure, a file
+            # gone (drop_deleted below).
+            if not _gone(str(path)):
                 failed.append(FailedFile(file=str(path), error=exc.message))
         else:
             if result.skipped_unchanged:
