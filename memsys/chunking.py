@@ -10,6 +10,7 @@ import codecs
 import io
 import logging
 import re
+import tokenize
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,17 +52,11 @@ def file_type(suffix: str) -> str:
 def pieces_from_bytes(data: bytes, kind: str, max_tokens: int) -> list[Piece]:
     if kind == "pdf":
         return _pdf(data, max_tokens)
-    try:
-        # Composed (NFC), as memories and queries are: "é" as a letter and a combining mark
-        # is the same text as the one character, and full text reads the two forms apart.
-        # Line breaks as \n, as memories store theirs: a Windows (\r\n) text file kept its
-        # \r in every chunk and its paragraphs were not told apart.
-        source = _normal(_decode(data))
-    except UnicodeDecodeError as exc:
-        encoding = "UTF-16" if exc.encoding.startswith("utf-16") else "UTF-8"
-        raise InvalidInput(
-            f"Failed to read file: not valid {encoding} ({exc.reason} at byte {exc.start})"
-        ) from None
+    # Composed (NFC), as memories and queries are: "é" as a letter and a combining mark
+    # is the same text as the one character, and full text reads the two forms apart.
+    # Line breaks as \n, as memories store theirs: a Windows (\r\n) text file kept its
+    # \r in every chunk and its paragraphs were not told apart.
+    source = _normal(_decode(data, kind))
     if "\x00" in source:
         raise InvalidInput("Failed to read file: it contains NUL bytes (a binary file?)")
     if kind == "markdown":
@@ -77,12 +72,30 @@ def _normal(text: str) -> str:
     return unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
 
 
-def _decode(data: bytes) -> str:
+def _decode(data: bytes, kind: str) -> str:
     """UTF-8 (a byte order mark dropped), or UTF-16 when the file starts with its byte order
-    mark: what Windows tools write as "Unicode" text."""
+    mark: what Windows tools write as "Unicode" text. Python source in the encoding its
+    coding line declares (`# -*- coding: latin-1 -*-`), as Python reads it."""
+    encoding = "utf-8-sig"
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return data.decode("utf-16")
-    return data.decode("utf-8-sig")
+        encoding = "utf-16"
+    elif kind == "python":
+        try:
+            declared, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        except SyntaxError:  # an unknown encoding, or one the BOM contradicts: UTF-8 then
+            declared = "utf-8"
+        encoding = "utf-8-sig" if declared == "utf-8" else declared
+    try:
+        try:
+            return data.decode(encoding)
+        except LookupError:  # a coding line naming no text encoding (rot13): UTF-8 then
+            encoding = "utf-8-sig"
+            return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        name = {"utf-8-sig": "UTF-8", "utf-16": "UTF-16"}.get(encoding, encoding)
+        raise InvalidInput(
+            f"Failed to read file: not valid {name} ({exc.reason} at byte {exc.start})"
+        ) from None
 
 
 def split_to_budget(text: str, max_tokens: int) -> list[str]:

@@ -171,6 +171,23 @@ def test_a_utf16_text_file_with_its_byte_order_mark_is_read() -> None:
         pieces_from_bytes("café".encode("latin-1"), "text", 254)
 
 
+def test_a_python_file_is_read_in_the_encoding_its_coding_line_declares() -> None:
+    """Python reads a file in the encoding of its `# -*- coding: latin-1 -*-` line: such a
+    file, valid Python, was refused as not UTF-8."""
+    source = "# -*- coding: latin-1 -*-\ndef greet():\n    return 'café'\n"
+    pieces = pieces_from_bytes(source.encode("latin-1"), "python", 254)
+    assert [(p.header_path, p.content) for p in pieces] == [("def greet", source.strip())]
+    with pytest.raises(InvalidInput, match="not valid UTF-8"):  # no coding line: UTF-8
+        pieces_from_bytes("x = 'café'\n".encode("latin-1"), "python", 254)
+    with pytest.raises(InvalidInput, match=r"not valid cp1252 \(character maps to"):
+        pieces_from_bytes(b"# coding: cp1252\nx = '\x81'\n", "python", 254)
+    for odd in (b"rot13", b"base64", b"no-such-codec"):  # no text encoding: read as UTF-8
+        odd_source = b"# coding: " + odd + b"\nx = 1\n"
+        assert [p.content for p in pieces_from_bytes(odd_source, "python", 254)] == [
+            odd_source.decode().strip()
+        ]
+
+
 def test_a_fence_shown_inside_a_longer_fence_does_not_close_it() -> None:
     """Any ``` or ~~~ line toggled the code block: a ```python shown inside a ````markdown
     example closed it, so the example's `# comment` became a heading and every section
