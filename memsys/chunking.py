@@ -6,9 +6,11 @@ limit MEMSYS_CHUNK_MAX_TOKENS: 254 by default, what the embedding model reads in
 from __future__ import annotations
 
 import ast
+import codecs
 import io
 import logging
 import re
+import tokenize
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,9 +21,15 @@ from memsys.tokens import count_tokens, token_offsets, truncate_to_tokens
 FILE_TYPES = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".py": "python"}
 FILE_TYPES[".pdf"] = "pdf"
 
-# A closing run of #s counts only after a space: "## Using C#" is about C#, not C.
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+# The title's closing #s are taken off in _title: a pattern that matched them backtracked
+# over a long run of blanks in quadratic time.
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+)$")  # up to 3 spaces in: 4 is code
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
+# A setext heading: its paragraph's text over a line of `=` (level 1) or `-` (level 2).
+_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_BREAK = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")  # a thematic break
+# Lines that open a block other than a paragraph: list item, quote, indented code, HTML.
+_NOT_PARAGRAPH = re.compile(r"^(?: {0,3}(?:[-+*][ \t]|[-+*]$|\d{1,9}[.)](?:[ \t]|$)|>|<)| {4}|\t)")
 
 
 @dataclass
@@ -44,17 +52,11 @@ def file_type(suffix: str) -> str:
 def pieces_from_bytes(data: bytes, kind: str, max_tokens: int) -> list[Piece]:
     if kind == "pdf":
         return _pdf(data, max_tokens)
-    try:
-        # Composed (NFC), as memories and queries are: "é" as a letter and a combining mark
-        # is the same text as the one character, and full text reads the two forms apart.
-        # Line breaks as \n, as memories store theirs: a Windows (\r\n) text file kept its
-        # \r in every chunk and its paragraphs were not told apart.
-        text = data.decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n")
-        source = unicodedata.normalize("NFC", text)
-    except UnicodeDecodeError as exc:
-        raise InvalidInput(
-            f"Failed to read file: not valid UTF-8 ({exc.reason} at byte {exc.start})"
-        ) from None
+    # Composed (NFC), as memories and queries are: "é" as a letter and a combining mark
+    # is the same text as the one character, and full text reads the two forms apart.
+    # Line breaks as \n, as memories store theirs: a Windows (\r\n) text file kept its
+    # \r in every chunk and its paragraphs were not told apart.
+    source = _normal(_decode(data, kind))
     if "\x00" in source:
         raise InvalidInput("Failed to read file: it contains NUL bytes (a binary file?)")
     if kind == "markdown":
@@ -62,6 +64,38 @@ def pieces_from_bytes(data: bytes, kind: str, max_tokens: int) -> list[Piece]:
     if kind == "python":
         return _python(source, max_tokens)
     return [Piece(text) for text in split_to_budget(source, max_tokens)]
+
+
+def _normal(text: str) -> str:
+    """Composed (NFC), as memories and queries are, with \\n line breaks as memories store
+    theirs (see pieces_from_bytes)."""
+    return unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def _decode(data: bytes, kind: str) -> str:
+    """UTF-8 (a byte order mark dropped), or UTF-16 when the file starts with its byte order
+    mark: what Windows tools write as "Unicode" text. Python source in the encoding its
+    coding line declares (`# -*- coding: latin-1 -*-`), as Python reads it."""
+    encoding = "utf-8-sig"
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        encoding = "utf-16"
+    elif kind == "python":
+        try:
+            declared, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        except SyntaxError:  # an unknown encoding, or one the BOM contradicts: UTF-8 then
+            declared = "utf-8"
+        encoding = "utf-8-sig" if declared == "utf-8" else declared
+    try:
+        try:
+            return data.decode(encoding)
+        except LookupError:  # a coding line naming no text encoding (rot13): UTF-8 then
+            encoding = "utf-8-sig"
+            return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        name = {"utf-8-sig": "UTF-8", "utf-16": "UTF-16"}.get(encoding, encoding)
+        raise InvalidInput(
+            f"Failed to read file: not valid {name} ({exc.reason} at byte {exc.start})"
+        ) from None
 
 
 def split_to_budget(text: str, max_tokens: int) -> list[str]:
@@ -102,7 +136,7 @@ def _units(text: str, max_tokens: int) -> list[tuple[str, str]]:
             units.append(("\n\n", para))
             continue
         joiner = "\n\n"
-        for line in para.splitlines():
+        for line in para.split("\n"):
             for i, part in enumerate(_cut(line, max_tokens)):
                 units.append((joiner if i == 0 else "", part))
             joiner = "\n"
@@ -142,55 +176,110 @@ def _cut(line: str, max_tokens: int) -> list[str]:
 
 
 def _markdown(source: str, max_tokens: int) -> list[Piece]:
-    sections: list[tuple[list[str], list[str]]] = []  # (header path, lines)
+    # (header path, lines, how many of the lines are the heading: 1 for `# Title`, the
+    # paragraph plus its underline for a setext one, 0 for the text before any heading)
+    sections: list[tuple[list[str], list[str], int]] = []
     path: list[tuple[int, str]] = []
     lines: list[str] = []
+    heading = 0
     fence = ""  # the open code fence's marker ("```", "~~~~", ...); "" outside one
+    # Where the open paragraph starts in `lines` (the text a setext underline makes a
+    # heading); None when none is open, -1 in a block that is no paragraph (a list item,
+    # a quote, indented code) — CommonMark reads `---` under those as a thematic break.
+    para: int | None = None
+    source_lines = source.split("\n")
+    front = _frontmatter(source_lines)
 
     def flush() -> None:
         if any(line.strip() for line in lines):
-            sections.append(([title for _, title in path], list(lines)))
+            sections.append(([title for _, title in path], list(lines), heading))
 
-    for line in source.splitlines():
+    def open_section(level: int, title: str, heading_lines: list[str]) -> None:
+        nonlocal path, lines, heading
+        flush()
+        path = [(lvl, t) for lvl, t in path if lvl < level]
+        path.append((level, title))
+        lines, heading = heading_lines, len(heading_lines)
+
+    for number, line in enumerate(source_lines):
         # CommonMark: a fence closes only with its own character, at least as many of it,
         # and nothing after; a ``` inside a ```` block (a fence shown as an example) is text.
         marker = _FENCE.match(line)
-        if marker and not fence:
+        if marker and marker.group(1)[0] == "`" and "`" in marker.group(2):
+            marker = None  # "```code``` ...": inline code, no backtick fence has a ` after
+        if number < front:  # YAML frontmatter: its `# comment` and `---` are no headings
+            marker = None
+        elif marker and not fence:
             fence = marker.group(1)
         elif marker and marker.group(1).startswith(fence) and not marker.group(2).strip():
             fence = ""
-        match = None if fence or marker else _HEADING.match(line)
+        plain = number >= front and not fence and not marker
+        match = _HEADING.match(line) if plain else None
+        underline = _UNDERLINE.match(line) if plain and para is not None and para >= 0 else None
         if match:
-            flush()
-            level = len(match.group(1))
-            path = [(lvl, title) for lvl, title in path if lvl < level]
-            path.append((level, match.group(2).strip()))
-            lines = [line]
+            open_section(len(match.group(1)), _title(match.group(2)), [line])
+            para = None
+        elif underline and para is not None:
+            text = lines[para:]
+            del lines[para:]  # the paragraph is the heading's, not the section's before
+            level = 1 if underline.group(1).startswith("=") else 2
+            open_section(level, " ".join(t.strip() for t in text), [*text, line])
+            para = None
         else:
+            if not plain or not line.strip() or _BREAK.match(line):
+                para = None
+            elif para is None:
+                para = -1 if _NOT_PARAGRAPH.match(line) else len(lines)
             lines.append(line)
     flush()
 
     pieces: list[Piece] = []
-    for titles, body in sections:
+    for i, (titles, body, heading_lines) in enumerate(sections):
         header_path = " > ".join(titles) or None
-        for part in _with_heading(body, max_tokens):
+        below = sections[i + 1][0] if i + 1 < len(sections) else []
+        # A heading with nothing under it lives on in the header_path of the sections
+        # below it; with none below, it is a piece of its own (or its words were lost).
+        named = len(below) > len(titles) and below[: len(titles)] == titles
+        for part in _with_heading(body, heading_lines, max_tokens, named):
             pieces.append(Piece(part, header_path))
     return pieces
 
 
-def _with_heading(lines: list[str], max_tokens: int) -> list[str]:
-    """A section's pieces, its heading line kept with the first piece of the body.
+def _title(text: str) -> str:
+    """An ATX heading's title: a closing run of #s counts only after a blank ("## Using C#"
+    is about C#, not C) and only with a title before it ("# #" is titled "#")."""
+    title = text.rstrip(" \t")
+    bare = title.rstrip("#")
+    if bare != title and bare[-1:] in (" ", "\t") and bare.strip():
+        title = bare
+    return title.strip()
+
+
+def _frontmatter(lines: list[str]) -> int:
+    """How many lines at the top are YAML frontmatter (`---` ... `---` or `...`); 0 if none."""
+    if not lines or lines[0].rstrip() != "---":
+        return 0
+    for number, line in enumerate(lines[1:], start=1):
+        if line.rstrip() in ("---", "..."):
+            return number + 1
+    return 0
+
+
+def _with_heading(lines: list[str], heading: int, max_tokens: int, named: bool) -> list[str]:
+    """A section's pieces, its heading (`heading` lines) kept with the first piece of the body
+    (a heading with no body: no piece when `named` in the path of the sections below it).
 
     Splitting the section as one text would flush the heading alone whenever the body's first
     paragraph does not fit beside it, leaving a chunk that says nothing but a title. The body
     is split to the budget minus the heading, so the first piece has room for it.
     """
     text = "\n".join(lines).strip()
-    first, _, rest = text.partition("\n")
-    if not _HEADING.match(first):
+    if not heading:
         return split_to_budget(text, max_tokens)
-    if not rest.strip():
-        return []  # a heading with nothing under it: its title lives on in the children's path
+    first = "\n".join(lines[:heading]).strip()
+    rest = "\n".join(lines[heading:]).strip("\n")
+    if not rest.strip():  # a heading alone: `named` when its title is in its children's path
+        return [] if named else split_to_budget(text, max_tokens)
     room = max_tokens - count_tokens(first)
     if room < max_tokens // 2:  # an absurdly long heading: let it be a piece of its own
         return split_to_budget(text, max_tokens)
@@ -204,7 +293,7 @@ def _python(source: str, max_tokens: int) -> list[Piece]:
     except SyntaxError:
         # Still worth indexing: fall back to paragraphs.
         return [Piece(text) for text in split_to_budget(source, max_tokens)]
-    lines = source.splitlines()
+    lines = source.split("\n")  # as Python counts lines: not at a form feed, U+2028, ...
     pieces: list[Piece] = []
     loose: list[str] = []
 
@@ -256,7 +345,7 @@ def _pdf(data: bytes, max_tokens: int) -> list[Piece]:
 
     try:
         reader = PdfReader(io.BytesIO(data))
-        pages = [unicodedata.normalize("NFC", page.extract_text() or "") for page in reader.pages]
+        pages = [_normal(page.extract_text() or "") for page in reader.pages]
     except (PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:
         raise InvalidInput(f"Failed to read file: not a readable PDF ({exc})") from None
     pieces: list[Piece] = []

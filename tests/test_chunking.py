@@ -3,7 +3,12 @@ carries its text, never a bare heading."""
 
 from __future__ import annotations
 
+import time
+
+import pytest
+
 from memsys.chunking import pieces_from_bytes
+from memsys.errors import InvalidInput
 from memsys.tokens import count_tokens
 
 SENTENCE = "Refresh tokens rotate on every use and expire after fifteen minutes of idle time. "
@@ -47,6 +52,22 @@ def test_short_sections_stay_whole_and_empty_headings_are_dropped() -> None:
     assert [(p.header_path, p.content) for p in pieces] == [
         ("Top > Empty > Child", "### Child\nOnly line.")
     ]
+
+
+def test_a_heading_with_nothing_under_it_and_no_sections_below_is_kept() -> None:
+    """A heading with no body was dropped even when no section below carried its title in
+    header_path: a file of only "# TODO: write the failover runbook" had no chunk at all,
+    nor a note whose last paragraph sits over a `---` (a setext heading)."""
+    outline = markdown("# Runbooks", "## Failover", "## Restore\nFrom the nightly dump.")
+    pieces = pieces_from_bytes(outline, "markdown", 256)
+    assert [(p.header_path, p.content) for p in pieces] == [
+        ("Runbooks > Failover", "## Failover"),
+        ("Runbooks > Restore", "## Restore\nFrom the nightly dump."),
+    ]
+    todo = pieces_from_bytes(b"# TODO: write the failover runbook\n", "markdown", 256)
+    assert [p.content for p in todo] == ["# TODO: write the failover runbook"]
+    note = b"The replica failed over at 3am.\nNobody was paged.\n---\n"
+    assert [p.content for p in pieces_from_bytes(note, "markdown", 256)] == [note.decode().strip()]
 
 
 def test_a_long_line_without_breaks_is_cut_between_words_within_the_budget() -> None:
@@ -113,6 +134,60 @@ def test_python_comments_between_statements_are_indexed_with_what_they_describe(
     assert pieces[1].metadata == {"line": 5}  # where the definition starts, as before
 
 
+def test_form_feeds_and_unicode_line_separators_do_not_shift_python_definitions() -> None:
+    """Lines were cut with str.splitlines, which breaks at a form feed, U+2028 and the
+    like, where Python does not: after one of those (a page break between functions, a
+    separator in a string) every definition's chunk was cut lines off, "def a" ended at
+    its signature and "def b" was filed as module text. Markdown lost those characters."""
+    source = '"""Mod."""\n\x0c\ndef a():\n    return "x\u2028y"\n\n\ndef b():\n    return 2\n'
+    pieces = pieces_from_bytes(source.encode(), "python", 254)
+    assert [(p.header_path, p.content) for p in pieces] == [
+        ("module", '"""Mod."""'),
+        ("def a", 'def a():\n    return "x\u2028y"'),
+        ("def b", "def b():\n    return 2"),
+    ]
+    text = "# T\n\npage one\x0cpage two, a next line\x85in a paragraph\n"
+    markdown_piece = pieces_from_bytes(text.encode(), "markdown", 254)[0].content
+    assert markdown_piece == "# T\npage one\x0cpage two, a next line\x85in a paragraph"
+    long = "\n".join(["a line\x0cwith a page break " * 10] * 10)  # over the budget
+    assert "\x0c" in "".join(p.content for p in pieces_from_bytes(long.encode(), "text", 64))
+
+
+def test_a_utf16_text_file_with_its_byte_order_mark_is_read() -> None:
+    """Windows tools (PowerShell's `>`, Notepad's "Unicode") write UTF-16 with a byte order
+    mark: such a notes.txt was refused as "not valid UTF-8"."""
+    text = "# Notes\r\n\r\nThe café opens at nine.\r\n"
+    for encoding in ("utf-16", "utf-16-le", "utf-16-be"):
+        data = text.encode(encoding)
+        if encoding != "utf-16":  # the codec without an endianness writes the BOM itself
+            data = ("\ufeff" + text).encode(encoding)
+        pieces = pieces_from_bytes(data, "markdown", 254)
+        assert [(p.header_path, p.content) for p in pieces] == [
+            ("Notes", "# Notes\nThe café opens at nine.")
+        ], encoding
+    with pytest.raises(InvalidInput, match=r"not valid UTF-16 \(truncated data at byte 2\)"):
+        pieces_from_bytes(b"\xff\xfeA", "text", 254)
+    with pytest.raises(InvalidInput, match=r"not valid UTF-8 \(unexpected end of data at byte 3\)"):
+        pieces_from_bytes("café".encode("latin-1"), "text", 254)
+
+
+def test_a_python_file_is_read_in_the_encoding_its_coding_line_declares() -> None:
+    """Python reads a file in the encoding of its `# -*- coding: latin-1 -*-` line: such a
+    file, valid Python, was refused as not UTF-8."""
+    source = "# -*- coding: latin-1 -*-\ndef greet():\n    return 'café'\n"
+    pieces = pieces_from_bytes(source.encode("latin-1"), "python", 254)
+    assert [(p.header_path, p.content) for p in pieces] == [("def greet", source.strip())]
+    with pytest.raises(InvalidInput, match="not valid UTF-8"):  # no coding line: UTF-8
+        pieces_from_bytes("x = 'café'\n".encode("latin-1"), "python", 254)
+    with pytest.raises(InvalidInput, match=r"not valid cp1252 \(character maps to"):
+        pieces_from_bytes(b"# coding: cp1252\nx = '\x81'\n", "python", 254)
+    for odd in (b"rot13", b"base64", b"no-such-codec"):  # no text encoding: read as UTF-8
+        odd_source = b"# coding: " + odd + b"\nx = 1\n"
+        assert [p.content for p in pieces_from_bytes(odd_source, "python", 254)] == [
+            odd_source.decode().strip()
+        ]
+
+
 def test_a_fence_shown_inside_a_longer_fence_does_not_close_it() -> None:
     """Any ``` or ~~~ line toggled the code block: a ```python shown inside a ````markdown
     example closed it, so the example's `# comment` became a heading and every section
@@ -134,6 +209,16 @@ def test_a_fence_shown_inside_a_longer_fence_does_not_close_it() -> None:
     assert "# an example heading\n````" in pieces[0].content
 
 
+def test_inline_code_at_the_start_of_a_line_opens_no_code_block() -> None:
+    """A line "```make test``` runs the suite." is inline code (a backtick fence's info string has
+    no backtick): read as a fence it hid every heading after it in a code block."""
+    source = markdown("# A", "```make test``` runs the suite.", "## B", "Body of B.")
+    pieces = pieces_from_bytes(source, "markdown", 254)
+    assert [p.header_path for p in pieces] == ["A", "A > B"]
+    tilde = markdown("# A", "~~~ `info` may hold backticks", "## not a heading", "~~~")
+    assert [p.header_path for p in pieces_from_bytes(tilde, "markdown", 254)] == ["A"]
+
+
 def test_a_heading_ending_in_a_hash_keeps_it_in_the_header_path() -> None:
     """Trailing #s were stripped whether or not a space set them apart, so a section
     "## Using C#" was filed under "Using C" (a closing "##" after a space still goes)."""
@@ -142,9 +227,58 @@ def test_a_heading_ending_in_a_hash_keeps_it_in_the_header_path() -> None:
     assert paths == ["Languages > Using C#", "Languages > F# notes"]
 
 
+def test_a_heading_line_with_a_long_run_of_blanks_is_read_in_linear_time() -> None:
+    """The heading pattern backtracked over every blank of a heading line for every other
+    one: "# a", 20,000 spaces and a word took five seconds, a 1 MB such line hours."""
+    line = "# Title" + " \t" * 50_000 + "end ##"
+    started = time.perf_counter()
+    pieces = pieces_from_bytes(f"{line}\n\nBody text.\n".encode(), "markdown", 254)
+    assert time.perf_counter() - started < 5
+    assert pieces[0].header_path == "Title" + " \t" * 50_000 + "end"
+    for heading, path in [("# #", "#"), ("## Title ##  ", "Title"), ("# a#", "a#"), ("#\t", None)]:
+        found = pieces_from_bytes(f"{heading}\n\nBody.".encode(), "markdown", 254)
+        assert found[0].header_path == path, heading
+
+
+def test_a_heading_indented_by_up_to_three_spaces_is_a_heading_and_four_is_code() -> None:
+    """CommonMark lets an ATX heading stand up to three spaces in: "  ## Setup" gave its
+    section no header_path; four spaces in, it is indented code, no heading."""
+    source = markdown("# Guide", "  ## Setup\nRun make.", "    # not a heading, code")
+    pieces = pieces_from_bytes(source, "markdown", 254)
+    assert [(p.header_path, p.content) for p in pieces] == [
+        ("Guide > Setup", "## Setup\nRun make.\n\n    # not a heading, code")
+    ]
+
+
 def test_a_windows_text_file_is_chunked_by_its_paragraphs_without_carriage_returns() -> None:
     """Plain text was split as read: a file saved with \\r\\n line breaks gave chunks holding
     \\r (shown in every hit) and a heading line glued to the next paragraph."""
     source = b"Release notes\r\n\r\nline one\r\nline two\r\n\r\nlast paragraph\r\n"
     pieces = pieces_from_bytes(source, "text", 254)
     assert [p.content for p in pieces] == ["Release notes\n\nline one\nline two\n\nlast paragraph"]
+
+
+def test_setext_headings_are_headings_and_breaks_and_frontmatter_are_not() -> None:
+    """`Title` over a line of `=` (or `-`) is a heading as `# Title` is: such a file's chunks
+    had no header_path at all. A `---` after a blank line is a thematic break, `---` after a
+    list item ends the list, and YAML frontmatter's `---` lines are no heading either."""
+    source = (
+        "---\ntitle: Runbook\n# owner: ops\n---\n\n"
+        "Runbook\n=======\n\nWhat to do when the pager rings.\n\n"
+        "Database\n--------\nCheck replication lag first.\n\n"
+        "---\n\nAfter a break, still the database section.\n\n"
+        "- a list item\n---\n\nStill the database section too.\n\n"
+        "```\ncode\n---\n```\n\n"
+        "Network\n---\n\nCheck the load balancer.\n"
+    )
+    pieces = pieces_from_bytes(source.encode(), "markdown", 256)
+    paths = {p.header_path for p in pieces}
+    assert paths == {None, "Runbook", "Runbook > Database", "Runbook > Network"}
+    front = next(p for p in pieces if p.header_path is None)
+    assert front.content == "---\ntitle: Runbook\n# owner: ops\n---"
+    database = next(p for p in pieces if p.header_path == "Runbook > Database")
+    assert database.content.startswith("Database\n--------\nCheck replication lag first.")
+    assert "Still the database section too." in database.content
+    assert "code\n---" in database.content
+    network = next(p for p in pieces if p.header_path == "Runbook > Network")
+    assert network.content == "Network\n---\nCheck the load balancer."  # as "## Network" is

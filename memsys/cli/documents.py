@@ -36,11 +36,11 @@ if TYPE_CHECKING:
 
 def indexed_file(r: IndexFileOut) -> None:
     if r.skipped_unchanged:
-        echo(f"Unchanged: {r.source_file} ({len(r.chunk_ids)} chunks, {r.document_id})")
+        echo(f"Unchanged: {r.source_file} ({plural(len(r.chunk_ids), 'chunk')}, {r.document_id})")
         return
     replaced = f", replaced {r.replaced_chunks}" if r.replaced_chunks else ""
     echo(
-        f"Indexed {r.source_file}: {r.chunks_created} chunks{replaced} "
+        f"Indexed {r.source_file}: {plural(r.chunks_created, 'chunk')}{replaced} "
         f"({r.document_id}, namespace {r.namespace})"
     )
 
@@ -156,6 +156,13 @@ def _indexed_directory(r: IndexDirectoryOut, waited: bool) -> None:
     )
     for failed in r.failed_files:
         echo(f"failed: {failed.file}: {failed.error}")
+    if r.removed_files:
+        echo(
+            f"Dropped {plural(len(r.removed_files), 'deleted file')} "
+            f"({plural(r.removed_chunks, 'chunk')}):"
+        )
+        for removed in r.removed_files:
+            echo(f"removed: {removed}")
     if r.pending_embeddings:
         where = (
             "another process is embedding them"

@@ -26,7 +26,8 @@ CORE_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         name="index_directory",
         summary="Index every supported file under a folder. Unchanged files (same SHA-256) "
-        "are skipped; files that fail are listed and skipped.",
+        "are skipped; files that fail are listed and skipped; files indexed from it before "
+        "and deleted since are dropped from the index (removed_files).",
         service="indexing:index_directory",
         input=s.IndexDirectoryIn,
         output=s.IndexDirectoryOut,

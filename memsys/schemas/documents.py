@@ -68,6 +68,9 @@ class IndexDirectoryOut(Output):
     skipped_duplicates: int
     pending_embeddings: int
     namespace: str
+    # Files indexed from the folder before and deleted from it since: their chunks are closed.
+    removed_files: list[str] = []
+    removed_chunks: int = 0
 
 
 class DeleteChunksIn(Input):

@@ -14,8 +14,21 @@ from memsys.services.embedding_queue import pending_count
 def stats(session: Session) -> IndexStatsOut:
     live = Chunk.valid_to.is_(None)
     total = session.scalar(select(func.count()).where(Chunk.doc_type == "document", live))
+    # A file whose chunks delete_chunks closed, every one, keeps its document but is no
+    # longer indexed: nothing of it is found. An empty file, indexed with no chunks, is.
+    has_chunks = (
+        select(Chunk.id)
+        .where(
+            Chunk.namespace == Document.namespace,
+            Chunk.document_id == Document.id,
+            live,
+        )
+        .exists()
+    )
     sources = session.scalars(
-        select(Document.source_file).where(Document.valid_to.is_(None)).distinct()
+        select(Document.source_file)
+        .where(Document.valid_to.is_(None), has_chunks | (Document.chunk_count == 0))
+        .distinct()
     ).all()
     memories = session.scalar(select(func.count()).where(Chunk.doc_type == "memory", live))
     golden = session.scalar(

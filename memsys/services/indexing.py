@@ -1,8 +1,9 @@
 """Indexing: a file becomes one `document` row plus its chunks; a folder, every supported
 file below it.
 
-Re-indexing an unchanged file (same SHA-256) does nothing; a changed file closes its old
-chunks and writes new ones in one transaction. `index_directory` writes chunks without
+Re-indexing an unchanged file (same SHA-256, and the chunks today's chunker makes of it)
+does nothing; a changed file closes its old chunks and writes new ones in one transaction.
+`index_directory` also drops the files gone from its folder, and writes chunks without
 embeddings first (full text finds them at once) and then embeds them in batches — in this
 call, or in the background when async_mode is on (memsys.services.embedding_queue).
 """
@@ -112,7 +113,7 @@ class ReadFile:
     kind: str
     data: bytes
     digest: str
-    pieces: list[chunking.Piece] | None  # None: not chunked yet (unchanged files never are)
+    pieces: list[chunking.Piece] | None  # None: not chunked yet
     vectors: np.ndarray | None
 
 
@@ -120,9 +121,11 @@ def read_file(params: IndexFileIn, embed: bool) -> ReadFile:
     path = resolve_path(params.file_path)
     data, kind = _read(path, params.file_path)
     digest = hashlib.sha256(data).hexdigest()
-    if not embed or _unchanged(params.namespace, str(path), digest):
+    if not embed:
         return ReadFile(str(path), kind, data, digest, None, None)
     pieces = _chunk(data, kind)
+    if _unchanged(params.namespace, str(path), digest, pieces):
+        return ReadFile(str(path), kind, data, digest, pieces, None)
     vectors = get_embedder().embed([p.content for p in pieces]) if pieces else None
     return ReadFile(str(path), kind, data, digest, pieces, vectors)
 
@@ -131,18 +134,25 @@ def _chunk(data: bytes, kind: str) -> list[chunking.Piece]:
     return chunking.pieces_from_bytes(data, kind, get_settings().chunk_max_tokens)
 
 
-def _unchanged(namespace: str, source: str, digest: str) -> bool:
+def _unchanged(namespace: str, source: str, digest: str, pieces: list[chunking.Piece]) -> bool:
     """A short read of its own: is this exact file already indexed? (No embedding then.)"""
     with session_scope() as session:
         doc = live_document(session, namespace, source)
-        return doc is not None and doc.sha256 == digest and _intact(session, doc) is not None
+        return doc is not None and _current(session, doc, digest, pieces) is not None
 
 
-def _intact(session: Session, doc: Document) -> list[str] | None:
-    """The live chunk ids of an indexed file, in order; None when delete_chunks closed some
-    of them (indexing the unchanged file again then restores them, not skips it)."""
-    chunk_ids = session.scalars(
-        select(Chunk.id)
+def _current(
+    session: Session, doc: Document, digest: str, pieces: list[chunking.Piece]
+) -> list[str] | None:
+    """The live chunk ids of an indexed file, in order, when they hold what today's chunker
+    makes of the same bytes; None when the file changed, when delete_chunks closed some of
+    its chunks (indexing the unchanged file again then restores them, not skips it) or when
+    an older memsys chunked it otherwise (a Windows file's \\r kept, a heading not read as one:
+    the file's bytes alone would keep those chunks until the file was edited)."""
+    if doc.sha256 != digest:
+        return None
+    chunks = session.execute(
+        select(Chunk.id, Chunk.content, Chunk.header_path, Chunk.meta)
         .where(
             Chunk.namespace == doc.namespace,
             Chunk.document_id == doc.id,
@@ -150,7 +160,9 @@ def _intact(session: Session, doc: Document) -> list[str] | None:
         )
         .order_by(Chunk.chunk_index)
     ).all()
-    return list(chunk_ids) if len(chunk_ids) == doc.chunk_count else None
+    stored = [(c.content, c.header_path, c.meta or {}) for c in chunks]
+    made = [(p.content, p.header_path, p.metadata) for p in pieces]
+    return [c.id for c in chunks] if stored == made else None
 
 
 @before_transaction(lambda params: read_file(params, embed=True))
@@ -173,7 +185,8 @@ def index_file(
     # (or skips it when unchanged) instead of failing on the live-document unique index.
     take_turns(session, params.namespace, source)
     existing = live_document(session, params.namespace, source)
-    kept = None if existing is None or existing.sha256 != digest else _intact(session, existing)
+    pieces = read.pieces if read.pieces is not None else _chunk(read.data, read.kind)
+    kept = None if existing is None else _current(session, existing, digest, pieces)
     if existing is not None and kept is not None:
         return IndexFileOut(
             chunks_created=0,
@@ -185,7 +198,6 @@ def index_file(
             document_id=existing.id,
         )
 
-    pieces = read.pieces if read.pieces is not None else _chunk(read.data, read.kind)
     replaced = close_document(session, existing) if existing is not None else 0
     texts = [p.content for p in pieces]
     vectors = read.vectors
@@ -252,19 +264,78 @@ def discover(root: Path, recursive: bool) -> list[Path]:
     """Supported files under root, sorted; hidden and dependency folders are skipped."""
     found: list[Path] = []
     for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS)
+        dirs[:] = sorted(d for d in dirs if _walked(d))
         if not recursive:
             dirs[:] = []
         for name in sorted(files):
-            if not name.startswith(".") and Path(name).suffix.lower() in chunking.FILE_TYPES:
+            if _wanted(name):
                 found.append(Path(folder) / name)
     return found
+
+
+def _walked(folder: str) -> bool:
+    return not folder.startswith(".") and folder not in SKIPPED_DIRS
+
+
+def _wanted(name: str) -> bool:
+    return not name.startswith(".") and Path(name).suffix.lower() in chunking.FILE_TYPES
+
+
+def _gone(path: str) -> bool:
+    """Nothing is at path any more (a file that cannot be looked at is not gone)."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except (OSError, ValueError):
+        return False
+    return False
+
+
+def drop_deleted(session: Session, params: IndexDirectoryIn, root: Path) -> tuple[list[str], int]:
+    """Close the documents of files this run would have indexed, had they still been there:
+    under root (directly, unless recursive), of a supported type, outside hidden and
+    dependency folders, and gone from the disk. Returns their paths and the chunks closed."""
+    docs = session.scalars(
+        select(Document)
+        .where(
+            Document.namespace == params.namespace,
+            Document.valid_to.is_(None),
+            Document.source_file.startswith(os.path.join(root, ""), autoescape=True),
+        )
+        .order_by(Document.source_file)
+    ).all()
+    removed: list[str] = []
+    closed = 0
+    for doc in docs:
+        path = Path(doc.source_file)
+        if not path.is_relative_to(root):
+            continue
+        *folders, name = path.relative_to(root).parts
+        if (folders and not params.recursive) or not all(map(_walked, folders)):
+            continue
+        if not _wanted(name) or not _gone(doc.source_file):
+            continue
+        take_turns(session, params.namespace, doc.source_file)
+        closed += close_document(session, doc)
+        removed.append(doc.source_file)
+        events.record(
+            session,
+            namespace=doc.namespace,
+            event_type="delete",
+            operation="index_directory",
+            subject_kind="document",
+            subject_id=doc.id,
+            payload={"source_file": doc.source_file, "reason": "file deleted"},
+        )
+    return removed, closed
 
 
 def index_directory(
     session: Session, params: IndexDirectoryIn, progress: Progress | None = None
 ) -> IndexDirectoryOut:
-    """Index every supported file below a folder, continuing past files that fail."""
+    """Index every supported file below a folder, continuing past files that fail; the
+    files indexed from it before and deleted since are dropped (drop_deleted)."""
     root = resolve_path(params.dir_path)
     check_root(root, params.dir_path)
     if not root.exists():
@@ -291,7 +362,10 @@ def index_directory(
                     embed_now=False,
                 )
         except MemsysError as exc:
-            failed.append(FailedFile(file=str(path), error=exc.message))
+            # Deleted since it was listed (before or while it was read): no failure, a file
+            # gone (drop_deleted below).
+            if not _gone(str(path)):
+                failed.append(FailedFile(file=str(path), error=exc.message))
         else:
             if result.skipped_unchanged:
                 skipped += 1
@@ -301,6 +375,7 @@ def index_directory(
                 new_chunk_ids.extend(result.chunk_ids)
         if progress:
             progress("read", n, len(files))
+    removed, removed_chunks = drop_deleted(session, params, root)
 
     done = 0
     if not params.async_mode:
@@ -320,4 +395,6 @@ def index_directory(
         skipped_duplicates=skipped,
         pending_embeddings=len(new_chunk_ids) - done,
         namespace=params.namespace,
+        removed_files=removed,
+        removed_chunks=removed_chunks,
     )

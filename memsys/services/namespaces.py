@@ -29,8 +29,12 @@ _LIST = text(
         FROM chunk WHERE valid_to IS NULL GROUP BY namespace
     ) c ON c.namespace = n.name
     LEFT JOIN (
-        SELECT namespace, count(*) AS documents FROM document
-        WHERE valid_to IS NULL GROUP BY namespace
+        -- as get_index_stats: not a file whose chunks delete_chunks closed, every one
+        SELECT namespace, count(*) AS documents FROM document d
+        WHERE valid_to IS NULL AND (chunk_count = 0 OR EXISTS (
+            SELECT 1 FROM chunk c WHERE c.namespace = d.namespace AND c.document_id = d.id
+              AND c.valid_to IS NULL))
+        GROUP BY namespace
     ) d ON d.namespace = n.name
     LEFT JOIN (
         SELECT namespace, count(*) AS preferences FROM preference

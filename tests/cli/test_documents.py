@@ -29,6 +29,13 @@ def test_index_directory_sync_then_second_run_skips_duplicates(tmp_path: Path) -
     human = run("index-directory", str(tmp_path / "docs"), "-n", "kb")
     assert human.exit_code == 0 and "4 unchanged files skipped" in human.stdout
 
+    files["deploy"].unlink()  # gone from the folder: dropped, and said so
+    human = run("index-directory", str(tmp_path / "docs"), "-n", "kb")
+    assert human.exit_code == 0 and "3 unchanged files skipped" in human.stdout
+    assert "Dropped 1 deleted file (2 chunks):" in human.stdout
+    assert f"removed: {files['deploy'].resolve()}" in human.stdout
+    assert run_json("stats")["unique_sources"] == len(files) - 1
+
 
 def test_index_directory_no_recursive(tmp_path: Path) -> None:
     write_docs(tmp_path)
@@ -87,6 +94,9 @@ def test_index_file_and_errors(tmp_path: Path) -> None:
     assert "Directory not found" in fails("index-directory", str(tmp_path / "nope"))
     assert "Not a file" in fails("index-file", str(tmp_path))
     assert fails("index-directory", "") == "error: Directory path cannot be empty"
+    one = run("index-file", str(files["notes"]))  # a one-chunk file: "1 chunk", not "1 chunks"
+    assert ": 1 chunk (" in one.stdout
+    assert "(1 chunk, " in run("index-file", str(files["notes"])).stdout
 
 
 def test_delete_chunks_and_delete_file(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from memsys.schemas import (
     IndexDirectoryIn,
     SearchWithFiltersIn,
 )
-from memsys.services import documents, index_stats, indexing
+from memsys.services import documents, index_stats, indexing, namespaces
 from memsys.services import search as search_service
 from tests.conftest import table_counts
 from tests.factories import index, queue_for_embedding, store, write_docs, write_pdf
@@ -75,6 +75,13 @@ def test_pdf_is_chunked_by_page(tmp_path, embedder) -> None:
     assert chunks[1].content == "Churn fell in March."
 
 
+def test_a_pdf_pages_line_breaks_are_stored_as_newlines(tmp_path, embedder) -> None:
+    """Text files had their \\r\\n and \\r made \\n; a PDF's page text kept them."""
+    pdf = write_pdf(tmp_path / "memo.pdf", ["Line one\r\nline two\rthree\n\nPara two"])
+    index(pdf)
+    assert [c.content for c in live_chunks(pdf)] == ["Line one\nline two\nthree\n\nPara two"]
+
+
 def test_reindexing_an_unchanged_file_does_nothing(tmp_path, embedder) -> None:
     files = write_docs(tmp_path)
     first = index(files["auth"])
@@ -116,6 +123,34 @@ def test_reindexing_a_file_whose_chunks_were_deleted_restores_them(tmp_path, emb
     )
     assert "Configuration > Authentication" in [h.metadata["header_path"] for h in hits.results]
     assert index(files["auth"]).skipped_unchanged  # whole again: skipped as before
+
+
+def test_reindexing_a_file_chunked_by_an_older_chunker_rechunks_it(tmp_path, embedder) -> None:
+    """A Windows text file indexed before \\r\\n became \\n kept its old chunks, \\r and all,
+    and a setext-headed file its chunks without header_path: the file's bytes had not
+    changed, so indexing it again answered skipped_unchanged. Unchanged now means the same
+    bytes and the chunks today's chunker makes of them."""
+    crlf = tmp_path / "windows.txt"
+    crlf.write_bytes(
+        b"Backups run nightly.\r\nThey go to the cold bucket.\r\n\r\nRestores: ask ops.\r\n"
+    )
+    setext = tmp_path / "runbook.md"
+    setext.write_text("Runbook\n=======\n\nRestart the worker first.\n")
+    first = index(crlf), index(setext)
+    with session_scope() as s:  # what the chunker of an older memsys stored
+        for chunk in s.scalars(select(Chunk).where(Chunk.id.in_(first[0].chunk_ids))):
+            chunk.content = chunk.content.replace("\n", "\r\n")
+        for chunk in s.scalars(select(Chunk).where(Chunk.id.in_(first[1].chunk_ids))):
+            chunk.header_path = None
+    again = index(crlf), index(setext)
+    assert not any(out.skipped_unchanged for out in again)
+    assert [out.replaced_chunks for out in again] == [out.chunks_created for out in first]
+    assert all("\r" not in c.content for c in live_chunks(crlf))
+    assert [c.header_path for c in live_chunks(setext)] == ["Runbook"]
+    assert all(c.embedding is not None for c in live_chunks(crlf) + live_chunks(setext))
+    out = index_dir(tmp_path, async_mode=False)  # now current: skipped, by a folder too
+    assert out.skipped_duplicates == 2 and out.files_indexed == 0
+    assert index(crlf).skipped_unchanged
 
 
 @pytest.mark.parametrize(
@@ -160,7 +195,7 @@ def test_files_over_the_size_limit_are_refused(tmp_path, monkeypatch) -> None:
 
 def test_index_directory_continues_past_bad_files(tmp_path, embedder) -> None:
     files = write_docs(tmp_path)
-    (tmp_path / "bad.txt").write_bytes(b"\xff\xfe\x00bad")
+    (tmp_path / "bad.txt").write_bytes(b"\xc3\x28bad")  # not UTF-8 (nor a UTF-16 BOM)
     (tmp_path / "ignored.png").write_bytes(b"png")
     (tmp_path / ".hidden").mkdir()
     (tmp_path / ".hidden" / "secret.md").write_text("# hidden")
@@ -195,6 +230,81 @@ def test_index_directory_not_recursive(tmp_path, embedder) -> None:
     write_docs(tmp_path)
     out = index_dir(tmp_path, recursive=False, async_mode=False)
     assert out.files_indexed == 3  # guides/deploy.md is below
+
+
+def test_reindexing_a_folder_drops_the_files_deleted_from_it(tmp_path, embedder) -> None:
+    """index_directory kept the chunks of files deleted from the folder since the last run:
+    search went on finding them. Now a run closes the documents of files it would have
+    indexed (under the folder, of a supported type, not hidden, below it only if recursive)
+    that no longer exist, and names them; other files' documents are not its business."""
+    root = tmp_path / "docs"
+    files = write_docs(root)
+    hidden = root / ".drafts" / "idea.md"
+    hidden.parent.mkdir()
+    hidden.write_text("# Idea\n\nA draft indexed on its own.\n")
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text("# Elsewhere\n\nNot under the folder.\n")
+    index_dir(root, async_mode=False)
+    index_dir(root, namespace="other", async_mode=False)
+    index(hidden), index(outside)
+    for path in (files["deploy"], files["notes"], hidden, outside):
+        path.unlink()
+
+    flat = index_dir(root, recursive=False, async_mode=False)
+    assert flat.removed_files == [str(files["notes"].resolve())] and flat.removed_chunks == 1
+    assert flat.skipped_duplicates == 2 and flat.files_indexed == 0
+    deep = index_dir(root, async_mode=False)
+    assert deep.removed_files == [str(files["deploy"].resolve())] and deep.removed_chunks == 2
+    assert index_dir(root, async_mode=False).removed_files == []
+    with session_scope() as s:  # another namespace, a hidden file, a file elsewhere: kept
+        kept = s.execute(
+            select(Document.namespace, Document.source_file).where(Document.valid_to.is_(None))
+        ).all()
+    assert sorted(kept) == sorted(
+        [("default", str(p.resolve())) for p in (files["auth"], files["code"], hidden, outside)]
+        + [("other", str(p.resolve())) for p in files.values()]
+    )
+    with session_scope() as s:
+        assert not s.scalars(
+            select(Chunk.id).where(
+                Chunk.namespace == "default",
+                Chunk.source_file.in_(
+                    [str(files["deploy"].resolve()), str(files["notes"].resolve())]
+                ),
+                Chunk.valid_to.is_(None),
+            )
+        ).all()
+    hits = runner.execute(
+        search_service.search_with_filters,
+        SearchWithFiltersIn,
+        {"query": "roll back the previous wheel", "filters": {"namespace": "default"}},
+    )
+    assert str(files["deploy"].resolve()) not in {h.metadata["source_file"] for h in hits.results}
+
+
+def test_a_file_deleted_while_its_folder_is_indexed_is_dropped_not_failed(
+    tmp_path, embedder
+) -> None:
+    """A file listed and then deleted before the run read it was reported as a failure
+    ("File not found") and, indexed before, as removed too: it is only gone."""
+    files = write_docs(tmp_path)
+    index_dir(tmp_path, async_mode=False)
+    files["deploy"].write_text("# Deployment\n\nChanged, then deleted mid-run.\n")
+    (tmp_path / "guides" / "new.md").write_text("# New\n\nListed, then deleted.\n")
+
+    def delete_the_guides(phase: str, done: int, total: int) -> None:
+        if phase == "read" and done == 1:  # the root's files come first, then guides/
+            files["deploy"].unlink()
+            (tmp_path / "guides" / "new.md").unlink()
+
+    out = runner.execute(
+        functools.partial(indexing.index_directory, progress=delete_the_guides),
+        IndexDirectoryIn,
+        {"dir_path": str(tmp_path), "async_mode": False},
+    )
+    assert out.failed_files == []
+    assert out.removed_files == [str(files["deploy"].resolve())]
+    assert out.skipped_duplicates == 3 and out.files_indexed == 0
 
 
 def test_async_mode_queues_embeddings_and_full_text_works_at_once(tmp_path, embedder) -> None:
@@ -276,6 +386,25 @@ def test_stats_describe_the_collection(tmp_path, embedder) -> None:
     assert stats.source_files == sorted(str(files[k].resolve()) for k in ("auth", "notes"))
     assert stats.namespaces == ["default", "docs", "project:x"]
     assert stats.memory_count == 1 and stats.golden_rule_count == 1
+
+
+def test_stats_leave_out_a_file_whose_chunks_were_all_deleted(tmp_path, embedder) -> None:
+    """delete_chunks closes chunks, not their file's document: stats still listed a file
+    with nothing left of it to find among the indexed sources (and memory_list_namespaces
+    counted it among the namespace's documents)."""
+    files = write_docs(tmp_path)
+    auth, deploy = index(files["auth"]), index(files["deploy"])
+    (tmp_path / "empty.md").write_text("")
+    index(tmp_path / "empty.md")  # indexed, with nothing in it to chunk: still a source
+    runner.execute(documents.delete_chunks, DeleteChunksIn, {"ids": auth.chunk_ids})
+    runner.execute(documents.delete_chunks, DeleteChunksIn, {"ids": deploy.chunk_ids[:1]})
+    stats = runner.execute_bare(index_stats.stats)
+    assert stats.source_files == sorted(
+        str(p.resolve()) for p in (files["deploy"], tmp_path / "empty.md")
+    )
+    assert stats.unique_sources == 2 and stats.total_documents == len(deploy.chunk_ids) - 1
+    listed = runner.execute_bare(namespaces.list_with_counts).namespaces
+    assert [(n.namespace, n.document_count) for n in listed] == [("default", 2)]
 
 
 def test_pipes_devices_and_symlink_loops_are_refused_without_hanging(tmp_path, embedder) -> None:
