@@ -105,6 +105,41 @@ def test_memories_stored_decomposed_get_their_composed_text(scratch_engine: Engi
     assert (found["mem_plain"], hashes["mem_plain"]) == (rows["mem_plain"], _sha(rows["mem_plain"]))
 
 
+def test_entities_named_decomposed_get_their_composed_name_and_key(
+    scratch_engine: Engine,
+) -> None:
+    """Entity names are now read composed (NFC); live entities stored before with an accent
+    as a letter and a combining mark get the composed name and the key it gives, except one
+    whose composed key another live entity holds (left, both kept); closed ones keep theirs."""
+    _run(scratch_engine, "upgrade", "a9d3f6b2c814")
+    rows = [  # id, key, name, closed
+        ("ent_kg", "kg#Cafe\u0301", "Cafe\u0301", False),
+        ("ent_twin", "kg#Zoe\u0308", "Zoe\u0308", False),
+        ("ent_nfc", "kg#Zo\u00eb", "Zo\u00eb", False),  # the twin's name, stored composed
+        ("ent_gone", "kg#Ire\u0300ne", "Ire\u0300ne", True),
+        ("ent_concept", "concept#cafe society", "Cafe\u0301 Society", False),
+        ("ent_plain", "kg#Alice", "Alice", False),
+    ]
+    with scratch_engine.begin() as conn:
+        conn.execute(text("INSERT INTO namespace (name) VALUES ('ns')"))
+        for entity_id, key, name, closed in rows:
+            conn.execute(
+                text(
+                    "INSERT INTO entity (namespace, id, key, name, entity_type, valid_to) "
+                    "VALUES ('ns', :id, :key, :name, 'person', CASE WHEN :closed THEN now() END)"
+                ),
+                {"id": entity_id, "key": key, "name": name, "closed": closed},
+            )
+    _run(scratch_engine, "upgrade", "head")
+    with scratch_engine.connect() as conn:
+        found = {r.id: (r.key, r.name) for r in conn.execute(text("SELECT * FROM entity"))}
+    assert found["ent_kg"] == ("kg#Caf\u00e9", "Caf\u00e9")
+    assert found["ent_concept"] == ("concept#caf\u00e9 society", "Caf\u00e9 Society")
+    assert found["ent_twin"] == ("kg#Zoe\u0308", "Zoe\u0308")  # Zoë is taken: left
+    assert found["ent_gone"] == ("kg#Ire\u0300ne", "Ire\u0300ne")  # history is kept
+    assert found["ent_plain"] == ("kg#Alice", "Alice")
+
+
 def test_document_chunks_stored_decomposed_get_their_composed_text(
     scratch_engine: Engine,
 ) -> None:

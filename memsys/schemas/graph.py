@@ -4,6 +4,7 @@ are camelCase because an agent configured for that server sends and expects them
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Annotated
 
 from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, model_validator
@@ -33,7 +34,9 @@ _ENTITY_FIELDS = {"name", "from_", "to", "entityName", "entityNames", "names", "
 def _name(v: str, info: ValidationInfo) -> str:
     field = info.field_name or "name"
     what = "An entity name" if field in _ENTITY_FIELDS else field.rstrip("_")
-    v = v.strip()
+    # Composed (NFC), as memories and queries are: "Café" typed with a combining accent
+    # names the entity (fact, relation type) typed with an "é".
+    v = unicodedata.normalize("NFC", v.strip())
     if not v:
         raise ValueError(f"{what} cannot be empty")
     if len(v) > MAX_NAME:

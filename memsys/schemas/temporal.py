@@ -4,6 +4,7 @@ facts' valid_from/valid_to."""
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -33,7 +34,7 @@ SOURCE_CHARS = 1_000  # an episode's source_description (kept in its metadata)
 
 
 def _episode(v: str) -> str:
-    v = v.strip()
+    v = unicodedata.normalize("NFC", v.strip())  # as memories: its names are the entities'
     if not v:
         raise ValueError("Episode content cannot be empty")
     if len(v) > MAX_EPISODE:
