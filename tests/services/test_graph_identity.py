@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import select
 
 from memsys.db import session_scope
-from memsys.models import Entity
+from memsys.models import Edge, Entity
 from tests.services.test_edges import op
 
 DECOMPOSED, COMPOSED = "Cafe\u0301 Central", "Caf\u00e9 Central"
@@ -46,3 +46,38 @@ def test_a_name_typed_decomposed_is_the_composed_one(embedder: Any) -> None:
     ]
     op("delete_entities", entityNames=[DECOMPOSED])
     assert [e["name"] for e in op("read_graph")["entities"]] == ["Vienna"]
+
+
+def live_edges(**where: str) -> list[Edge]:
+    with session_scope() as s:
+        stmt = select(Edge).where(Edge.valid_to.is_(None))
+        for column, value in where.items():
+            stmt = stmt.where(getattr(Edge, column) == value)
+        return list(s.scalars(stmt.order_by(Edge.id)).all())
+
+
+def test_deleting_a_name_deletes_the_extractors_entity_of_it_too(embedder: Any) -> None:
+    op("add_episode", content="Alice Smith works with Bob Jones on the Atlas project.")
+    op("create_entities", entities=[{"name": "Alice Smith", "entityType": "person"}])
+    found = op("search_entities", query="Alice Smith", num_results=10)["entities"]
+    assert "Alice Smith" in [e["name"] for e in found]
+    op("delete_entities", entityNames=["Alice Smith"])
+    assert live_entities("Alice Smith") == []
+    found = op("search_entities", query="Alice Smith", num_results=10)["entities"]
+    assert "Alice Smith" not in [e["name"] for e in found]
+    walk = op("query_graph", query="Alice Smith", depth=2, max_results=10)
+    assert "Alice Smith" not in walk["scope"]
+    assert not any("Alice Smith" in link for link in walk["links"])
+    # the episode's memory still says it: its mention edge stays (staleness reads it)
+    assert [e.relation for e in live_edges(source_kind="chunk")].count("mentions") >= 3
+    # said again, the name is back
+    op("add_episode", content="Alice Smith joined the Atlas project again.")
+    assert [e.key for e in live_entities("Alice Smith")] == ["concept#alice smith"]
+
+
+def test_deleting_an_entity_closes_the_edges_of_its_facts(embedder: Any) -> None:
+    op("fact_set", entity="Atlas", attribute="owner", content="Alice")
+    op("fact_set", entity="Atlas", attribute="owner", content="Bob")  # supersedes → v1
+    assert [e.relation for e in live_edges(source_kind="fact")] == ["supersedes"]
+    op("delete_entities", entityNames=["Atlas"])
+    assert live_edges(source_kind="fact") == [] and live_edges(target_kind="fact") == []
