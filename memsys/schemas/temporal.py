@@ -44,7 +44,10 @@ def _episode(v: str) -> str:
 
 GroupIds = Annotated[
     list[NamespaceName] | None,
-    Field(description="Namespaces to search (S002 group_ids; default: the graph namespace)"),
+    Field(
+        description="Namespaces to search (S002 group_ids; default: the graph namespace; "
+        "an empty list searches none)"
+    ),
 ]
 Namespace = Annotated[
     NamespaceName | None,

@@ -60,7 +60,11 @@ def _linked(edges: list[Any]) -> set[str]:
 
 
 def _groups(params: Any) -> list[str]:
-    return list(dict.fromkeys(params.group_ids or [get_settings().graph_namespace]))
+    """The namespaces to search: group_ids (S002's optional filter; an empty list filters
+    everything out), else the graph namespace."""
+    if params.group_ids is None:
+        return [get_settings().graph_namespace]
+    return list(dict.fromkeys(params.group_ids))
 
 
 Ranked = list[tuple[Entity, float]]

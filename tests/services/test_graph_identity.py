@@ -81,3 +81,13 @@ def test_deleting_an_entity_closes_the_edges_of_its_facts(embedder: Any) -> None
     assert [e.relation for e in live_edges(source_kind="fact")] == ["supersedes"]
     op("delete_entities", entityNames=["Atlas"])
     assert live_edges(source_kind="fact") == [] and live_edges(target_kind="fact") == []
+
+
+def test_an_empty_group_ids_searches_no_namespace(embedder: Any) -> None:
+    """S002's group_ids is an optional filter: left out, the graph namespace is searched; an
+    empty list filters every namespace out (it read the default one)."""
+    op("add_episode", content="auth.ts depends on token.ts.")
+    assert op("search_entities", query="auth.ts")["entities"]
+    assert op("search_entities", query="auth.ts", group_ids=[]) == {"entities": []}
+    assert op("search_edges", query="auth.ts")["edges"]
+    assert op("search_edges", query="auth.ts", group_ids=[]) == {"edges": []}
