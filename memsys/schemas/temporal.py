@@ -108,7 +108,8 @@ class AddEpisodeOut(Output):
     relations_closed: list[EpisodeRelation] = Field(
         default_factory=list,
         description="Relations the episode denies ('no longer uses', 'B instead of C') whose "
-        "live edge it closed at the reference time (as-of reads before it still see them)",
+        "edge it closed (or, already closed, shortened) at the reference time (as-of reads "
+        "before it still see them)",
     )
 
 

@@ -130,3 +130,24 @@ def test_an_episode_older_than_a_denial_does_not_reopen_the_relation(embedder: A
     assert AUTH not in facts()  # the denial is still the last word
     assert AUTH in facts(as_of=(now - 15 * DAY).isoformat())
     assert AUTH in facts(as_of=(now - 3 * DAY).isoformat())
+
+
+def test_a_denial_dated_inside_a_closed_period_shortens_it(embedder: Any) -> None:
+    """Episodes arrive out of order: a denial dated before the one that closed the edge, but
+    after the edge began, found no live edge and changed nothing; the relation read as true
+    between the two denials."""
+    now = datetime.now(UTC)
+    op("add_episode", content=AUTH, reference_time=(now - 10 * DAY).isoformat())
+    denial = "auth.ts no longer depends on token.ts."
+    op("add_episode", content=denial, reference_time=(now - 2 * DAY).isoformat())
+    earlier = now - 5 * DAY
+    out = op("add_episode", content=denial, reference_time=earlier.isoformat())
+    assert [(r["source"], r["target"]) for r in out["relations_closed"]] == [
+        ("auth.ts", "token.ts")
+    ]
+    assert [(e.valid_from, e.valid_to) for e in depends_on()] == [(now - 10 * DAY, earlier)]
+    assert AUTH not in facts(as_of=(now - 3 * DAY).isoformat())
+    assert AUTH in facts(as_of=(now - 7 * DAY).isoformat())
+    # a denial before the relation began leaves it alone
+    op("add_episode", content=denial, reference_time=(now - 20 * DAY).isoformat())
+    assert [(e.valid_from, e.valid_to) for e in depends_on()] == [(now - 10 * DAY, earlier)]
