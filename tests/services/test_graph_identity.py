@@ -11,6 +11,7 @@ from sqlalchemy import select
 
 from memsys.db import session_scope
 from memsys.models import Edge, Entity
+from memsys.services import observation_links
 from tests.services.test_edges import op
 
 DECOMPOSED, COMPOSED = "Cafe\u0301 Central", "Caf\u00e9 Central"
@@ -91,3 +92,37 @@ def test_an_empty_group_ids_searches_no_namespace(embedder: Any) -> None:
     assert op("search_entities", query="auth.ts", group_ids=[]) == {"entities": []}
     assert op("search_edges", query="auth.ts")["edges"]
     assert op("search_edges", query="auth.ts", group_ids=[]) == {"edges": []}
+
+
+def test_deletes_are_not_refused_by_the_vocabulary(embedder: Any) -> None:
+    """S000's gates (registry relations and type pairs between keyed entities, envelope
+    types) guard what is written; rows written before a gate (or before the vocabulary
+    changed) could not be deleted, the delete being refused as if it wrote them."""
+    keyed = [
+        {"name": "err#boom", "entityType": "error"},
+        {"name": "dep#left-pad", "entityType": "dependency"},
+        {"name": "fix#boom#0123abcd", "entityType": "fix"},
+    ]
+    op("create_entities", entities=keyed)
+    legacy = '{"type":"legacy.note","text":"kept from an old version"}'
+    with session_scope() as s:
+        ids = {e.name: e.id for e in s.scalars(select(Entity))}
+        for source, target, relation in [
+            ("err#boom", "dep#left-pad", "blames"),  # not in the registry
+            ("err#boom", "fix#boom#0123abcd", "resolves"),  # the pair reversed
+        ]:
+            s.add(Edge(namespace="global", source_kind="entity", source_id=ids[source],
+                       target_kind="entity", target_id=ids[target], relation=relation))  # fmt: skip
+        observation_links.link(s, "global", [(ids["err#boom"], "err#boom", [legacy])], {})
+    op("create_relations", relations=[
+        {"from": "err#boom", "to": "dep#left-pad", "relationType": "caused_by"}
+    ])  # fmt: skip
+    assert len(op("read_graph")["relations"]) == 3
+    op("delete_relations", relations=[
+        {"from": "err#boom", "to": "dep#left-pad", "relationType": "blames"},
+        {"from": "err#boom", "to": "fix#boom#0123abcd", "relationType": "resolves"},
+        {"from": "err#boom", "to": "dep#left-pad", "relationType": "CAUSED_BY"},
+    ])  # fmt: skip
+    assert op("read_graph")["relations"] == []
+    op("delete_observations", deletions=[{"entityName": "err#boom", "observations": [legacy]}])
+    assert op("open_nodes", names=["err#boom"])["entities"][0]["observations"] == []
