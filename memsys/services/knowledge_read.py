@@ -49,7 +49,7 @@ def _open_at(model: type[Entity] | type[Edge], at: datetime | None) -> ColumnEle
     return or_(model.valid_to.is_(None), model.valid_to > at)
 
 
-def _there_at(at: datetime | None) -> ColumnElement[bool]:
+def there_at(at: datetime | None) -> ColumnElement[bool]:
     """Live entities, or those that existed at `at` as temporal_graph._open has it: not closed
     by then, and made by then or joined by an edge valid then (an episode may relate names
     first stored today from a reference time last week). A name first stored later takes no
@@ -84,7 +84,7 @@ def ranked_entities(
     needle = f"%{escape_like(query.lower())}%"
     named = select(Entity).where(
         Entity.namespace == ns,
-        _there_at(as_of),
+        there_at(as_of),
         or_(
             func.lower(Entity.name).like(needle, escape="\\"),
             func.lower(Entity.entity_type).like(needle, escape="\\"),
@@ -116,7 +116,7 @@ def ranked_entities(
         best[entity_id] = max(best.get(entity_id, 0.0), score[chunk_id])
     ordered = sorted((i for i in best if i not in chosen), key=lambda i: (-best[i], i))
     wanted = ordered[: max(0, limit - len(chosen))]
-    rows = select(Entity).where(Entity.namespace == ns, Entity.id.in_(wanted), _there_at(as_of))
+    rows = select(Entity).where(Entity.namespace == ns, Entity.id.in_(wanted), there_at(as_of))
     if memory_graph:
         rows = rows.where(Entity.key.startswith(KEY_PREFIX))
     by_id = {e.id: e for e in session.scalars(rows)}

@@ -126,3 +126,31 @@ def test_deletes_are_not_refused_by_the_vocabulary(embedder: Any) -> None:
     assert op("read_graph")["relations"] == []
     op("delete_observations", deletions=[{"entityName": "err#boom", "observations": [legacy]}])
     assert op("open_nodes", names=["err#boom"])["entities"][0]["observations"] == []
+
+
+def test_one_name_is_one_entity_to_the_s002_reads(embedder: Any) -> None:
+    """The extractor's entity of a name and create_entities' one were listed side by side
+    (two "Alice Smith", one `concept`, one `person`), each with half of what is known."""
+    op("add_episode", content="Alice Smith depends on Bob Jones for the Atlas release.")
+    op("create_entities", entities=[{"name": "Alice Smith", "entityType": "person"}])
+    op("create_entities", entities=[{"name": "Carol", "entityType": "person"}])
+    op("create_relations", relations=[
+        {"from": "Alice Smith", "to": "Carol", "relationType": "manages"}
+    ])  # fmt: skip
+    [person] = [e for e in live_entities("Alice Smith") if e.key.startswith("kg#")]
+    walk = op("query_graph", query="Alice Smith", depth=1, max_results=10)
+    assert walk["scope"].count("Alice Smith") == 1
+    [alice] = [e for e in walk["entities"] if e["name"] == "Alice Smith"]
+    assert (alice["uuid"], alice["entity_type"]) == (person.id, "person")
+    assert {"Alice Smith→Bob Jones", "Alice Smith→Carol"} <= set(walk["links"])
+    ends = {(e["source_node_uuid"], e["target_name"]) for e in walk["edges"]}
+    assert {(person.id, "Bob Jones"), (person.id, "Carol")} <= ends
+    found = op("search_entities", query="Alice Smith", num_results=10)["entities"]
+    assert [e["uuid"] for e in found if e["name"] == "Alice Smith"] == [person.id]
+    edges = op("search_edges", query="Alice Smith", num_results=10)["edges"]
+    assert {(e["source_node_uuid"], e["target_name"]) for e in edges} >= {
+        (person.id, "Bob Jones"), (person.id, "Carol")
+    }  # fmt: skip
+    context = op("build_context", entity_names=["Alice Smith"])
+    assert [e["uuid"] for e in context["entities"] if e["name"] == "Alice Smith"] == [person.id]
+    assert {f["object"] for f in context["facts"] if f["kind"] == "edge"} >= {"Bob Jones", "Carol"}
