@@ -27,6 +27,16 @@ STARTERS = {
     "hey", "hi", "oh", "wow", "thanks", "thank", "sure", "well", "just", "really", "that's",
     "it's", "i'm", "i've", "i'd", "i'll", "you're", "we're", "they're", "can", "could",
     "would", "should", "will", "may", "might", "must", "have", "has", "had", "be", "been",
+    # discourse words and times relative to now: capitalised only because they open a
+    # sentence ("However, …", "Yesterday we …"), never a thing a text is about
+    "however", "meanwhile", "therefore", "thus", "hence", "although", "though", "because",
+    "maybe", "perhaps", "finally", "instead", "otherwise", "besides", "moreover",
+    "furthermore", "anyway", "overall", "eventually", "additionally", "nevertheless",
+    "nonetheless", "indeed", "probably", "actually", "basically", "apparently", "obviously",
+    "hopefully", "clearly", "suddenly", "luckily", "honestly", "fortunately", "unfortunately",
+    "usually", "sometimes", "often", "currently", "recently", "later", "earlier",
+    "afterwards", "please", "let's", "ok", "okay", "now", "yet", "until", "unless", "whether",
+    "yesterday", "today", "tonight", "tomorrow",
 }  # fmt: skip
 
 _WORD = r"[A-Z][\w'’\-]*"

@@ -24,6 +24,12 @@ from memsys.services.mentions import MENTIONS
 from memsys.services.observation_links import KEY_PREFIX, OBSERVATION_OF
 
 SEARCH_CANDIDATES = 30
+# A hit links its entities only when it is about the query at all: its own relevance
+# (fusion.relevance: cosine noisy-OR the query's BM25 share) at least this. MiniLM puts
+# unrelated text at cosine 0-0.15 and a paraphrase ("hot beverage" / "likes green tea")
+# above 0.3; without it every query, nonsense included, named the entities of whatever
+# the dense channel ranked first.
+MIN_LINKED_RELEVANCE = 0.2
 SEARCH_LIMIT = 1000  # search_nodes: every name match, then the ranked ones
 
 
@@ -79,8 +85,8 @@ def ranked_entities(
 ) -> list[tuple[Entity, float]]:
     """Live entities (not closed by `as_of`) for a query: those whose name or type contains it
     first (score 1), then those linked to the memories and chunks the retrieval pipeline
-    ranks highest (observations, mentions), by the best hit's relevance. `memory_graph`:
-    only the memory server's entities."""
+    ranks highest (observations, mentions) and finds relevant (MIN_LINKED_RELEVANCE), by the
+    best hit's relevance. `memory_graph`: only the memory server's entities."""
     needle = f"%{escape_like(query.lower())}%"
     named = select(Entity).where(
         Entity.namespace == ns,
@@ -102,7 +108,7 @@ def ranked_entities(
     found = search.hybrid(
         session, query, filters=filters, limit=SEARCH_CANDIDATES, count_access=False, as_of=as_of
     )
-    score = {h.id: h.score for h in found.hits}
+    score = {h.id: h.score for h in found.hits if h.own >= MIN_LINKED_RELEVANCE}
     linked = select(Edge.target_id, Edge.source_id).where(
         Edge.namespace == ns,
         _open_at(Edge, as_of),

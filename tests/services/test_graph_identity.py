@@ -154,3 +154,29 @@ def test_one_name_is_one_entity_to_the_s002_reads(embedder: Any) -> None:
     context = op("build_context", entity_names=["Alice Smith"])
     assert [e["uuid"] for e in context["entities"] if e["name"] == "Alice Smith"] == [person.id]
     assert {f["object"] for f in context["facts"] if f["kind"] == "edge"} >= {"Bob Jones", "Carol"}
+
+
+def test_a_query_about_nothing_stored_finds_no_node(embedder: Any) -> None:
+    op("create_entities", entities=[
+        {"name": "Alice", "entityType": "person", "observations": ["likes green tea"]},
+        {"name": "Bob", "entityType": "person", "observations": ["plays the guitar in a band"]},
+    ])  # fmt: skip
+    assert op("search_nodes", query="xqzv blorptangle") == {"entities": [], "relations": []}
+    assert op("search_entities", query="quantum chromodynamics lattice")["entities"] == []
+    # a paraphrase with no word in common still finds its entity
+    assert [e["name"] for e in op("search_nodes", query="hot beverage")["entities"]] == ["Alice"]
+    assert [e["name"] for e in op("search_nodes", query="musician")["entities"]] == ["Bob"]
+
+
+def test_words_that_open_a_sentence_are_not_entities(embedder: Any) -> None:
+    """Discourse and time words capitalised only because they open a sentence ("However",
+    "Yesterday") became entities of every episode, related_to each other."""
+    from memsys import extraction
+
+    text = (
+        "However, Yesterday the deploy failed. Meanwhile Alice Smith fixed Atlas. "
+        "Unfortunately, Tomorrow is a holiday. Today Bob Jones reviews it."
+    )
+    assert [m.name for m in extraction.extract(text)] == ["Alice Smith", "Atlas", "Bob Jones"]
+    out = op("add_episode", content="However, Yesterday nothing happened to Atlas.")
+    assert out["entities"] == ["Atlas"] and out["relations"] == []
