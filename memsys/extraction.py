@@ -62,7 +62,9 @@ def normalise(name: str) -> str:
 
 
 def key_for(name: str) -> str:
-    return f"concept#{normalise(name)}"
+    """A name's stable key; one of punctuation alone (an episode's entity_names: "!!!", "?")
+    is keyed as written, not `concept#`, which would make it every such name's entity."""
+    return f"concept#{normalise(name) or name.strip()}"
 
 
 def _trim(words: list[str]) -> list[str]:

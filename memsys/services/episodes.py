@@ -121,7 +121,10 @@ def add_episode(
         prepared=vector,
     )
     found, stated = by_model or relation_extraction.extract(body)
-    named = [extraction.Mention(extraction.key_for(n), n) for n in params.entity_names or []]
+    given: dict[str, str] = {}
+    for name in params.entity_names or []:
+        given.setdefault(extraction.key_for(name), name)  # each entity once, as first named
+    named = [extraction.Mention(key, name) for key, name in given.items()]
     wanted = {m.key: m.name for m in [*found, *named]}
     resolved = mentions.upsert(session, ns, wanted) if wanted else {}
     episode_id = ids.new_id("ep")
