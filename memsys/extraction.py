@@ -20,6 +20,8 @@ CONNECTORS = {"of", "and", "de", "la", "le", "van", "von", "der", "den", "du", "
 STARTERS = {
     "a", "an", "the", "this", "that", "these", "those", "it", "its", "he", "she", "they", "we",
     "i", "you", "his", "her", "their", "our", "my", "your", "in", "on", "at", "for", "from",
+    "something", "nothing", "everything", "anything", "someone", "everyone", "anyone",
+    "somebody", "nobody", "everybody", "anybody", "none",
     "by", "with", "as", "but", "and", "or", "if", "when", "while", "after", "before", "since",
     "what", "which", "who", "whom", "whose", "where", "why", "how", "is", "are", "was", "were",
     "do", "does", "did", "yes", "no", "not", "so", "also", "then", "there", "here", "some",

@@ -178,5 +178,7 @@ def test_words_that_open_a_sentence_are_not_entities(embedder: Any) -> None:
         "Unfortunately, Tomorrow is a holiday. Today Bob Jones reviews it."
     )
     assert [m.name for m in extraction.extract(text)] == ["Alice Smith", "Atlas", "Bob Jones"]
+    indefinite = "Something broke. Nobody saw it. Everyone blamed Atlas."
+    assert [m.name for m in extraction.extract(indefinite)] == ["Atlas"]
     out = op("add_episode", content="However, Yesterday nothing happened to Atlas.")
     assert out["entities"] == ["Atlas"] and out["relations"] == []
