@@ -10,7 +10,8 @@ reads as of an earlier time still see it (a closed edge whose period holds the r
 is shortened to end then); an edge that began after the reference time is left alone (an
 older statement does not undo a newer one). Nor does an older statement undo a
 newer denial: a relation stated at a time a closed edge already covers writes nothing, and one
-stated before the triple's known periods gets an edge that ends where the next one begins.
+stated before the triple's known periods (closed or live) gets an edge that ends where the next
+one begins.
 """
 
 from __future__ import annotations
@@ -71,25 +72,24 @@ def _until(
 ) -> tuple[bool, datetime | None]:
     """An episode stating a relation at `at`, older than what the graph knows of it: whether
     a closed edge already holds it then (nothing to write), else when the next known period
-    of the triple begins (the new edge ends there, so a later denial stays the last word).
-    (False, None) when nothing closed after `at`: the usual live edge."""
+    of the triple begins, closed or live (the new edge ends there, so a later denial stays
+    the last word, and the live edge keeps its start). (False, None) when no period begins
+    after `at`: the usual live edge."""
     take_turns(session, ns, source, target, relation)  # as relate_entities: one writer a triple
     later = session.execute(
-        select(Edge.valid_from).where(
+        select(Edge.valid_from, Edge.valid_to).where(
             Edge.namespace == ns,
             Edge.source_kind == "entity",
             Edge.source_id == source,
             Edge.target_kind == "entity",
             Edge.target_id == target,
             Edge.relation == relation,
-            Edge.valid_to.is_not(None),
-            Edge.valid_to > at,
+            or_(Edge.valid_to.is_(None), Edge.valid_to > at),
         )
-    ).scalars()
-    starts = list(later)
-    if any(start <= at for start in starts):
+    ).all()
+    if any(start <= at and end is not None for start, end in later):
         return True, None
-    return False, min(starts, default=None)
+    return False, min((start for start, _ in later if start > at), default=None)
 
 
 def _prepare(params: AddEpisodeIn) -> tuple[np.ndarray, Extracted | None]:

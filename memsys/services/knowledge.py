@@ -280,8 +280,8 @@ def relate_entities(
     """One live edge per (source, target, relation); True when this call wrote it. Writers of
     one triple take turns, so two processes never write it twice. A memory stating a
     relation that exists joins its evidence (a purge of one of them leaves it standing).
-    `valid_to`: a relation known to have ended then, written closed (an episode older than
-    the one that denied it)."""
+    `valid_to`: a relation known to have ended then, written closed beside any live edge of
+    the triple (an episode older than the one that denied it, or than the live edge)."""
     take_turns(session, ns, source_id, target_id, relation)
     live = (
         Edge.namespace == ns,
@@ -291,7 +291,7 @@ def relate_entities(
         Edge.valid_to.is_(None),
     )
     exists = session.scalar(select(func.count()).where(*live))
-    if exists:
+    if exists and valid_to is None:
         if evidence:
             session.execute(
                 _MORE_EVIDENCE,
