@@ -372,10 +372,14 @@ def extracted_twins(
 ) -> list[Entity]:
     """The extractor's live entities (`concept#…`, memsys.services.mentions: episodes and
     memories) of these names: what a reader sees as the same entity as the memory server's
-    one of the name."""
+    one of the name — its key, and its name but for case (the key drops punctuation:
+    `err#boom` is not "Err Boom")."""
     keys = {extraction.key_for(n) for n in names}
     stmt = select(Entity).where(
-        Entity.namespace == ns, Entity.valid_to.is_(None), Entity.key.in_(keys)
+        Entity.namespace == ns,
+        Entity.valid_to.is_(None),
+        Entity.key.in_(keys),
+        func.lower(Entity.name).in_({n.lower() for n in names}),
     )
     if lock is not None:
         stmt = stmt.with_for_update(read=lock == "share")

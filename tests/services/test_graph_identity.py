@@ -182,3 +182,12 @@ def test_words_that_open_a_sentence_are_not_entities(embedder: Any) -> None:
     assert [m.name for m in extraction.extract(indefinite)] == ["Atlas"]
     out = op("add_episode", content="However, Yesterday nothing happened to Atlas.")
     assert out["entities"] == ["Atlas"] and out["relations"] == []
+
+
+def test_a_name_is_only_the_twin_of_the_same_name(embedder: Any) -> None:
+    """The extractor's key drops punctuation: deleting the S000 entity `err#boom` closed the
+    extractor's "Err Boom" (key concept#err boom) as if it were the same name."""
+    op("create_entities", entities=[{"name": "err#boom", "entityType": "error"}])
+    op("add_episode", content="The Err Boom dashboard depends on Grafana.")
+    op("delete_entities", entityNames=["err#boom"])
+    assert [e.key for e in live_entities("Err Boom")] == ["concept#err boom"]
