@@ -135,14 +135,35 @@ def twins(
     return {c.id: by_key[c.key] for c in concepts if c.key in by_key}
 
 
+def _readable(session: Session, ns: str, named: bool) -> bool:
+    """Whether a read has a graph in `ns`. One the call names must exist (NotFound lists the
+    known ones); the default graph namespace not existing yet is an empty graph, as the
+    memory server's reads have it (memsys.services.knowledge.graph_exists)."""
+    if named:
+        namespaces.require(session, ns)
+        return True
+    try:
+        namespaces.require(session, ns)
+    except NotFound:
+        return False
+    return True
+
+
 def _ranked(
-    session: Session, groups: list[str], query: str, limit: int, as_of: datetime | None = None
+    session: Session,
+    groups: list[str],
+    query: str,
+    limit: int,
+    as_of: datetime | None = None,
+    named: bool = True,
 ) -> Ranked:
     """The entities matching `query` best (as of `as_of`: the graph a read of then walks),
-    the extractor's entity of a name folded into the memory server's one (`twins`)."""
+    the extractor's entity of a name folded into the memory server's one (`twins`).
+    `named`: the call named the namespaces (else the default one may not exist yet)."""
     found: dict[tuple[str, str], tuple[Entity, float]] = {}
     for ns in groups:
-        namespaces.require(session, ns)
+        if not _readable(session, ns, named):
+            continue
         ranked = ranked_entities(session, ns, query, limit, as_of=as_of)
         standing = twins(session, ns, [e.id for e, _ in ranked], as_of)
         for entity, score in ranked:
@@ -224,7 +245,8 @@ def _names(session: Session, ns: str, ids: set[str]) -> dict[str, str]:
 @traced(lambda out: [e.uuid for e in out.entities])
 def search_entities(session: Session, params: SearchEntitiesIn) -> SearchEntitiesOut:
     """Entities for a query, best first, with a relevance score."""
-    ranked = _ranked(session, _groups(params), params.query, params.num_results)
+    named = params.group_ids is not None
+    ranked = _ranked(session, _groups(params), params.query, params.num_results, named=named)
     return SearchEntitiesOut(entities=[node(e, score) for e, score in ranked])
 
 
@@ -234,7 +256,10 @@ def search_edges(session: Session, params: SearchEdgesIn) -> SearchEdgesOut:
     """Relations valid at as_of around the entities the query ranks: an edge scores the mean
     of its two ends' relevance (an end that did not match counts 0)."""
     at = _now(params.as_of)
-    ranked = _ranked(session, _groups(params), params.query, params.num_results * 2, params.as_of)
+    ranked = _ranked(
+        session, _groups(params), params.query, params.num_results * 2, params.as_of,
+        named=params.group_ids is not None,
+    )  # fmt: skip
     score = {e.id: s for e, s in ranked}
     out: list[EntityEdge] = []
     for ns in {e.namespace for e, _ in ranked}:
@@ -271,7 +296,8 @@ def query_graph(session: Session, params: QueryGraphIn) -> QueryGraphOut:
     hops at as_of; relevance decays by DECAY per hop from the nearest match."""
     ns = params.namespace or get_settings().graph_namespace
     at = _now(params.as_of)
-    seeds = _ranked(session, [ns], params.query, params.max_results, params.as_of)
+    named = params.namespace is not None
+    seeds = _ranked(session, [ns], params.query, params.max_results, params.as_of, named)
     if not seeds:
         return QueryGraphOut(scope=[], entities=[], links=[], edges=[], relevance=[])
     top = max(s for _, s in seeds)
@@ -321,7 +347,7 @@ def build_context(session: Session, params: BuildContextIn) -> BuildContextOut:
     """S002 build_context: the relations and versioned facts around the named entities as of
     a time, nearest first (to center_node_uuid when given), at most max_facts."""
     ns = params.namespace or get_settings().graph_namespace
-    namespaces.require(session, ns)
+    _readable(session, ns, params.namespace is not None)  # a fresh default: names not found
     at = _now(params.as_of)
     named = _resolve(session, ns, params.entity_names, at)
     found = _walk_from(session, ns, named, CONTEXT_DEPTH, at)

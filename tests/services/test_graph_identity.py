@@ -12,7 +12,7 @@ from sqlalchemy import select
 from memsys.db import session_scope
 from memsys.models import Edge, Entity
 from memsys.services import observation_links
-from tests.services.test_edges import op
+from tests.services.test_edges import fails, op
 
 DECOMPOSED, COMPOSED = "Cafe\u0301 Central", "Caf\u00e9 Central"
 
@@ -191,3 +191,19 @@ def test_a_name_is_only_the_twin_of_the_same_name(embedder: Any) -> None:
     op("add_episode", content="The Err Boom dashboard depends on Grafana.")
     op("delete_entities", entityNames=["err#boom"])
     assert [e.key for e in live_entities("Err Boom")] == ["concept#err boom"]
+
+
+def test_the_s002_reads_of_a_fresh_install_find_nothing(embedder: Any) -> None:
+    """Before anything is written, the default graph namespace does not exist: the memory
+    server's reads answer an empty graph, but search_entities, search_edges and query_graph
+    failed with 'Namespace not found: global'. A namespace the call names must still exist."""
+    assert op("search_entities", query="auth.ts") == {"entities": []}
+    assert op("search_edges", query="auth.ts") == {"edges": []}
+    assert op("query_graph", query="auth.ts")["entities"] == []
+    assert "Entity with name auth.ts not found" in fails("build_context", entity_names=["auth.ts"])
+    assert "Namespace not found: elsewhere" in fails(
+        "search_entities", query="auth.ts", group_ids=["elsewhere"]
+    )
+    assert "Namespace not found: elsewhere" in fails(
+        "query_graph", query="auth.ts", namespace="elsewhere"
+    )
