@@ -130,9 +130,40 @@ def test_entities_named_decomposed_get_their_composed_name_and_key(
                 ),
                 {"id": entity_id, "key": key, "name": name, "closed": closed},
             )
+        facts = [  # id, attribute, closed
+            ("fact_old", "dure\u0301e", True),
+            ("fact_new", "dure\u0301e", False),
+            ("fact_twin", "ro\u0302le", False),
+            ("fact_nfc", "r\u00f4le", False),  # the twin's attribute, stored composed
+        ]
+        for fact_id, attribute, closed in facts:
+            conn.execute(
+                text(
+                    "INSERT INTO fact (namespace, id, entity_id, attribute, content, valid_to) "
+                    "VALUES ('ns', :id, 'ent_kg', :attribute, 'x', "
+                    "CASE WHEN :closed THEN now() END)"
+                ),
+                {"id": fact_id, "attribute": attribute, "closed": closed},
+            )
+        conn.execute(
+            text(
+                "INSERT INTO edge (namespace, source_kind, source_id, target_kind, target_id, "
+                "relation) VALUES ('ns', 'entity', 'ent_kg', 'entity', 'ent_plain', "
+                "'appre\u0301cie')"
+            )
+        )
     _run(scratch_engine, "upgrade", "head")
     with scratch_engine.connect() as conn:
         found = {r.id: (r.key, r.name) for r in conn.execute(text("SELECT * FROM entity"))}
+        attributes = dict(conn.execute(text("SELECT id, attribute FROM fact")).tuples().all())
+        relations = conn.execute(text("SELECT relation FROM edge")).scalars().all()
+    assert attributes == {
+        "fact_old": "dur\u00e9e",  # the history with it: read by the same attribute
+        "fact_new": "dur\u00e9e",
+        "fact_twin": "ro\u0302le",  # r\u00f4le is taken: left
+        "fact_nfc": "r\u00f4le",
+    }
+    assert relations == ["appr\u00e9cie"]
     assert found["ent_kg"] == ("kg#Caf\u00e9", "Caf\u00e9")
     assert found["ent_concept"] == ("concept#caf\u00e9 society", "Caf\u00e9 Society")
     assert found["ent_twin"] == ("kg#Zoe\u0308", "Zoe\u0308")  # Zoë is taken: left

@@ -1,4 +1,4 @@
-"""Entity names in Unicode's composed form (NFC).
+"""Entity names, fact attributes and relation types in Unicode's composed form (NFC).
 
 What: live entities whose name is not in NFC (an accent stored as a letter and a combining
 mark) get it composed, with the key that name gives: the knowledge graph's `kg#<name>`, and
@@ -9,6 +9,9 @@ server reads letters as memsys does); else the row is left. One whose composed k
 live entity of its namespace already holds (or a second row composing to it too) is left as
 it was: two live entities cannot hold one key, and merging two entities' observations,
 relations and facts is the user's call (delete_entities the decomposed one, or keep both).
+Fact attributes and relation types are composed the same way, every version of them (a
+fact's history and an edge's are read by that name); one whose composed name another
+attribute of its entity (or relation between its two ends) has or would get is left.
 Nothing happens on a server whose encoding is not UTF-8.
 Why: entity, fact and relation names are now read composed (memsys.schemas.graph._name), as
 memories, queries and document chunks are (a9d3f6b2c814): "Café" typed with a combining
@@ -81,6 +84,26 @@ BEGIN
           SELECT 1 FROM entity t
           WHERE t.namespace = f.namespace AND t.valid_to IS NULL AND t.key = f.new_key
             AND t.id <> f.id
+      );
+
+    -- Fact attributes and relation types, history included (a lookup reads every version by
+    -- the attribute): a chain whose composed name another one of its entity (or of its two
+    -- ends) already has, or would get too, is left as it was.
+    UPDATE fact f SET attribute = normalize(f.attribute, NFC)
+    WHERE f.attribute IS NOT NULL AND f.attribute IS NOT NFC NORMALIZED
+      AND NOT EXISTS (
+          SELECT 1 FROM fact t
+          WHERE t.namespace = f.namespace AND t.entity_id IS NOT DISTINCT FROM f.entity_id
+            AND t.attribute <> f.attribute
+            AND normalize(t.attribute, NFC) = normalize(f.attribute, NFC)
+      );
+    UPDATE edge e SET relation = normalize(e.relation, NFC)
+    WHERE e.relation IS NOT NFC NORMALIZED
+      AND NOT EXISTS (
+          SELECT 1 FROM edge t
+          WHERE t.namespace = e.namespace AND t.source_id = e.source_id
+            AND t.target_id = e.target_id AND t.relation <> e.relation
+            AND normalize(t.relation, NFC) = normalize(e.relation, NFC)
       );
   END IF;
 END
