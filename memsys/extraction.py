@@ -20,6 +20,8 @@ CONNECTORS = {"of", "and", "de", "la", "le", "van", "von", "der", "den", "du", "
 STARTERS = {
     "a", "an", "the", "this", "that", "these", "those", "it", "its", "he", "she", "they", "we",
     "i", "you", "his", "her", "their", "our", "my", "your", "in", "on", "at", "for", "from",
+    "something", "nothing", "everything", "anything", "someone", "everyone", "anyone",
+    "somebody", "nobody", "everybody", "anybody", "none",
     "by", "with", "as", "but", "and", "or", "if", "when", "while", "after", "before", "since",
     "what", "which", "who", "whom", "whose", "where", "why", "how", "is", "are", "was", "were",
     "do", "does", "did", "yes", "no", "not", "so", "also", "then", "there", "here", "some",
@@ -27,6 +29,16 @@ STARTERS = {
     "hey", "hi", "oh", "wow", "thanks", "thank", "sure", "well", "just", "really", "that's",
     "it's", "i'm", "i've", "i'd", "i'll", "you're", "we're", "they're", "can", "could",
     "would", "should", "will", "may", "might", "must", "have", "has", "had", "be", "been",
+    # discourse words and times relative to now: capitalised only because they open a
+    # sentence ("However, …", "Yesterday we …"), never a thing a text is about
+    "however", "meanwhile", "therefore", "thus", "hence", "although", "though", "because",
+    "maybe", "perhaps", "finally", "instead", "otherwise", "besides", "moreover",
+    "furthermore", "anyway", "overall", "eventually", "additionally", "nevertheless",
+    "nonetheless", "indeed", "probably", "actually", "basically", "apparently", "obviously",
+    "hopefully", "clearly", "suddenly", "luckily", "honestly", "fortunately", "unfortunately",
+    "usually", "sometimes", "often", "currently", "recently", "later", "earlier",
+    "afterwards", "please", "let's", "ok", "okay", "now", "yet", "until", "unless", "whether",
+    "yesterday", "today", "tonight", "tomorrow",
 }  # fmt: skip
 
 _WORD = r"[A-Z][\w'’\-]*"
@@ -52,7 +64,9 @@ def normalise(name: str) -> str:
 
 
 def key_for(name: str) -> str:
-    return f"concept#{normalise(name)}"
+    """A name's stable key; one of punctuation alone (an episode's entity_names: "!!!", "?")
+    is keyed as written, not `concept#`, which would make it every such name's entity."""
+    return f"concept#{normalise(name) or name.strip()}"
 
 
 def _trim(words: list[str]) -> list[str]:

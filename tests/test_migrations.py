@@ -105,6 +105,72 @@ def test_memories_stored_decomposed_get_their_composed_text(scratch_engine: Engi
     assert (found["mem_plain"], hashes["mem_plain"]) == (rows["mem_plain"], _sha(rows["mem_plain"]))
 
 
+def test_entities_named_decomposed_get_their_composed_name_and_key(
+    scratch_engine: Engine,
+) -> None:
+    """Entity names are now read composed (NFC); live entities stored before with an accent
+    as a letter and a combining mark get the composed name and the key it gives, except one
+    whose composed key another live entity holds (left, both kept); closed ones keep theirs."""
+    _run(scratch_engine, "upgrade", "a9d3f6b2c814")
+    rows = [  # id, key, name, closed
+        ("ent_kg", "kg#Cafe\u0301", "Cafe\u0301", False),
+        ("ent_twin", "kg#Zoe\u0308", "Zoe\u0308", False),
+        ("ent_nfc", "kg#Zo\u00eb", "Zo\u00eb", False),  # the twin's name, stored composed
+        ("ent_gone", "kg#Ire\u0300ne", "Ire\u0300ne", True),
+        ("ent_concept", "concept#cafe society", "Cafe\u0301 Society", False),
+        ("ent_plain", "kg#Alice", "Alice", False),
+    ]
+    with scratch_engine.begin() as conn:
+        conn.execute(text("INSERT INTO namespace (name) VALUES ('ns')"))
+        for entity_id, key, name, closed in rows:
+            conn.execute(
+                text(
+                    "INSERT INTO entity (namespace, id, key, name, entity_type, valid_to) "
+                    "VALUES ('ns', :id, :key, :name, 'person', CASE WHEN :closed THEN now() END)"
+                ),
+                {"id": entity_id, "key": key, "name": name, "closed": closed},
+            )
+        facts = [  # id, attribute, closed
+            ("fact_old", "dure\u0301e", True),
+            ("fact_new", "dure\u0301e", False),
+            ("fact_twin", "ro\u0302le", False),
+            ("fact_nfc", "r\u00f4le", False),  # the twin's attribute, stored composed
+        ]
+        for fact_id, attribute, closed in facts:
+            conn.execute(
+                text(
+                    "INSERT INTO fact (namespace, id, entity_id, attribute, content, valid_to) "
+                    "VALUES ('ns', :id, 'ent_kg', :attribute, 'x', "
+                    "CASE WHEN :closed THEN now() END)"
+                ),
+                {"id": fact_id, "attribute": attribute, "closed": closed},
+            )
+        conn.execute(
+            text(
+                "INSERT INTO edge (namespace, source_kind, source_id, target_kind, target_id, "
+                "relation) VALUES ('ns', 'entity', 'ent_kg', 'entity', 'ent_plain', "
+                "'appre\u0301cie')"
+            )
+        )
+    _run(scratch_engine, "upgrade", "head")
+    with scratch_engine.connect() as conn:
+        found = {r.id: (r.key, r.name) for r in conn.execute(text("SELECT * FROM entity"))}
+        attributes = dict(conn.execute(text("SELECT id, attribute FROM fact")).tuples().all())
+        relations = conn.execute(text("SELECT relation FROM edge")).scalars().all()
+    assert attributes == {
+        "fact_old": "dur\u00e9e",  # the history with it: read by the same attribute
+        "fact_new": "dur\u00e9e",
+        "fact_twin": "ro\u0302le",  # r\u00f4le is taken: left
+        "fact_nfc": "r\u00f4le",
+    }
+    assert relations == ["appr\u00e9cie"]
+    assert found["ent_kg"] == ("kg#Caf\u00e9", "Caf\u00e9")
+    assert found["ent_concept"] == ("concept#caf\u00e9 society", "Caf\u00e9 Society")
+    assert found["ent_twin"] == ("kg#Zoe\u0308", "Zoe\u0308")  # Zoë is taken: left
+    assert found["ent_gone"] == ("kg#Ire\u0300ne", "Ire\u0300ne")  # history is kept
+    assert found["ent_plain"] == ("kg#Alice", "Alice")
+
+
 def test_document_chunks_stored_decomposed_get_their_composed_text(
     scratch_engine: Engine,
 ) -> None:

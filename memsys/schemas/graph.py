@@ -4,6 +4,8 @@ are camelCase because an agent configured for that server sends and expects them
 
 from __future__ import annotations
 
+import contextlib
+import unicodedata
 from typing import Annotated
 
 from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, model_validator
@@ -33,7 +35,9 @@ _ENTITY_FIELDS = {"name", "from_", "to", "entityName", "entityNames", "names", "
 def _name(v: str, info: ValidationInfo) -> str:
     field = info.field_name or "name"
     what = "An entity name" if field in _ENTITY_FIELDS else field.rstrip("_")
-    v = v.strip()
+    # Composed (NFC), as memories and queries are: "Café" typed with a combining accent
+    # names the entity (fact, relation type) typed with an "é".
+    v = unicodedata.normalize("NFC", v.strip())
     if not v:
         raise ValueError(f"{what} cannot be empty")
     if len(v) > MAX_NAME:
@@ -104,6 +108,39 @@ class RelationIn(Input):
         return self
 
 
+class RelationRef(Input):
+    """A relation named to delete it: not gated by the vocabulary (a relation written before
+    a gate, or before the vocabulary changed, can still go); a registry name in another
+    spelling (`CAUSED_BY`) is the one stored between keyed entities."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    from_: Annotated[Name, Field(alias="from", description="Source entity name")]
+    to: Annotated[Name, Field(description="Target entity name")]
+    relationType: Annotated[Name, Field(description="The relation's type")]
+
+    @model_validator(mode="after")
+    def _spelled(self) -> RelationRef:
+        if keys.prefix_of(self.from_) or keys.prefix_of(self.to):
+            self.relationType = relations.canonical(self.relationType) or self.relationType
+        return self
+
+
+def _observation_ref(v: str) -> str:
+    """An observation named to delete it: an envelope is read as written (canonical when it
+    still parses; one of a type S000 no longer has is matched as given)."""
+    v = v.strip()
+    if not v:
+        raise ValueError("An observation cannot be empty")
+    if looks_like_envelope(v):
+        with contextlib.suppress(ValueError):
+            v = canonical_text(parse_envelope(v))
+    return content_text(v)
+
+
+ObservationRef = Annotated[str, AfterValidator(_observation_ref), VISIBLE_TEXT]
+
+
 class ObservationsIn(Input):
     entityName: Annotated[Name, Field(description="The entity to add to")]
     contents: Annotated[list[Observation], Field(description="Observations to add")]
@@ -111,7 +148,7 @@ class ObservationsIn(Input):
 
 class DeletionIn(Input):
     entityName: Annotated[Name, Field(description="The entity to remove from")]
-    observations: Annotated[list[Observation], Field(description="Observations to remove")]
+    observations: Annotated[list[ObservationRef], Field(description="Observations to remove")]
 
 
 class CreateEntitiesIn(Input):
@@ -142,7 +179,7 @@ class DeleteObservationsIn(Input):
 
 
 class DeleteRelationsIn(Input):
-    relations: Annotated[list[RelationIn], ITEMS, Field(description="Relations to delete")]
+    relations: Annotated[list[RelationRef], ITEMS, Field(description="Relations to delete")]
     namespace: GraphNamespace = None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, model_validator
@@ -15,15 +16,27 @@ from memsys.schemas.observations import canonical_text, parse_envelope, stable_k
 MAX_LINKS = 50
 
 
+def _composed(value: Any) -> Any:
+    """Every text of a JSON value in Unicode's composed form (NFC), keys included: the
+    envelope's stable key is built from it and graph names are read composed."""
+    if isinstance(value, str):
+        return unicodedata.normalize("NFC", value)
+    if isinstance(value, list):
+        return [_composed(v) for v in value]
+    if isinstance(value, dict):
+        return {_composed(k): _composed(v) for k, v in value.items()}
+    return value
+
+
 def _envelope(v: dict[str, Any]) -> dict[str, Any]:
-    parsed = parse_envelope(v, "envelope")
+    parsed = parse_envelope(_composed(v), "envelope")
     stable_key(parsed)  # a key it cannot make is refused here, before any write
     content_text(canonical_text(parsed))  # its text is stored as a memory: held to its limits
     return dict(parsed.model_dump(mode="json", exclude_none=True))
 
 
 def _target(v: str) -> str:
-    v = v.strip()
+    v = unicodedata.normalize("NFC", v.strip())
     if keys.check(v) is None:
         raise ValueError(f"Link target {v!r} is not an S000 stable key (e.g. dep#lodash@4.17.21)")
     return v

@@ -4,6 +4,7 @@ facts' valid_from/valid_to."""
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -34,7 +35,7 @@ SOURCE_CHARS = 1_000  # an episode's source_description (kept in its metadata)
 
 
 def _episode(v: str) -> str:
-    v = v.strip()
+    v = unicodedata.normalize("NFC", v.strip())  # as memories: its names are the entities'
     if not v:
         raise ValueError("Episode content cannot be empty")
     if len(v) > MAX_EPISODE:
@@ -44,7 +45,10 @@ def _episode(v: str) -> str:
 
 GroupIds = Annotated[
     list[NamespaceName] | None,
-    Field(description="Namespaces to search (S002 group_ids; default: the graph namespace)"),
+    Field(
+        description="Namespaces to search (S002 group_ids; default: the graph namespace; "
+        "an empty list searches none)"
+    ),
 ]
 Namespace = Annotated[
     NamespaceName | None,
@@ -105,7 +109,8 @@ class AddEpisodeOut(Output):
     relations_closed: list[EpisodeRelation] = Field(
         default_factory=list,
         description="Relations the episode denies ('no longer uses', 'B instead of C') whose "
-        "live edge it closed at the reference time (as-of reads before it still see them)",
+        "edge it closed (or, already closed, shortened) at the reference time (as-of reads "
+        "before it still see them)",
     )
     warnings: SecretWarnings = Field(default_factory=list)
 

@@ -6,10 +6,12 @@ memsys.llm_extraction when MEMSYS_EXTRACTOR_URL is set) become entity → entity
 from the reference time, with the sentence as their fact and the memory as evidence. A
 relation the episode denies ("auth.ts no longer depends on token.ts", "uses B instead of C")
 closes the live edge of that triple at the reference time (`valid_to`; `expired_at` now), so
-reads as of an earlier time still see it; an edge that began after the reference time is left
-alone (an older statement does not undo a newer one). Nor does an older statement undo a
+reads as of an earlier time still see it (a closed edge whose period holds the reference time
+is shortened to end then); an edge that began after the reference time is left alone (an
+older statement does not undo a newer one). Nor does an older statement undo a
 newer denial: a relation stated at a time a closed edge already covers writes nothing, and one
-stated before the triple's known periods gets an edge that ends where the next one begins.
+stated before the triple's known periods (closed or live) gets an edge that ends where the next
+one begins.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from datetime import UTC, datetime
 from itertools import pairwise
 
 import numpy as np
-from sqlalchemy import func, select, text, update
+from sqlalchemy import func, or_, select, text, update
 from sqlalchemy.orm import Session
 
 from memsys import extraction, ids, llm_extraction, relation_extraction, secretscan
@@ -46,7 +48,8 @@ Extracted = tuple[list[extraction.Mention], list[relation_extraction.Found]]
 
 
 def _close(session: Session, ns: str, source: str, target: str, relation: str, at: datetime) -> int:
-    """Close the live entity edge of one triple that was valid at `at`; how many closed."""
+    """End at `at` the entity edge of one triple that was valid then: the live one, or a
+    closed one whose period holds `at` (a denial dated inside it shortens it); how many."""
     take_turns(session, ns, source, target, relation)  # as relate_entities: one writer a triple
     return rowcount(
         session,
@@ -57,8 +60,8 @@ def _close(session: Session, ns: str, source: str, target: str, relation: str, a
             Edge.source_id == source,
             Edge.target_id == target,
             Edge.relation == relation,
-            Edge.valid_to.is_(None),
             Edge.valid_from <= at,
+            or_(Edge.valid_to.is_(None), Edge.valid_to > at),
         )
         .values(valid_to=at, expired_at=func.now()),
     )
@@ -69,25 +72,24 @@ def _until(
 ) -> tuple[bool, datetime | None]:
     """An episode stating a relation at `at`, older than what the graph knows of it: whether
     a closed edge already holds it then (nothing to write), else when the next known period
-    of the triple begins (the new edge ends there, so a later denial stays the last word).
-    (False, None) when nothing closed after `at`: the usual live edge."""
+    of the triple begins, closed or live (the new edge ends there, so a later denial stays
+    the last word, and the live edge keeps its start). (False, None) when no period begins
+    after `at`: the usual live edge."""
     take_turns(session, ns, source, target, relation)  # as relate_entities: one writer a triple
     later = session.execute(
-        select(Edge.valid_from).where(
+        select(Edge.valid_from, Edge.valid_to).where(
             Edge.namespace == ns,
             Edge.source_kind == "entity",
             Edge.source_id == source,
             Edge.target_kind == "entity",
             Edge.target_id == target,
             Edge.relation == relation,
-            Edge.valid_to.is_not(None),
-            Edge.valid_to > at,
+            or_(Edge.valid_to.is_(None), Edge.valid_to > at),
         )
-    ).scalars()
-    starts = list(later)
-    if any(start <= at for start in starts):
+    ).all()
+    if any(start <= at and end is not None for start, end in later):
         return True, None
-    return False, min(starts, default=None)
+    return False, min((start for start, _ in later if start > at), default=None)
 
 
 def _prepare(params: AddEpisodeIn) -> tuple[np.ndarray, Extracted | None]:
@@ -119,7 +121,10 @@ def add_episode(
         prepared=vector,
     )
     found, stated = by_model or relation_extraction.extract(body)
-    named = [extraction.Mention(extraction.key_for(n), n) for n in params.entity_names or []]
+    given: dict[str, str] = {}
+    for name in params.entity_names or []:
+        given.setdefault(extraction.key_for(name), name)  # each entity once, as first named
+    named = [extraction.Mention(key, name) for key, name in given.items()]
     wanted = {m.key: m.name for m in [*found, *named]}
     resolved = mentions.upsert(session, ns, wanted) if wanted else {}
     episode_id = ids.new_id("ep")

@@ -26,6 +26,7 @@ from memsys.schemas.facts import (
     FactVerifyIn,
 )
 from memsys.services import events, knowledge, namespaces
+from memsys.services.observation_links import entity_key
 
 SUPERSEDES = "supersedes"
 
@@ -60,11 +61,20 @@ def _ns(params: object) -> str:
     return str(getattr(params, "namespace", None) or get_settings().graph_namespace)
 
 
-def _entity(session: Session, ns: str, name: str) -> Entity:
-    found = knowledge.live_entities(session, ns, [name])
-    if not found:
+def _standing(session: Session, ns: str, name: str, at: datetime | None) -> Entity:
+    """The entity whose facts a read of `name` means: as of `at`, the first of the name not
+    deleted by then (one deleted since, or made again since, answers for its own time);
+    without `at` the live one, else the last deleted (its history stays readable)."""
+    stmt = select(Entity).where(Entity.namespace == ns, Entity.key == entity_key(name))
+    if at is not None:
+        stmt = stmt.where(or_(Entity.valid_to.is_(None), Entity.valid_to > at))
+        stmt = stmt.order_by(Entity.created_at, Entity.id)
+    else:
+        stmt = stmt.order_by(Entity.valid_to.desc().nulls_first(), Entity.id)
+    found = session.scalars(stmt.limit(1)).first()
+    if found is None:
         raise NotFound(f"Entity with name {name} not found")
-    return found[0]
+    return found
 
 
 def set_fact(session: Session, params: FactSetIn) -> FactSetOut:
@@ -150,10 +160,10 @@ def set_fact(session: Session, params: FactSetIn) -> FactSetOut:
 
 
 def _facts(
-    session: Session, ns: str, name: str, attribute: str | None
+    session: Session, ns: str, name: str, attribute: str | None, at: datetime | None = None
 ) -> tuple[Entity, list[Fact]]:
     namespaces.require(session, ns)
-    entity = _entity(session, ns, name)
+    entity = _standing(session, ns, name, at)
     stmt = select(Fact).where(Fact.namespace == ns, Fact.entity_id == entity.id)
     if attribute is not None:
         stmt = stmt.where(Fact.attribute == attribute)
@@ -163,7 +173,7 @@ def _facts(
 def get_facts(session: Session, params: FactGetIn) -> FactsOut:
     """The versions that were live at as_of (default now), one per attribute."""
     at = params.as_of or datetime.now(UTC)
-    entity, rows = _facts(session, _ns(params), params.entity, params.attribute)
+    entity, rows = _facts(session, _ns(params), params.entity, params.attribute, at)
     live = [f for f in rows if f.valid_from <= at and (f.valid_to is None or f.valid_to > at)]
     return FactsOut(facts=[_out(f, entity.name) for f in live])
 

@@ -18,7 +18,7 @@ from sqlalchemy import func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from memsys import ids, tenancy
+from memsys import extraction, ids, tenancy
 from memsys.config import get_settings
 from memsys.db import clock, rowcount, take_turns
 from memsys.embeddings import get_embedder
@@ -43,6 +43,7 @@ from memsys.schemas.graph import (
     RelationsOut,
 )
 from memsys.services import events, namespaces, observation_links
+from memsys.services.mentions import MENTIONS
 from memsys.services.observation_links import (
     KEY_PREFIX,
     OBSERVATION_OF,
@@ -279,8 +280,8 @@ def relate_entities(
     """One live edge per (source, target, relation); True when this call wrote it. Writers of
     one triple take turns, so two processes never write it twice. A memory stating a
     relation that exists joins its evidence (a purge of one of them leaves it standing).
-    `valid_to`: a relation known to have ended then, written closed (an episode older than
-    the one that denied it)."""
+    `valid_to`: a relation known to have ended then, written closed beside any live edge of
+    the triple (an episode older than the one that denied it, or than the live edge)."""
     take_turns(session, ns, source_id, target_id, relation)
     live = (
         Edge.namespace == ns,
@@ -290,7 +291,7 @@ def relate_entities(
         Edge.valid_to.is_(None),
     )
     exists = session.scalar(select(func.count()).where(*live))
-    if exists:
+    if exists and valid_to is None:
         if evidence:
             session.execute(
                 _MORE_EVIDENCE,
@@ -363,31 +364,60 @@ def add_observations(
     return ObservationsOut(results=results)
 
 
+def extracted_twins(
+    session: Session,
+    ns: str,
+    names: list[str],
+    lock: Literal["share", "update"] | None = None,
+) -> list[Entity]:
+    """The extractor's live entities (`concept#…`, memsys.services.mentions: episodes and
+    memories) of these names: what a reader sees as the same entity as the memory server's
+    one of the name — its key, and its name but for case (the key drops punctuation:
+    `err#boom` is not "Err Boom")."""
+    keys = {extraction.key_for(n) for n in names}
+    stmt = select(Entity).where(
+        Entity.namespace == ns,
+        Entity.valid_to.is_(None),
+        Entity.key.in_(keys),
+        func.lower(Entity.name).in_({n.lower() for n in names}),
+    )
+    if lock is not None:
+        stmt = stmt.with_for_update(read=lock == "share")
+    return list(session.scalars(stmt.order_by(Entity.created_at, Entity.id)))
+
+
 def delete_entities(session: Session, params: DeleteEntitiesIn) -> DoneOut:
-    """Close the entities, their observations, every relation touching them and their
-    versioned facts (unknown names are ignored, as server-memory does)."""
+    """Close the entities — the memory server's of each name and the extractor's of it —,
+    their observations, every relation touching them and their versioned facts with what
+    hangs on those (unknown names are ignored, as server-memory does). The memories that
+    mention a name keep their mention edges: what a text says is not the graph's to undo,
+    and it marks them as naming something deleted (memsys eval's staleness)."""
     ns = graph_namespace(params)
     if not graph_exists(session, params):
         return DoneOut(success=True, message="Entities deleted successfully")
     tenancy.require_write(ns)
     namespaces.share(session, [ns])  # after any import of the namespace
     entities = live_entities(session, ns, params.entityNames, lock="update")
+    entities += extracted_twins(session, ns, params.entityNames, lock="update")
     ids_ = [e.id for e in entities]
     at = clock(session)  # one time for the entities and all they close (as_of reads agree)
     _close_observations(session, ns, observation_edges(session, ns, ids_), at)
+    facts = session.scalars(
+        update(Fact)
+        .where(Fact.namespace == ns, Fact.entity_id.in_(ids_), Fact.valid_to.is_(None))
+        .values(valid_to=at)
+        .returning(Fact.id)
+    ).all()
+    ends = [*ids_, *facts]
     session.execute(
         update(Edge)
         .where(
             Edge.namespace == ns,
             Edge.valid_to.is_(None),
-            or_(Edge.source_id.in_(ids_), Edge.target_id.in_(ids_)),
+            or_(Edge.source_id.in_(ends), Edge.target_id.in_(ends)),
+            ~((Edge.source_kind == "chunk") & (Edge.relation == MENTIONS)),
         )
         .values(valid_to=at, expired_at=at)
-    )
-    session.execute(
-        update(Fact)
-        .where(Fact.namespace == ns, Fact.entity_id.in_(ids_), Fact.valid_to.is_(None))
-        .values(valid_to=at)
     )
     for entity in entities:
         entity.valid_to = at

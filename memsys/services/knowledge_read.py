@@ -24,6 +24,12 @@ from memsys.services.mentions import MENTIONS
 from memsys.services.observation_links import KEY_PREFIX, OBSERVATION_OF
 
 SEARCH_CANDIDATES = 30
+# A hit links its entities only when it is about the query at all: its own relevance
+# (fusion.relevance: cosine noisy-OR the query's BM25 share) at least this. MiniLM puts
+# unrelated text at cosine 0-0.15 and a paraphrase ("hot beverage" / "likes green tea")
+# above 0.3; without it every query, nonsense included, named the entities of whatever
+# the dense channel ranked first.
+MIN_LINKED_RELEVANCE = 0.2
 SEARCH_LIMIT = 1000  # search_nodes: every name match, then the ranked ones
 
 
@@ -49,7 +55,7 @@ def _open_at(model: type[Entity] | type[Edge], at: datetime | None) -> ColumnEle
     return or_(model.valid_to.is_(None), model.valid_to > at)
 
 
-def _there_at(at: datetime | None) -> ColumnElement[bool]:
+def there_at(at: datetime | None) -> ColumnElement[bool]:
     """Live entities, or those that existed at `at` as temporal_graph._open has it: not closed
     by then, and made by then or joined by an edge valid then (an episode may relate names
     first stored today from a reference time last week). A name first stored later takes no
@@ -79,12 +85,12 @@ def ranked_entities(
 ) -> list[tuple[Entity, float]]:
     """Live entities (not closed by `as_of`) for a query: those whose name or type contains it
     first (score 1), then those linked to the memories and chunks the retrieval pipeline
-    ranks highest (observations, mentions), by the best hit's relevance. `memory_graph`:
-    only the memory server's entities."""
+    ranks highest (observations, mentions) and finds relevant (MIN_LINKED_RELEVANCE), by the
+    best hit's relevance. `memory_graph`: only the memory server's entities."""
     needle = f"%{escape_like(query.lower())}%"
     named = select(Entity).where(
         Entity.namespace == ns,
-        _there_at(as_of),
+        there_at(as_of),
         or_(
             func.lower(Entity.name).like(needle, escape="\\"),
             func.lower(Entity.entity_type).like(needle, escape="\\"),
@@ -102,7 +108,7 @@ def ranked_entities(
     found = search.hybrid(
         session, query, filters=filters, limit=SEARCH_CANDIDATES, count_access=False, as_of=as_of
     )
-    score = {h.id: h.score for h in found.hits}
+    score = {h.id: h.score for h in found.hits if h.own >= MIN_LINKED_RELEVANCE}
     linked = select(Edge.target_id, Edge.source_id).where(
         Edge.namespace == ns,
         _open_at(Edge, as_of),
@@ -116,7 +122,7 @@ def ranked_entities(
         best[entity_id] = max(best.get(entity_id, 0.0), score[chunk_id])
     ordered = sorted((i for i in best if i not in chosen), key=lambda i: (-best[i], i))
     wanted = ordered[: max(0, limit - len(chosen))]
-    rows = select(Entity).where(Entity.namespace == ns, Entity.id.in_(wanted), _there_at(as_of))
+    rows = select(Entity).where(Entity.namespace == ns, Entity.id.in_(wanted), there_at(as_of))
     if memory_graph:
         rows = rows.where(Entity.key.startswith(KEY_PREFIX))
     by_id = {e.id: e for e in session.scalars(rows)}

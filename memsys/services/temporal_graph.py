@@ -3,19 +3,23 @@
 Ranking is the one memsys already has (knowledge_read.ranked_entities: name matches, then
 entities linked to what the retrieval pipeline ranks highest); neighbourhoods come from the
 recursive CTE in graph_walk. Every read is "as of" a time, now by default: an edge or fact
-counts when valid_from <= as_of < valid_to.
+counts when valid_from <= as_of < valid_to. One name is one entity: the extractor's entity of
+a name (`concept#…`) is shown as the memory server's one of that name when there is one
+(`twins`), with the edges of both.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
+from memsys import extraction
 from memsys.config import get_settings
 from memsys.errors import NotFound, shortened
 from memsys.models import Edge, Entity, Fact
@@ -34,7 +38,9 @@ from memsys.schemas.temporal import (
     node,
 )
 from memsys.services import graph_walk, namespaces, search, tracing
-from memsys.services.knowledge_read import ranked_entities
+from memsys.services.knowledge import extracted_twins
+from memsys.services.knowledge_read import ranked_entities, there_at
+from memsys.services.observation_links import KEY_PREFIX
 
 DECAY = 0.7  # relevance kept per hop away from a match
 CONTEXT_DEPTH = 2
@@ -60,7 +66,11 @@ def _linked(edges: list[Any]) -> set[str]:
 
 
 def _groups(params: Any) -> list[str]:
-    return list(dict.fromkeys(params.group_ids or [get_settings().graph_namespace]))
+    """The namespaces to search: group_ids (S002's optional filter; an empty list filters
+    everything out), else the graph namespace."""
+    if params.group_ids is None:
+        return [get_settings().graph_namespace]
+    return list(dict.fromkeys(params.group_ids))
 
 
 Ranked = list[tuple[Entity, float]]
@@ -96,24 +106,123 @@ def traced(ids_of: Callable[[Any], list[str]]) -> Callable[[Read], Read]:
     return wrap
 
 
-def _ranked(
-    session: Session, groups: list[str], query: str, limit: int, as_of: datetime | None = None
-) -> Ranked:
-    """The entities matching `query` best (as of `as_of`: the graph a read of then walks)."""
-    found: list[tuple[Entity, float]] = []
-    for ns in groups:
+def twins(
+    session: Session, ns: str, ids: Iterable[str], as_of: datetime | None = None
+) -> dict[str, Entity]:
+    """One name is one entity to a reader: the memory server's entity (create_entities,
+    fact_set) standing for each of the extractor's (`concept#…`, episodes and memories)
+    among `ids` that has its name — concept id → that entity (there as of `as_of`)."""
+    concepts = session.execute(
+        select(Entity.id, Entity.key, Entity.name).where(
+            Entity.namespace == ns, Entity.id.in_(list(ids)), Entity.key.startswith("concept#")
+        )
+    ).all()
+    if not concepts:
+        return {}
+    named = session.scalars(
+        select(Entity)
+        .where(
+            Entity.namespace == ns,
+            Entity.key.startswith(KEY_PREFIX),
+            func.lower(Entity.name).in_({c.name.lower() for c in concepts}),
+            there_at(as_of),
+        )
+        .order_by(Entity.created_at, Entity.id)
+    )
+    by_key: dict[str, Entity] = {}
+    for entity in named:
+        by_key.setdefault(extraction.key_for(entity.name), entity)
+    return {c.id: by_key[c.key] for c in concepts if c.key in by_key}
+
+
+def _readable(session: Session, ns: str, named: bool) -> bool:
+    """Whether a read has a graph in `ns`. One the call names must exist (NotFound lists the
+    known ones); the default graph namespace not existing yet is an empty graph, as the
+    memory server's reads have it (memsys.services.knowledge.graph_exists)."""
+    if named:
         namespaces.require(session, ns)
-        found += ranked_entities(session, ns, query, limit, as_of=as_of)
-    return sorted(found, key=lambda pair: -pair[1])[:limit]
+        return True
+    try:
+        namespaces.require(session, ns)
+    except NotFound:
+        return False
+    return True
 
 
-def edge_out(edge: Edge | graph_walk.Link, names: dict[str, str], score: float) -> EntityEdge:
+def _ranked(
+    session: Session,
+    groups: list[str],
+    query: str,
+    limit: int,
+    as_of: datetime | None = None,
+    named: bool = True,
+) -> Ranked:
+    """The entities matching `query` best (as of `as_of`: the graph a read of then walks),
+    the extractor's entity of a name folded into the memory server's one (`twins`).
+    `named`: the call named the namespaces (else the default one may not exist yet)."""
+    found: dict[tuple[str, str], tuple[Entity, float]] = {}
+    for ns in groups:
+        if not _readable(session, ns, named):
+            continue
+        ranked = ranked_entities(session, ns, query, limit, as_of=as_of)
+        standing = twins(session, ns, [e.id for e, _ in ranked], as_of)
+        for entity, score in ranked:
+            entity = standing.get(entity.id, entity)
+            held = found.get((ns, entity.id))
+            found[(ns, entity.id)] = (entity, max(score, held[1] if held else score))
+    return sorted(found.values(), key=lambda pair: -pair[1])[:limit]
+
+
+def _folded(session: Session, ns: str, found: graph_walk.Walk, at: datetime) -> graph_walk.Walk:
+    """A walk with the extractor's entity of a name folded into the memory server's one
+    (`twins`): one node, at the nearer depth, carrying both entities' edges."""
+    standing = twins(session, ns, found.entities, at)
+    if not standing:
+        return found
+    alias = {concept: entity.id for concept, entity in standing.items()}
+    depth = {i: d for i, d in found.depth.items() if i not in alias}
+    entities = {i: e for i, e in found.entities.items() if i not in alias}
+    for concept, entity in standing.items():
+        depth[entity.id] = min(found.depth[concept], depth.get(entity.id, found.depth[concept]))
+        entities.setdefault(entity.id, entity)  # type: ignore[arg-type]  # the same columns
+    edges = [
+        dataclasses.replace(
+            e,
+            source_id=alias.get(e.source_id, e.source_id),
+            target_id=alias.get(e.target_id, e.target_id),
+        )
+        for e in found.edges
+    ]
+    return graph_walk.Walk(
+        depth=depth, edges=[e for e in edges if e.source_id != e.target_id], entities=entities
+    )
+
+
+def _walk_from(
+    session: Session, ns: str, seeds: list[Entity], depth: int, at: datetime
+) -> graph_walk.Walk:
+    """graph_walk.walk from the seeds and the extractor's entities of their names, folded."""
+    named = [e.name for e in seeds if e.key.startswith(KEY_PREFIX)]
+    also = [e.id for e in extracted_twins(session, ns, named)] if named else []
+    ids = list(dict.fromkeys([*(e.id for e in seeds), *also]))
+    return _folded(session, ns, graph_walk.walk(session, ns, ids, depth, at), at)
+
+
+def edge_out(
+    edge: Edge | graph_walk.Link,
+    names: dict[str, str],
+    score: float,
+    alias: dict[str, str] | None = None,
+) -> EntityEdge:
+    """`alias`: an end shown as another entity (`twins`)."""
+    source = (alias or {}).get(edge.source_id, edge.source_id)
+    target = (alias or {}).get(edge.target_id, edge.target_id)
     return EntityEdge(
         uuid=edge.id,
-        source_node_uuid=edge.source_id,
-        target_node_uuid=edge.target_id,
-        source_name=names.get(edge.source_id, edge.source_id),
-        target_name=names.get(edge.target_id, edge.target_id),
+        source_node_uuid=source,
+        target_node_uuid=target,
+        source_name=names.get(source, source),
+        target_name=names.get(target, target),
         relation_type=edge.relation,
         fact=edge.context,
         group_id=edge.namespace,
@@ -136,7 +245,8 @@ def _names(session: Session, ns: str, ids: set[str]) -> dict[str, str]:
 @traced(lambda out: [e.uuid for e in out.entities])
 def search_entities(session: Session, params: SearchEntitiesIn) -> SearchEntitiesOut:
     """Entities for a query, best first, with a relevance score."""
-    ranked = _ranked(session, _groups(params), params.query, params.num_results)
+    named = params.group_ids is not None
+    ranked = _ranked(session, _groups(params), params.query, params.num_results, named=named)
     return SearchEntitiesOut(entities=[node(e, score) for e, score in ranked])
 
 
@@ -146,24 +256,35 @@ def search_edges(session: Session, params: SearchEdgesIn) -> SearchEdgesOut:
     """Relations valid at as_of around the entities the query ranks: an edge scores the mean
     of its two ends' relevance (an end that did not match counts 0)."""
     at = _now(params.as_of)
-    ranked = _ranked(session, _groups(params), params.query, params.num_results * 2, params.as_of)
+    ranked = _ranked(
+        session, _groups(params), params.query, params.num_results * 2, params.as_of,
+        named=params.group_ids is not None,
+    )  # fmt: skip
     score = {e.id: s for e, s in ranked}
     out: list[EntityEdge] = []
     for ns in {e.namespace for e, _ in ranked}:
+        named = [e.name for e, _ in ranked if e.namespace == ns and e.key.startswith(KEY_PREFIX)]
+        ends = set(score) | {c.id for c in extracted_twins(session, ns, named)}
         edges = session.scalars(
             select(Edge).where(
                 Edge.namespace == ns,
                 Edge.source_kind == "entity",
                 Edge.target_kind == "entity",
-                or_(Edge.source_id.in_(score), Edge.target_id.in_(score)),
+                or_(Edge.source_id.in_(ends), Edge.target_id.in_(ends)),
                 Edge.valid_from <= at,
                 or_(Edge.valid_to.is_(None), Edge.valid_to > at),
             )
         ).all()
-        names = _names(session, ns, {i for e in edges for i in (e.source_id, e.target_id)})
+        touched = {i for e in edges for i in (e.source_id, e.target_id)}
+        alias = {c: e.id for c, e in twins(session, ns, touched, params.as_of).items()}
+        names = _names(session, ns, touched | set(alias.values()))
         for e in edges:
-            mean = (score.get(e.source_id, 0.0) + score.get(e.target_id, 0.0)) / 2
-            out.append(edge_out(e, names, mean))
+            source = alias.get(e.source_id, e.source_id)
+            target = alias.get(e.target_id, e.target_id)
+            if source == target:
+                continue
+            mean = (score.get(source, 0.0) + score.get(target, 0.0)) / 2
+            out.append(edge_out(e, names, mean, alias))
     out.sort(key=lambda e: (-e.score, e.uuid))
     return SearchEdgesOut(edges=out[: params.num_results])
 
@@ -175,11 +296,12 @@ def query_graph(session: Session, params: QueryGraphIn) -> QueryGraphOut:
     hops at as_of; relevance decays by DECAY per hop from the nearest match."""
     ns = params.namespace or get_settings().graph_namespace
     at = _now(params.as_of)
-    seeds = _ranked(session, [ns], params.query, params.max_results, params.as_of)
+    named = params.namespace is not None
+    seeds = _ranked(session, [ns], params.query, params.max_results, params.as_of, named)
     if not seeds:
         return QueryGraphOut(scope=[], entities=[], links=[], edges=[], relevance=[])
     top = max(s for _, s in seeds)
-    found = graph_walk.walk(session, ns, [e.id for e, _ in seeds], params.depth, at)
+    found = _walk_from(session, ns, [e for e, _ in seeds], params.depth, at)
     relevance = {e.id: s for e, s in seeds}
     for entity_id, hops in found.depth.items():
         relevance.setdefault(entity_id, top * DECAY**hops)
@@ -225,10 +347,10 @@ def build_context(session: Session, params: BuildContextIn) -> BuildContextOut:
     """S002 build_context: the relations and versioned facts around the named entities as of
     a time, nearest first (to center_node_uuid when given), at most max_facts."""
     ns = params.namespace or get_settings().graph_namespace
-    namespaces.require(session, ns)
+    _readable(session, ns, params.namespace is not None)  # a fresh default: names not found
     at = _now(params.as_of)
     named = _resolve(session, ns, params.entity_names, at)
-    found = graph_walk.walk(session, ns, [e.id for e in named], CONTEXT_DEPTH, at)
+    found = _walk_from(session, ns, named, CONTEXT_DEPTH, at)
     distance = dict(found.depth)
     if params.center_node_uuid is not None:
         centred = graph_walk.walk(session, ns, [params.center_node_uuid], CONTEXT_DEPTH + 1, at)
@@ -237,6 +359,7 @@ def build_context(session: Session, params: BuildContextIn) -> BuildContextOut:
                 f"Entity {shortened(params.center_node_uuid, 80)} (center_node_uuid) not found "
                 f"in namespace {ns}"
             )
+        centred = _folded(session, ns, centred, at)
         distance = {i: centred.depth.get(i, CONTEXT_DEPTH + 2) for i in found.depth}
     # The names asked for count as of `at` (a fact may be back-dated before its entity).
     linked = _linked(found.edges) | {e.id for e in named}

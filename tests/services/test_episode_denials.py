@@ -130,3 +130,42 @@ def test_an_episode_older_than_a_denial_does_not_reopen_the_relation(embedder: A
     assert AUTH not in facts()  # the denial is still the last word
     assert AUTH in facts(as_of=(now - 15 * DAY).isoformat())
     assert AUTH in facts(as_of=(now - 3 * DAY).isoformat())
+
+
+def test_a_denial_dated_inside_a_closed_period_shortens_it(embedder: Any) -> None:
+    """Episodes arrive out of order: a denial dated before the one that closed the edge, but
+    after the edge began, found no live edge and changed nothing; the relation read as true
+    between the two denials."""
+    now = datetime.now(UTC)
+    op("add_episode", content=AUTH, reference_time=(now - 10 * DAY).isoformat())
+    denial = "auth.ts no longer depends on token.ts."
+    op("add_episode", content=denial, reference_time=(now - 2 * DAY).isoformat())
+    earlier = now - 5 * DAY
+    out = op("add_episode", content=denial, reference_time=earlier.isoformat())
+    assert [(r["source"], r["target"]) for r in out["relations_closed"]] == [
+        ("auth.ts", "token.ts")
+    ]
+    assert [(e.valid_from, e.valid_to) for e in depends_on()] == [(now - 10 * DAY, earlier)]
+    assert AUTH not in facts(as_of=(now - 3 * DAY).isoformat())
+    assert AUTH in facts(as_of=(now - 7 * DAY).isoformat())
+    # a denial before the relation began leaves it alone
+    op("add_episode", content=denial, reference_time=(now - 20 * DAY).isoformat())
+    assert [(e.valid_from, e.valid_to) for e in depends_on()] == [(now - 10 * DAY, earlier)]
+
+
+def test_an_episode_older_than_a_live_edge_dates_the_relation_back(embedder: Any) -> None:
+    """A relation stated before the live edge of its triple began (episodes arrive out of
+    order) was answered as extracted, but wrote nothing: the graph as of then did not know
+    it. It gets the period up to where the live edge begins, as before a closed one."""
+    now = datetime.now(UTC)
+    op("add_episode", content=AUTH, reference_time=(now - 10 * DAY).isoformat())
+    out = op("add_episode", content=AUTH, reference_time=(now - 20 * DAY).isoformat())
+    assert ("auth.ts", "token.ts") in {(r["source"], r["target"]) for r in out["relations"]}
+    periods = sorted((e.valid_from, e.valid_to) for e in depends_on())
+    assert periods == [(now - 20 * DAY, now - 10 * DAY), (now - 10 * DAY, None)]
+    assert AUTH in facts(as_of=(now - 15 * DAY).isoformat())
+    assert AUTH not in facts(as_of=(now - 25 * DAY).isoformat())
+    # stated again within either period: nothing new
+    op("add_episode", content=AUTH, reference_time=(now - 15 * DAY).isoformat())
+    op("add_episode", content=AUTH, reference_time=(now - 5 * DAY).isoformat())
+    assert len(depends_on()) == 2

@@ -108,3 +108,26 @@ def test_deleting_an_entity_closes_its_facts(embedder: Any) -> None:
     again = op("fact_set", entity="billing", attribute="timeout", content="45 seconds")
     assert again["superseded"] is None
     assert [f["content"] for f in op("fact_get", entity="billing")["facts"]] == ["45 seconds"]
+
+
+def test_a_deleted_entitys_facts_stay_readable_as_of_then_and_in_history(
+    embedder: Any,
+) -> None:
+    """fact_get as_of a time before delete_entities and fact_history looked for a live entity
+    only: the closed versions were kept but no read could reach them."""
+    op("fact_set", entity="ledger", attribute="owner", content="finance",
+       valid_from=DAYS_AGO[5])  # fmt: skip
+    op("fact_set", entity="ledger", attribute="owner", content="platform",
+       valid_from=DAYS_AGO[3])  # fmt: skip
+    op("delete_entities", entityNames=["ledger"])
+    then = op("fact_get", entity="ledger", as_of=DAYS_AGO[4])["facts"]
+    assert [f["content"] for f in then] == ["finance"]
+    history = op("fact_history", entity="ledger")["facts"]
+    assert [f["content"] for f in history] == ["finance", "platform"]
+    assert "Entity with name ledger not found" in fails("fact_get", entity="ledger")
+    # made again, the name answers for now; the deleted one still for its own time
+    op("fact_set", entity="ledger", attribute="owner", content="audit")
+    assert [f["content"] for f in op("fact_get", entity="ledger")["facts"]] == ["audit"]
+    then = op("fact_get", entity="ledger", as_of=DAYS_AGO[4])["facts"]
+    assert [f["content"] for f in then] == ["finance"]
+    assert [f["content"] for f in op("fact_history", entity="ledger")["facts"]] == ["audit"]

@@ -198,3 +198,17 @@ def test_two_mcp_processes_on_one_database_write_each_key_once(embedder: Any) ->
         assert len(live(keys.err_key(f"Build step {n} failed"))) == 1
     assert len(live("dep#lodash@4.17.21")) == 1
     assert edge_count("caused_by") == 6 and edge_count("observation_of") == 6
+
+
+def test_an_envelope_typed_decomposed_files_under_the_composed_key(embedder: Any) -> None:
+    """Graph names are read composed (NFC), but an envelope's key was built from its text as
+    sent: "café" with a combining accent keyed a second entity no name could open."""
+    decomposed = {**ERROR, "message": "Cafe\u0301 service refused the token"}
+    composed = {**ERROR, "message": "Caf\u00e9 service refused the token"}
+    first = op("memory_observe", envelope=decomposed,
+               links=[{"relation": "CAUSED_BY", "target": "dep#cafe\u0301@1.0"}])  # fmt: skip
+    assert first["entity"] == "err#caf\u00e9 service refused the token"
+    again = op("memory_observe", envelope=composed)
+    assert not again["created"] and not again["observation_added"]
+    opened = op("open_nodes", names=[first["entity"], "dep#caf\u00e9@1.0"])["entities"]
+    assert len(opened) == 2

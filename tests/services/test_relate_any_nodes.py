@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import select
 
 from memsys.db import session_scope
-from memsys.models import Chunk, Edge
+from memsys.models import Chunk, Edge, Entity
 from tests.cli.helpers import run
 from tests.factories import index, store
 from tests.services.test_edges import fails, op
@@ -28,11 +28,14 @@ def entity_id(name: str) -> str:
 
 
 def redis_nodes() -> tuple[str, str, dict[str, Any], str]:
-    """A decision memory, the Redis entity, a fact about it and an episode naming it."""
+    """A decision memory, the Redis entity the memory and the episode name (the extractor's:
+    the S002 reads show create_entities' one of the name in its place), a fact about it and
+    an episode naming it."""
     memory = store("We chose Redis for the session cache", memory_type="decision").id
     op("create_entities", entities=[{"name": "Redis", "entityType": "database",
                                      "observations": ["An in-memory store"]}])  # fmt: skip
-    redis = entity_id("Redis")
+    with session_scope() as s:
+        redis = s.scalars(select(Entity.id).where(Entity.key == "concept#redis")).one()
     fact = op("fact_set", entity="Redis", attribute="version", content="Redis 7.2")["fact"]
     episode = op("add_episode", content="The SessionStore depends on Redis.")["episode_id"]
     return memory, redis, fact, episode

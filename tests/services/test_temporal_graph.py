@@ -158,3 +158,16 @@ def test_bad_graph_reads_are_refused(episodes: dict[str, Any]) -> None:
     assert "depth must be between 1 and 3" in fails("query_graph", query="auth", depth=7)
     assert "Entity with name Nobody not found" in fails("build_context", entity_names=["Nobody"])
     assert "Episode content cannot be empty" in fails("add_episode", content="  ")
+
+
+def test_named_entities_are_linked_once_and_must_name_something(embedder: Any) -> None:
+    """entity_names naming one entity twice ("Alice", "alice") related it to itself; names
+    of punctuation alone were all keyed `concept#`: one entity for all of them."""
+    out = op("add_episode", content="Alice met the team.", entity_names=["Alice", "alice"])
+    assert out["entities"] == ["Alice"] and out["relations"] == []
+    with session_scope() as s:
+        assert s.scalars(select(Edge).where(Edge.source_id == Edge.target_id)).all() == []
+    op("add_episode", content="It happened.", entity_names=["!!!", "???"])
+    with session_scope() as s:
+        keys = s.scalars(select(Entity.key).where(Entity.name.in_(["!!!", "???"]))).all()
+    assert sorted(keys) == ["concept#!!!", "concept#???"]

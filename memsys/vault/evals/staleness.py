@@ -16,9 +16,10 @@ from memsys.vault.evals.base import Context, Figure, probe_namespace, ratio, scr
 THRESHOLD = 0.10
 
 # A memory names things through its `mentions` edges to concept entities (memsys.services.
-# mentions), never to the knowledge graph's own `kg#` entities, and delete_entities closes
-# every edge to the entities it deletes: a deleted entity is found by its name, among
-# entities closed and not made again (no live row under their key) or marked deprecated.
+# mentions), never to the knowledge graph's own `kg#` entities; delete_entities closes the
+# concept entity of the name it deletes too but keeps those mention edges. A deleted entity
+# is found by its name, among entities closed and not made again (no live entity of that
+# name: create_entities makes it again under its own key) or marked deprecated.
 _STALE = text(
     """
     WITH gone AS (
@@ -26,7 +27,8 @@ _STALE = text(
         WHERE (g.metadata ->> 'deprecated' = 'true'
                OR (g.valid_to IS NOT NULL AND NOT EXISTS (
                    SELECT 1 FROM entity a
-                   WHERE a.namespace = g.namespace AND a.key = g.key AND a.valid_to IS NULL)))
+                   WHERE a.namespace = g.namespace AND lower(a.name) = lower(g.name)
+                     AND a.valid_to IS NULL)))
           AND (CAST(:namespace AS text) IS NULL OR g.namespace = :namespace)
     )
     SELECT count(*) AS total,
@@ -36,7 +38,7 @@ _STALE = text(
                WHERE e.namespace = c.namespace AND e.source_kind = 'chunk'
                  AND e.source_id = c.id AND e.target_kind = 'entity'
                  AND e.relation = 'mentions' AND e.valid_to IS NULL
-                 AND (en.valid_to IS NOT NULL OR en.metadata ->> 'deprecated' = 'true'
+                 AND (en.metadata ->> 'deprecated' = 'true'
                       OR (en.namespace, lower(en.name)) IN (SELECT namespace, name FROM gone))
            )) AS stale
     FROM chunk c
