@@ -21,7 +21,7 @@ import numpy as np
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
-from memsys import chunking, ids
+from memsys import background, chunking, ids
 from memsys.config import get_settings
 from memsys.db import session_scope, take_turns
 from memsys.embeddings import get_embedder
@@ -36,6 +36,7 @@ from memsys.schemas import (
     IndexFileIn,
     IndexFileOut,
 )
+from memsys.schemas.memories import BATCH_CONTENT_LIMITS
 from memsys.services import events, mentions, namespaces
 from memsys.services.documents import close_document, live_document, resolve_path
 from memsys.services.embedding_queue import embed_pending
@@ -121,8 +122,23 @@ def read_file(params: IndexFileIn, embed: bool) -> ReadFile:
     if not embed or _unchanged(params.namespace, str(path), digest):
         return ReadFile(str(path), kind, data, digest, None, None)
     pieces = _chunk(data, kind)
-    vectors = get_embedder().embed([p.content for p in pieces]) if pieces else None
-    return ReadFile(str(path), kind, data, digest, pieces, vectors)
+    return ReadFile(str(path), kind, data, digest, pieces, _embed_now([p.content for p in pieces]))
+
+
+def _embed_now(texts: list[str]) -> np.ndarray | None:
+    """The vectors of the chunks a call embeds itself: all of them, unless this process has a
+    worker draining the embedding queue (`memsys serve`, `memsys mcp`). There a call embeds
+    the opening chunks that fit one memory_store_batch call's load and leaves the rest to the
+    worker, queued: a file at the 20 MiB limit kept one call busy for half an hour."""
+    count = len(texts)
+    if background.running():
+        limit, held = BATCH_CONTENT_LIMITS * get_settings().max_content_chars, 0
+        for i, text in enumerate(texts):
+            held += len(text)
+            if held > limit:
+                count = max(i, 1)
+                break
+    return get_embedder().embed(texts[:count]) if count else None
 
 
 def _chunk(data: bytes, kind: str) -> list[chunking.Piece]:
@@ -188,7 +204,8 @@ def index_file(
     texts = [p.content for p in pieces]
     vectors = read.vectors
     if vectors is None and embed_now and texts:  # changed since it was read, or called directly
-        vectors = get_embedder().embed(texts)
+        vectors = _embed_now(texts)
+    embedded = 0 if vectors is None else len(vectors)
     doc_id = ids.new_id(ids.DOCUMENT)
     session.execute(
         insert(Document).values(
@@ -199,7 +216,7 @@ def index_file(
             sha256=digest,
             size_bytes=len(read.data),
             chunk_count=len(pieces),
-            status="ready" if vectors is not None or not pieces else "pending",
+            status="ready" if embedded == len(pieces) else "pending",
         )
     )
     chunk_ids = [ids.new_id(ids.CHUNK) for _ in pieces]
@@ -215,7 +232,7 @@ def index_file(
                     "content": piece.content,
                     "content_hash": content_hash(piece.content),
                     "token_count": tokens[i],
-                    "embedding": None if vectors is None else vectors[i],
+                    "embedding": None if vectors is None or i >= embedded else vectors[i],
                     "meta": piece.metadata,
                     "document_id": doc_id,
                     "source_file": source,
@@ -243,6 +260,7 @@ def index_file(
         skipped_unchanged=False,
         replaced_chunks=replaced,
         document_id=doc_id,
+        pending_embeddings=len(pieces) - embedded,
     )
 
 
