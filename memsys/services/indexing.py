@@ -36,10 +36,9 @@ from memsys.schemas import (
     IndexFileIn,
     IndexFileOut,
 )
-from memsys.schemas.memories import BATCH_CONTENT_LIMITS
 from memsys.services import events, mentions, namespaces
 from memsys.services.documents import close_document, live_document, resolve_path
-from memsys.services.embedding_queue import embed_pending
+from memsys.services.embedding_queue import embed_pending, within_budget
 from memsys.tokens import count_tokens_batch
 
 SKIPPED_DIRS = {"node_modules", "__pycache__", "venv", "site-packages"}
@@ -128,16 +127,12 @@ def read_file(params: IndexFileIn, embed: bool) -> ReadFile:
 def _embed_now(texts: list[str]) -> np.ndarray | None:
     """The vectors of the chunks a call embeds itself: all of them, unless this process has a
     worker draining the embedding queue (`memsys serve`, `memsys mcp`). There a call embeds
-    the opening chunks that fit one memory_store_batch call's load and leaves the rest to the
-    worker, queued: a file at the 20 MiB limit kept one call busy for half an hour."""
+    the opening chunks that fit one of the worker's batches (EMBED_TOKENS, about a second of
+    model time) and leaves the rest to it, queued: a file at the 20 MiB limit kept one call
+    busy for half an hour."""
     count = len(texts)
     if background.running():
-        limit, held = BATCH_CONTENT_LIMITS * get_settings().max_content_chars, 0
-        for i, text in enumerate(texts):
-            held += len(text)
-            if held > limit:
-                count = max(i, 1)
-                break
+        count = within_budget(count_tokens_batch(texts))
     return get_embedder().embed(texts[:count]) if count else None
 
 

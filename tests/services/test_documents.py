@@ -474,12 +474,12 @@ def test_a_long_file_indexed_where_a_worker_runs_leaves_the_rest_to_it(
 ) -> None:
     """index_file embedded every chunk inside the call: a file at the 20 MiB limit kept one
     call busy for half an hour. Where a worker drains the queue (memsys serve, memsys mcp) the
-    call embeds the opening chunks that fit one batch's load and leaves the rest queued; in a
+    call embeds the opening chunks that fit one of its batches and leaves the rest queued; in a
     process without one (the CLI on its own) it still embeds them all."""
     from memsys.background import EmbeddingWorker, worker
-    from memsys.config import get_settings
+    from memsys.services import embedding_queue
 
-    monkeypatch.setattr(get_settings(), "max_content_chars", 200)  # a batch's load: 2,000
+    monkeypatch.setattr(embedding_queue, "EMBED_TOKENS", 300)  # a worker's batch: ~2 chunks
     paragraphs = [
         f"Section {i} of the runbook: restart the queue and check its lag." for i in range(6)
     ]
