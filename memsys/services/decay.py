@@ -265,6 +265,22 @@ def close(session: Session, memory: MemoryRow, now: datetime, operation: str, **
     )
 
 
+def _due(
+    rows: list[Any], scores: dict[tuple[str, str], float], threshold: float
+) -> dict[tuple[str, str], float]:
+    """The scores decay writes: those whose band changed (moved_bands, as maintenance writes
+    them) and those that crossed the threshold (a memory is counted as decayed against its
+    stored score). Rewriting every score rewrote every row, index entries included: 20 s
+    for 16,000 memories."""
+    scored = [r for r in rows if (r.namespace, r.id) in scores]
+    due = moved_bands(scored, scores)
+    for r in scored:
+        new = scores[(r.namespace, r.id)]
+        if r.decay_score is not None and (r.decay_score < threshold) != (new < threshold):
+            due[(r.namespace, r.id)] = new
+    return due
+
+
 def decay(session: Session, params: DecayIn, now: datetime | None = None) -> DecayOut:
     """S002 decay: rescore the memories in scope, delete the session scratch below threshold."""
     now = now or datetime.now(UTC)
@@ -301,7 +317,7 @@ def decay(session: Session, params: DecayIn, now: datetime | None = None) -> Dec
                 and (row.decay_score is None or row.decay_score >= params.threshold)
             ):
                 decayed += 1
-        store_scores(session, scores)
+        store_scores(session, _due(rows, scores, params.threshold))
     events.record(
         session,
         namespace=params.namespace or "*",

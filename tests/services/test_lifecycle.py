@@ -212,6 +212,34 @@ def test_maintenance_writes_a_decay_score_only_when_its_band_changes(embedder: A
     assert abs(row(memory).decay_score - 0.2 * math.exp(-1.8)) < 1e-3
 
 
+def test_decay_writes_a_score_only_when_its_band_or_side_of_the_threshold_changes(
+    embedder: Any,
+) -> None:
+    """decay rewrote every memory's score on every call: each a new row version with its
+    index entries (the vector index too), 20 s for 16,000 memories, minutes at 100,000. It
+    writes a score when the memory's band or its side of the threshold changes, as
+    maintenance does; what it counts (decayed, deleted) is unchanged."""
+    from memsys.schemas.lifecycle import DecayIn
+
+    memory = store("The build farm reboots weekly", memory_type="general", importance=0.5).id
+
+    def decay_at(n: float, threshold: float = 0.05) -> Any:
+        with session_scope() as s:
+            return decay_rules.decay(s, DecayIn(threshold=threshold), now=days(n))
+
+    decay_at(1)
+    first = row(memory).decay_score
+    assert first is not None and abs(first - 0.2 * math.exp(-0.03)) < 1e-3
+    assert decay_at(2).entries_decayed == 0  # same band, same side of 0.05: not rewritten
+    assert row(memory).decay_score == first
+    # 0.2 · e^-0.09 = 0.183: still dormant, but now below a threshold of 0.19
+    assert decay_at(3, threshold=0.19).entries_decayed == 1
+    assert abs(row(memory).decay_score - 0.2 * math.exp(-0.09)) < 1e-3
+    assert decay_at(4, threshold=0.19).entries_decayed == 0  # counted once
+    assert decay_at(60).entries_decayed == 1  # 0.033: a new band, below 0.05
+    assert abs(row(memory).decay_score - 0.2 * math.exp(-1.8)) < 1e-3
+
+
 def test_confidence_and_stage_read_as_of_before_their_change(embedder: Any) -> None:
     memory = store("Cache keys include the tenant id").id
     key = (row(memory).namespace, memory)
