@@ -57,6 +57,9 @@ class EmbeddingWorker:
     def wake(self) -> None:
         self._wake.set()
 
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
     def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()
         self._wake.set()
@@ -73,3 +76,8 @@ def worker() -> EmbeddingWorker:
     if _worker is None:
         _worker = EmbeddingWorker()
     return _worker
+
+
+def running() -> bool:
+    """Whether this process has a worker draining the queue (`memsys serve`, `memsys mcp`)."""
+    return _worker is not None and _worker.running()

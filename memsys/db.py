@@ -41,7 +41,7 @@ from sqlalchemy.sql.elements import TextClause
 
 from memsys import deferred, embedded, tenancy
 from memsys.config import Settings, get_settings
-from memsys.errors import Contended, DatabaseUnavailable, Protected, TimedOut
+from memsys.errors import Contended, DatabaseUnavailable, Protected, SystemRefused, TimedOut
 
 log = logging.getLogger(__name__)
 
@@ -224,6 +224,9 @@ def session_scope() -> Iterator[Session]:
             late = timed_out(exc)
             if late is not None:
                 raise late from None
+            short = short_of_resources(exc)
+            if short is not None:
+                raise short from None
             raise
         with suppress(DBAPIError):  # the connection is gone: nothing was committed
             session.rollback()
@@ -446,6 +449,33 @@ def timed_out(exc: DBAPIError) -> TimedOut | None:
     if limit == 0:  # no limit set: only a cancel request ends a statement
         return TimedOut("The database cancelled this call; its transaction was rolled back.")
     return TimedOut(template.format(s=f"{limit:g}"))
+
+
+# insufficient_resources: what the server could not give this call. out_of_memory is mostly
+# its lock table: a transaction holds a lock per item it writes (a graph import of 20,000
+# entities), and all of them share max_locks_per_transaction × max_connections slots.
+_SHORT_OF = {
+    "53100": "The database's disk is full: nothing of this call was written.",
+    "53200": (
+        "The database ran out of shared memory for this call: one transaction held too many "
+        "locks (one per item written; max_locks_per_transaction). Nothing was written: send "
+        "the items in parts (a smaller file)."
+    ),
+}
+
+
+def short_of_resources(exc: DBAPIError) -> SystemRefused | None:
+    """The error every front end shows (HTTP 503, the MCP envelope, CLI exit 1) when the
+    server lacked the disk or shared memory a call needed; None for any other error."""
+    sqlstate = str(getattr(exc.orig, "sqlstate", None))
+    if not sqlstate.startswith("53"):
+        return None
+    return SystemRefused(
+        _SHORT_OF.get(
+            sqlstate,
+            "The database lacked the resources this call needed; nothing of it was written.",
+        )
+    )
 
 
 def pgvector_problem(available: str | None, server_version_num: int) -> str | None:

@@ -152,6 +152,25 @@ def test_the_calendar_s_first_and_last_day_have_an_episode_log(client: TestClien
         assert answer.json()["text"] == f"# {day}\n" and answer.json()["entries"] == 0
 
 
+def test_a_busy_day_s_episode_log_is_bounded(embedder: Any) -> None:
+    """A day with a bulk load: the log listed every memory stored that day (10,000 memories
+    made a 4 MB answer; 100,000 would make 40 MB). It lists the first EPISODE_ENTRIES and says
+    how many more there are."""
+    from memsys.services.briefs import EPISODE_ENTRIES
+
+    many = EPISODE_ENTRIES + 5
+    contents = [{"content": f"Bulk note {i}", "namespace": "project:bulk"} for i in range(many)]
+    assert op("memory_store_batch", memories=contents)["stored"] == many
+    out = op("memory_brief", kind="episodes", namespace="project:bulk")
+    assert out["entries"] == EPISODE_ENTRIES
+    assert (
+        out["text"]
+        .rstrip()
+        .endswith("… and 5 more entries this day (memory_list lists every memory)")
+    )
+    assert "Bulk note 0" in out["text"] and f"Bulk note {many - 1}" not in out["text"]
+
+
 def test_reflection_brief_reads_themes_projects_accesses_and_merges(embedder: Any) -> None:
     for ns, n in (("project:shop", 2), ("project:blog", 1)):
         for i in range(n):

@@ -43,6 +43,11 @@ def indexed_file(r: IndexFileOut) -> None:
         f"Indexed {r.source_file}: {plural(r.chunks_created, 'chunk')}{replaced} "
         f"({r.document_id}, namespace {r.namespace})"
     )
+    if r.pending_embeddings:
+        echo(
+            f"{plural(r.pending_embeddings, 'chunk')} wait for embeddings (the server's worker "
+            "embeds them); full-text search finds them already."
+        )
 
 
 def index_directory(

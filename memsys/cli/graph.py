@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from memsys import regular_files
-from memsys.cli.output import inert, json_dumps, path_given, read_input, short
+from memsys.cli.output import inert, json_dumps, path_given, read_input, short, warn
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -35,6 +35,11 @@ def edges_forgotten(r: MemoryEdgeForgetOut) -> None:
 
 
 def inspected(r: MemoryInspectOut) -> None:
+    if r.stats.truncated:
+        warn(
+            "more was within reach than one answer holds (500 nodes, 2,000 edges, strongest "
+            "edges first): lower --max-depth or name --edge-types"
+        )
     if r.mermaid is not None:
         typer.echo(inert(r.mermaid), nl=False)  # its labels are memories' text
         return

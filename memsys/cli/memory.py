@@ -3,6 +3,7 @@ store-batch, written by hand: it reads a file and stores it batch by batch."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -154,10 +155,11 @@ def store_file(path: str, defaults: dict[str, Any], as_json: bool) -> None:
     from memsys.schemas import MemoryStoreBatchOut, MemoryStoreIn, parse
 
     items = []
+    sizes = []
     for n, item in json_lines(path):
         item = {**defaults, **item}
         try:
-            parse(MemoryStoreIn, item)
+            sizes.append(len(parse(MemoryStoreIn, item).content))
         except InvalidInput as exc:
             raise InvalidInput(f"line {n}: {exc.message}") from None
         items.append(item)
@@ -166,8 +168,8 @@ def store_file(path: str, defaults: dict[str, Any], as_json: bool) -> None:
     op = BY_NAME["memory_store_batch"]
     results: list[MemoryStoreOut] = []
     with progress_bar(progress_wanted(as_json)) as report:
-        for start in range(0, len(items), FILE_BATCH):
-            data = {"memories": items[start : start + FILE_BATCH]}
+        for start, end in _batches(sizes):
+            data = {"memories": items[start:end]}
             try:
                 done = remote.run(op, data)
             except MemsysError as exc:
@@ -186,6 +188,22 @@ def store_file(path: str, defaults: dict[str, Any], as_json: bool) -> None:
         results=results, stored=len(results) - duplicates, duplicates=duplicates
     )
     emit(total, as_json, stored_batch)
+
+
+def _batches(sizes: list[int]) -> Iterator[tuple[int, int]]:
+    """[start, end) of each batch of a file: at most FILE_BATCH lines, and no more content
+    than one memory_store_batch call takes (memsys.schemas.memories.check_batch_load)."""
+    from memsys.config import get_settings
+    from memsys.schemas.memories import BATCH_CONTENT_LIMITS
+
+    limit = BATCH_CONTENT_LIMITS * get_settings().max_content_chars
+    start, held = 0, 0
+    for i, size in enumerate(sizes):
+        if i > start and (i - start == FILE_BATCH or held + size > limit):
+            yield start, i
+            start, held = i, 0
+        held += size
+    yield start, len(sizes)
 
 
 def stored_batch(r: MemoryStoreBatchOut) -> None:

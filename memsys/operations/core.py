@@ -22,6 +22,7 @@ CORE_OPERATIONS: tuple[Operation, ...] = (
         effect="idempotent",
         rest=(Rest("POST", "/documents/index-file"),),
         cli=Cli("index-file", arguments=("file_path",), render=f"{DOCUMENT_CLI}:indexed_file"),
+        after="memsys.operations.spec:wake_worker",
     ),
     Operation(
         name="index_directory",

@@ -66,7 +66,8 @@ EDGE_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         name="memory_inspect_graph",
         summary="Inspect the graph around a memory: nodes within max_depth hops, edges, "
-        "paths with relevance decaying per hop; JSON or a mermaid flowchart.",
+        "paths with relevance decaying per hop; JSON or a mermaid flowchart. At most 500 nodes "
+        "and 2,000 edges, strongest edges first (stats.truncated says more was in reach).",
         service="edges:inspect",
         input=e.MemoryInspectIn,
         output=e.MemoryInspectOut,

@@ -112,9 +112,12 @@ def resolve(ref: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
 
 
-def wake_worker(params: s.IndexDirectoryIn, result: s.IndexDirectoryOut) -> None:
-    """index_directory with async_mode: the running server's worker embeds the queue now."""
-    if params.async_mode:
+def wake_worker(
+    params: s.IndexDirectoryIn | s.IndexFileIn, result: s.IndexDirectoryOut | s.IndexFileOut
+) -> None:
+    """index_directory with async_mode, index_file of a long file: the running server's
+    worker embeds the queue now."""
+    if result.pending_embeddings:
         from memsys.background import worker
 
         worker().wake()

@@ -39,6 +39,11 @@ class IndexFileOut(Output):
     skipped_unchanged: bool
     replaced_chunks: int
     document_id: str
+    pending_embeddings: int = Field(
+        default=0,
+        description="Chunks left to the server's embedding worker (a long file: full-text "
+        "search finds them at once, search by meaning once embedded)",
+    )
 
 
 class IndexDirectoryIn(Input):

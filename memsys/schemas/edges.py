@@ -213,6 +213,11 @@ class InspectStats(Output):
     total_nodes: int
     total_edges: int
     max_depth_reached: int
+    truncated: bool = Field(
+        default=False,
+        description="More nodes or edges were within reach than one answer holds "
+        "(500 nodes, 2,000 edges, strongest edges first)",
+    )
 
 
 class MemoryInspectOut(Output):

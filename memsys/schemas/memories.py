@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -11,6 +12,7 @@ from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_v
 
 from memsys import ids
 from memsys.config import get_settings
+from memsys.errors import InvalidInput
 from memsys.schemas.common import (
     FILLED,
     NAME_BREAKERS,
@@ -128,6 +130,25 @@ class MemoryStoreIn(Input):
 
 
 MAX_BATCH = 1000
+# The text one call embeds in all: ten memories at the content limit (320,000 characters by
+# default). Embedding is what a batch costs (~1 s of model time per 32,000 characters of
+# prose, more for code or symbols): 1,000 memories at the limit kept a call busy for hours.
+BATCH_CONTENT_LIMITS = 10
+
+
+def check_batch_load(texts: Sequence[str], what: str) -> None:
+    """Refuse a call that would embed more than MAX_BATCH texts or more characters than
+    BATCH_CONTENT_LIMITS memories at the content limit, before anything is embedded."""
+    if len(texts) > MAX_BATCH:
+        raise InvalidInput(f"At most {MAX_BATCH:,} {what} per call, got {len(texts):,}")
+    limit = BATCH_CONTENT_LIMITS * get_settings().max_content_chars
+    total = sum(len(t) for t in texts)
+    if total > limit:
+        raise InvalidInput(
+            f"The {what} of one call hold {total:,} characters (limit {limit:,}: "
+            f"{BATCH_CONTENT_LIMITS} times MEMSYS_MAX_CONTENT_CHARS); "
+            "split them over several calls"
+        )
 
 
 def _batch(v: list[MemoryStoreIn]) -> list[MemoryStoreIn]:
@@ -142,7 +163,10 @@ class MemoryStoreBatchIn(Input):
     memories: Annotated[
         list[MemoryStoreIn],
         Rule(_batch, minItems=1, maxItems=MAX_BATCH),
-        Field(description=f"Up to {MAX_BATCH} memories, each as memory_store takes it"),
+        Field(
+            description=f"Up to {MAX_BATCH} memories, each as memory_store takes it, with "
+            "at most ten times MEMSYS_MAX_CONTENT_CHARS characters of content in all"
+        ),
     ]
 
 

@@ -25,6 +25,7 @@ from memsys.vocabulary import is_golden
 CORE_CHARS = 12_000  # S003: ~3K tokens
 CORE_MIN_SCORE = 0.2
 CORE_PER_SECTION = 15
+EPISODE_ENTRIES = 500  # a day's log lists this many (a bulk load stores thousands in a day)
 # (heading, memory types); golden rules (by type or earned confidence) come first.
 CORE_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Golden Rules", ("golden_rule",)),
@@ -118,7 +119,8 @@ def core_brief(session: Session, namespace: str | None, now: datetime) -> str:
 
 
 def episode_log(session: Session, namespace: str | None, day: date) -> str:
-    """episodes/YYYY-MM-DD.md: the memories stored that day and the merges made, by time."""
+    """episodes/YYYY-MM-DD.md: the memories stored that day and the merges made, by time; the
+    first EPISODE_ENTRIES of them, then how many more there are."""
     start = datetime.combine(day, time(), tzinfo=UTC)
     # 9999-12-31 has no next day in Python (OverflowError, HTTP 500): its log ends with time
     end = start + timedelta(days=1) if day < date.max else datetime.max.replace(tzinfo=UTC)
@@ -131,6 +133,11 @@ def episode_log(session: Session, namespace: str | None, day: date) -> str:
     if namespace:
         stmt = stmt.where(Chunk.namespace == namespace)
         merges = merges.where(Event.namespace == namespace)
+    total = sum(
+        session.scalar(select(func.count()).select_from(q.subquery())) or 0 for q in (stmt, merges)
+    )
+    stmt = stmt.order_by(Chunk.created_at, Chunk.id).limit(EPISODE_ENTRIES)
+    merges = merges.order_by(Event.occurred_at, Event.id).limit(EPISODE_ENTRIES)
     entries: list[tuple[datetime, list[str]]] = []
     for m in session.execute(stmt):
         entries.append(
@@ -162,8 +169,11 @@ def episode_log(session: Session, namespace: str | None, day: date) -> str:
         )
     entries.sort(key=lambda t: t[0])
     body = [f"# {day.isoformat()}"]
-    for _, block in entries:
+    for _, block in entries[:EPISODE_ENTRIES]:
         body += ["", *block]
+    if total > EPISODE_ENTRIES:
+        more = total - EPISODE_ENTRIES
+        body += ["", f"… and {more:,} more entries this day (memory_list lists every memory)"]
     return "\n".join(body) + "\n"
 
 

@@ -38,6 +38,11 @@ from memsys.services import events, memories, namespaces
 from memsys.services.observation_links import valid_at
 
 MAX_PATHS = 200
+# What one inspect answers at most: a memory two hops from a hub (an entity related to
+# thousands) reached every node of it, each with its content, in one answer. The walk takes
+# each hop's edges strongest first and stops adding nodes and edges at these (stats.truncated).
+MAX_NODES = 500
+MAX_EDGES = 2000
 
 
 def _public_edges(at: datetime | None = None) -> list[ColumnElement[bool]]:
@@ -202,18 +207,26 @@ def inspect(session: Session, params: MemoryInspectIn) -> MemoryInspectOut:
     frontier = {origin.id}
     labels = _labels(session, ns, {origin.id: "chunk"}, at)
     reached = 0
+    truncated = False
     for hop in range(1, params.max_depth + 1):
-        found = _edges_from(session, ns, frontier, params)
+        found = _edges_from(session, ns, frontier, params, MAX_EDGES + 1)
         reached_now: dict[str, str] = {}
         for edge in found:
+            if edge.id not in edges and len(edges) >= MAX_EDGES:
+                truncated = True
+                break
             edges[edge.id] = edge
             for node, kind in (
                 (edge.source_id, edge.source_kind),
                 (edge.target_id, edge.target_kind),
             ):
-                if node not in depth:
-                    depth[node] = hop
-                    reached_now[node] = kind
+                if node in depth:
+                    continue
+                if len(depth) >= MAX_NODES:
+                    truncated = True
+                    continue
+                depth[node] = hop
+                reached_now[node] = kind
         # A closed node (forgotten, merged away) ends a path: the walk does not go through it
         # to what hangs on it (a merge's survivor showed at depth 2 with no edge to it).
         live = _labels(session, ns, reached_now, at)
@@ -258,7 +271,10 @@ def inspect(session: Session, params: MemoryInspectIn) -> MemoryInspectOut:
         ],
         paths=paths,
         stats=InspectStats(
-            total_nodes=len(nodes), total_edges=len(shown_edges), max_depth_reached=reached
+            total_nodes=len(nodes),
+            total_edges=len(shown_edges),
+            max_depth_reached=reached,
+            truncated=truncated,
         ),
     )
     if params.output_format == "mermaid":
@@ -300,8 +316,9 @@ def _labels(
 
 
 def _edges_from(
-    session: Session, ns: str, frontier: set[str], params: MemoryInspectIn
+    session: Session, ns: str, frontier: set[str], params: MemoryInspectIn, limit: int
 ) -> list[Edge]:
+    """The frontier's edges, strongest first, at most `limit` of them."""
     out, into = Edge.source_id.in_(frontier), Edge.target_id.in_(frontier)
     sides = {"outgoing": out, "incoming": into, "both": or_(out, into)}
     stmt = select(Edge).where(
@@ -309,7 +326,7 @@ def _edges_from(
     )
     if params.edge_types:
         stmt = stmt.where(Edge.relation.in_(params.edge_types))
-    return list(session.scalars(stmt))
+    return list(session.scalars(stmt.order_by(Edge.weight.desc(), Edge.id).limit(limit)))
 
 
 def _paths(origin: str, edges: list[Edge], direction: str, max_depth: int) -> list[list[str]]:

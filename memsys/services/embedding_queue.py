@@ -67,12 +67,12 @@ def embed_pending(
     )
     params: dict[str, object] = {"limit": limit, "only": only, "namespace": namespace}
     sizes = session.scalars(text(_SIZES_SQL.format(only=where)), params).all()
-    fits = _within_budget(sizes)
+    fits = within_budget(sizes)
     if not fits:
         return 0
     rows = session.execute(text(_PENDING_SQL.format(only=where)), {**params, "limit": fits}).all()
     # Rows another worker holds were skipped and later ones taken instead: cut again.
-    rows = rows[: _within_budget([r.token_count for r in rows])]
+    rows = rows[: within_budget([r.token_count for r in rows])]
     if not rows:
         return 0
     vectors = get_embedder().embed([r.content for r in rows])
@@ -92,7 +92,7 @@ def embed_pending(
     return len(rows)
 
 
-def _within_budget(sizes: Sequence[int | None]) -> int:
+def within_budget(sizes: Sequence[int | None]) -> int:
     """How many of these rows, in order, one batch takes: all up to EMBED_TOKENS, and at
     least the first (a memory over the budget goes alone)."""
     tokens = 0

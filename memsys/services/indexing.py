@@ -22,7 +22,7 @@ import numpy as np
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
-from memsys import chunking, ids, tenancy
+from memsys import background, chunking, ids, tenancy
 from memsys.config import get_settings
 from memsys.db import session_scope, take_turns
 from memsys.embeddings import get_embedder
@@ -39,7 +39,7 @@ from memsys.schemas import (
 )
 from memsys.services import events, mentions, namespaces
 from memsys.services.documents import close_document, live_document, resolve_path
-from memsys.services.embedding_queue import embed_pending
+from memsys.services.embedding_queue import embed_pending, within_budget
 from memsys.tokens import count_tokens_batch
 
 SKIPPED_DIRS = {"node_modules", "__pycache__", "venv", "site-packages"}
@@ -126,8 +126,19 @@ def read_file(params: IndexFileIn, embed: bool) -> ReadFile:
     pieces = _chunk(data, kind)
     if _unchanged(params.namespace, str(path), digest, pieces):
         return ReadFile(str(path), kind, data, digest, pieces, None)
-    vectors = get_embedder().embed([p.content for p in pieces]) if pieces else None
-    return ReadFile(str(path), kind, data, digest, pieces, vectors)
+    return ReadFile(str(path), kind, data, digest, pieces, _embed_now([p.content for p in pieces]))
+
+
+def _embed_now(texts: list[str]) -> np.ndarray | None:
+    """The vectors of the chunks a call embeds itself: all of them, unless this process has a
+    worker draining the embedding queue (`memsys serve`, `memsys mcp`). There a call embeds
+    the opening chunks that fit one of the worker's batches (EMBED_TOKENS, about a second of
+    model time) and leaves the rest to it, queued: a file at the 20 MiB limit kept one call
+    busy for half an hour."""
+    count = len(texts)
+    if background.running():
+        count = within_budget(count_tokens_batch(texts))
+    return get_embedder().embed(texts[:count]) if count else None
 
 
 def _chunk(data: bytes, kind: str) -> list[chunking.Piece]:
@@ -202,7 +213,8 @@ def index_file(
     texts = [p.content for p in pieces]
     vectors = read.vectors
     if vectors is None and embed_now and texts:  # changed since it was read, or called directly
-        vectors = get_embedder().embed(texts)
+        vectors = _embed_now(texts)
+    embedded = 0 if vectors is None else len(vectors)
     doc_id = ids.new_id(ids.DOCUMENT)
     session.execute(
         insert(Document).values(
@@ -213,7 +225,7 @@ def index_file(
             sha256=digest,
             size_bytes=len(read.data),
             chunk_count=len(pieces),
-            status="ready" if vectors is not None or not pieces else "pending",
+            status="ready" if embedded == len(pieces) else "pending",
         )
     )
     chunk_ids = [ids.new_id(ids.CHUNK) for _ in pieces]
@@ -229,7 +241,7 @@ def index_file(
                     "content": piece.content,
                     "content_hash": content_hash(piece.content),
                     "token_count": tokens[i],
-                    "embedding": None if vectors is None else vectors[i],
+                    "embedding": None if vectors is None or i >= embedded else vectors[i],
                     "meta": piece.metadata,
                     "document_id": doc_id,
                     "source_file": source,
@@ -257,6 +269,7 @@ def index_file(
         skipped_unchanged=False,
         replaced_chunks=replaced,
         document_id=doc_id,
+        pending_embeddings=len(pieces) - embedded,
     )
 
 

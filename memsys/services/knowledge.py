@@ -42,6 +42,7 @@ from memsys.schemas.graph import (
     RelationOut,
     RelationsOut,
 )
+from memsys.schemas.memories import check_batch_load
 from memsys.services import events, namespaces, observation_links
 from memsys.services.mentions import MENTIONS
 from memsys.services.observation_links import (
@@ -201,7 +202,13 @@ def _record(session: Session, ns: str, operation: str, count: int) -> None:
 # ------------------------------------------------------------------ the nine verbs
 
 
-@before_transaction(lambda p: embed_texts([o for e in p.entities for o in e.observations]))
+def embed_observations(texts: list[str]) -> Vectors:
+    """The vectors of one call's observations (a bounded load, as memory_store_batch's)."""
+    check_batch_load(texts, "observations")
+    return embed_texts(texts)
+
+
+@before_transaction(lambda p: embed_observations([o for e in p.entities for o in e.observations]))
 def create_entities(
     session: Session, params: CreateEntitiesIn, prepared: Vectors | None = None
 ) -> EntitiesOut:
@@ -209,7 +216,7 @@ def create_entities(
     name is skipped, as server-memory does (and so is a repeat of a name within the call).
     Set-wise: a fixed number of statements per call (memsys.services.observation_links)."""
     ns = graph_namespace(params)
-    vectors = prepared or embed_texts([o for e in params.entities for o in e.observations])
+    vectors = prepared or embed_observations([o for e in params.entities for o in e.observations])
     namespaces.ensure(session, ns)
     given: dict[str, EntityIn] = {}
     for item in params.entities:
@@ -345,12 +352,12 @@ def _all_contents(items: list[ObservationsIn]) -> list[str]:
     return [c for o in items for c in o.contents]
 
 
-@before_transaction(lambda p: embed_texts(_all_contents(p.observations)))
+@before_transaction(lambda p: embed_observations(_all_contents(p.observations)))
 def add_observations(
     session: Session, params: AddObservationsIn, prepared: Vectors | None = None
 ) -> ObservationsOut:
     ns = graph_namespace(params)
-    vectors = prepared or embed_texts(_all_contents(params.observations))
+    vectors = prepared or embed_observations(_all_contents(params.observations))
     graph_exists(session, params)  # else its entities are not found
     tenancy.require_write(ns)
     entities = _require(session, ns, [o.entityName for o in params.observations])

@@ -33,6 +33,7 @@ from memsys.schemas import (
     MemoryStoreIn,
     MemoryStoreOut,
 )
+from memsys.schemas.memories import check_batch_load
 from memsys.services import access, erasure, events, memory_batch, namespaces, search, tracing
 
 
@@ -90,7 +91,9 @@ def store(
 
 
 def embed_batch(params: MemoryStoreBatchIn) -> np.ndarray:
-    return get_embedder().embed([m.content for m in params.memories])
+    contents = [m.content for m in params.memories]
+    check_batch_load(contents, "memories")
+    return get_embedder().embed(contents)
 
 
 @before_transaction(embed_batch)

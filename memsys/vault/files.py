@@ -134,7 +134,7 @@ def _vault_version(root: Path) -> tuple[str, str, int]:
     if not _inside(manifest, root):
         raise InvalidInput(f"{manifest}:1: a link to a file outside the vault: not read")
     try:
-        data = yaml.safe_load(manifest.read_text(encoding="utf-8")) or {}
+        data = yaml.load(manifest.read_text(encoding="utf-8"), Loader=markdown.SafeLoader) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"{manifest}:1: not valid YAML: {exc}") from None
     if not isinstance(data, dict):  # a list or a word: no schema_version to read

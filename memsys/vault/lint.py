@@ -20,7 +20,7 @@ import yaml
 
 from memsys import regular_files
 from memsys.errors import InvalidInput, from_os_error
-from memsys.vault import records
+from memsys.vault import markdown, records
 from memsys.vault.records import Located, Problem, Record, timestamp
 
 SCHEMA_FILE = "memory-schema.yaml"
@@ -61,7 +61,7 @@ def load_schema(path: str | Path | None = None) -> dict[str, Any]:
         raise InvalidInput(f"Schema file not found: {where}")
     try:  # a folder, a pipe, a device or a link loop: refused with its reason, never read
         text = regular_files.read_bytes(where, str(where)).decode("utf-8")
-        schema = yaml.safe_load(text)
+        schema = yaml.load(text, Loader=markdown.SafeLoader)
     except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
         raise InvalidInput(f"{where}: not valid YAML: {str(exc)[:200]}") from None
     except OSError as exc:  # a link loop, a name too long

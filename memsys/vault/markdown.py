@@ -48,7 +48,56 @@ _BARE_WORDS = set(MEMORY_TYPES) | set(LIFECYCLES) | set(STAGES)
 _NON_PRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-class _Loader(yaml.CSafeLoader):  # type: ignore[misc]
+MAX_YAML_VALUES = 100_000  # what one YAML text may expand to: far past a memory's fields
+
+
+class SafeLoader(yaml.CSafeLoader):  # type: ignore[misc]
+    """The safe loader, refusing a text whose aliases (`*name`) expand it past
+    MAX_YAML_VALUES values: nine lines of nested aliases spell a third of a billion (the
+    "billion laughs"), which a vault import walked for hours. An alias inside its own anchor
+    (endless) is refused too."""
+
+    def construct_document(self, node: Any) -> Any:
+        if _expanded(node) > MAX_YAML_VALUES:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"the YAML expands to more than {MAX_YAML_VALUES:,} values through its "
+                "aliases (*name)",
+                node.start_mark,
+            )
+        return super().construct_document(node)
+
+
+def _children(node: Any) -> list[Any]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return list(node.value) if isinstance(node, yaml.SequenceNode) else []
+
+
+def _expanded(root: Any) -> int:
+    """How many nodes the composed YAML stands for once its aliases are copied out, counted
+    once per distinct node (a depth-first walk, no recursion), capped past the limit."""
+    size: dict[int, int] = {}
+    on_path = {id(root)}
+    stack = [(root, iter(_children(root)))]
+    while stack:
+        node, children = stack[-1]
+        child = next(children, None)
+        if child is None:
+            stack.pop()
+            on_path.discard(id(node))
+            total = 1 + sum(size[id(c)] for c in _children(node))
+            size[id(node)] = min(total, MAX_YAML_VALUES + 1)
+        elif id(child) in on_path:
+            return MAX_YAML_VALUES + 1  # an alias inside its own anchor: endless
+        elif id(child) not in size:
+            on_path.add(id(child))
+            stack.append((child, iter(_children(child))))
+    return size[id(root)]
+
+
+class _Loader(SafeLoader):
     """The safe loader, also reading JSON's exponent floats (1e+20) as numbers, and refusing
     a field given twice (YAML keeps the last one: an edit above it would be lost)."""
 

@@ -75,3 +75,21 @@ def test_a_file_of_more_than_one_call_imports_whole_and_names_a_bad_line(
     assert done.json() == {"entities_created": 2_500, "relations_created": 1_200}
     exported = client.get("/v1/graph/export").text.splitlines()
     assert len(exported) == 3_700
+
+
+def test_a_file_past_the_database_s_lock_table_is_refused_with_a_reason(
+    client: TestClient,
+) -> None:
+    """The import runs in one transaction and holds a lock per entity: a file of 20,000
+    entities ran PostgreSQL out of shared memory, a 500 with "see the server log". It is a
+    503 that says what ran out and what to do; nothing is written."""
+    before = table_counts()
+    lines = "".join(
+        json.dumps({"type": "entity", "name": f"Host {i}", "entityType": "host"}) + "\n"
+        for i in range(20_000)
+    )
+    refused = client.post("/v1/graph/import?namespace=project:fleet", content=lines.encode())
+    assert refused.status_code == 503, refused.text
+    error = refused.json()["error"]
+    assert "ran out of shared memory" in error and "send the items in parts" in error
+    assert table_counts() == before

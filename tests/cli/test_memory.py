@@ -253,6 +253,22 @@ def test_a_file_that_fails_halfway_says_how_much_was_stored(tmp_path, monkeypatc
     assert (again["stored"], again["duplicates"]) == (1, 500)  # storing it again completes it
 
 
+def test_a_file_of_long_memories_is_stored_in_batches_a_call_takes(tmp_path) -> None:
+    """One memory_store_batch call embeds at most ten memories' worth of content: the file's
+    batches are cut by size as well as by count, so a file of long memories is stored."""
+    from memsys.config import get_settings
+
+    size = get_settings().max_content_chars
+    source = tmp_path / "long.jsonl"
+    # One "word" this long is a single (unknown) token: cheap to embed at any length.
+    source.write_text(
+        "".join(json.dumps({"content": f"{i:03d}" + "x" * (size - 3)}) + "\n" for i in range(21))
+    )
+    out = run_json("store", "--from-file", str(source), "-n", "project:long")
+    assert (out["stored"], out["duplicates"]) == (21, 0)
+    assert run_json("count", "-n", "project:long")["count"] == 21
+
+
 def test_a_file_argument_that_is_not_a_regular_file_is_refused(tmp_path) -> None:
     import os
 

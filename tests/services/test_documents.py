@@ -596,3 +596,42 @@ def test_a_decomposed_document_is_found_by_its_words_typed_either_way(tmp_path, 
         return found.results[0].score
 
     assert lexical_hit("r\u00e9union Montr\u00e9al") == lexical_hit("re\u0301union Montre\u0301al")
+
+
+def test_a_long_file_indexed_where_a_worker_runs_leaves_the_rest_to_it(
+    tmp_path, embedder, monkeypatch
+) -> None:
+    """index_file embedded every chunk inside the call: a file at the 20 MiB limit kept one
+    call busy for half an hour. Where a worker drains the queue (memsys serve, memsys mcp) the
+    call embeds the opening chunks that fit one of its batches and leaves the rest queued; in a
+    process without one (the CLI on its own) it still embeds them all."""
+    from memsys.background import EmbeddingWorker, worker
+    from memsys.services import embedding_queue
+
+    monkeypatch.setattr(embedding_queue, "EMBED_TOKENS", 300)  # a worker's batch: ~2 chunks
+    paragraphs = [
+        f"Section {i} of the runbook: restart the queue and check its lag." for i in range(6)
+    ]
+    text = "\n\n".join(f"{p} " * 20 for p in paragraphs)  # ~8,000 characters, several chunks
+    source = tmp_path / "long.md"
+    source.write_text(text)
+    alone = index(source, namespace="kb")
+    assert alone.chunks_created > 2 and alone.pending_embeddings == 0
+
+    source.write_text(text + "\n\nA changed ending.")
+    worker().start()
+    try:
+        out = index(source, namespace="kb")
+    finally:
+        worker().stop()
+    assert 0 < out.pending_embeddings < out.chunks_created
+    with session_scope() as s:
+        unembedded = [c for c in live_chunks(source) if c.embedding is None]
+        status = s.scalar(select(Document.status).where(Document.id == out.document_id))
+    assert len(unembedded) <= out.pending_embeddings  # the worker may have taken some already
+    if unembedded:
+        assert status == "pending"
+    EmbeddingWorker().drain()
+    assert all(c.embedding is not None for c in live_chunks(source))
+    with session_scope() as s:
+        assert s.scalar(select(Document.status).where(Document.id == out.document_id)) == "ready"

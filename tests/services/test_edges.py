@@ -76,7 +76,12 @@ def test_inspect_walks_hops_with_decaying_relevance(chain: list[str]) -> None:
     assert relevance[a] == 1.0 and relevance[b] == pytest.approx(0.7)
     assert relevance[d] == pytest.approx(0.49)
     assert [a, c, d] in [p["path"] for p in out["paths"]]
-    assert out["stats"] == {"total_nodes": 4, "total_edges": 4, "max_depth_reached": 2}
+    assert out["stats"] == {
+        "total_nodes": 4,
+        "total_edges": 4,
+        "max_depth_reached": 2,
+        "truncated": False,
+    }
     one_hop = op(
         "memory_inspect_graph",
         memory_id=a,
@@ -156,3 +161,33 @@ def test_inspect_does_not_walk_through_a_forgotten_memory(chain: list[str]) -> N
     assert graph["edges"] == [] and graph["paths"] == []
     assert graph["stats"]["max_depth_reached"] == 0
     assert c in {n["id"] for n in op("memory_inspect_graph", memory_id=d)["nodes"]}
+
+
+def test_inspect_from_a_hub_is_bounded(embedder: Any) -> None:
+    """A memory joined to an entity related to more entities than an answer holds: the walk
+    stops at MAX_NODES nodes and says so, instead of returning every node it reaches (5,000
+    entities came back in one 1.7 MB answer; a store of long memories makes that hundreds)."""
+    from memsys.services.edges import MAX_NODES
+
+    ns = "project:hub"
+    many = MAX_NODES + 50
+    names = [f"Spoke {i}" for i in range(many)]
+    entities = [{"name": n, "entityType": "thing"} for n in ["Hub", *names]]
+    assert call(BY_NAME["create_entities"], {"namespace": ns, "entities": entities})
+    relations = [{"from": "Hub", "to": n, "relationType": "related_to"} for n in names]
+    assert call(BY_NAME["create_relations"], {"namespace": ns, "relations": relations})
+    hub = call(BY_NAME["search_entities"], {"query": "Hub", "group_ids": [ns]})
+    hub_id = next(e["uuid"] for e in hub["data"]["entities"] if e["name"] == "Hub")
+    origin = store(content="The hub service notes", namespace=ns).id
+    op("memory_relate", source_id=origin, target_id=hub_id, target_kind="entity",
+       relation="related_to")  # fmt: skip
+
+    graph = op("memory_inspect_graph", memory_id=origin, max_depth=2)
+    assert len(graph["nodes"]) == MAX_NODES
+    assert graph["stats"]["truncated"] is True
+    assert graph["stats"]["total_nodes"] == MAX_NODES
+    kept = {n["id"] for n in graph["nodes"]}
+    assert all(e["source"] in kept and e["target"] in kept for e in graph["edges"])
+    # One hop reaches only the hub: nothing was cut.
+    near = op("memory_inspect_graph", memory_id=origin, max_depth=1)
+    assert len(near["nodes"]) == 2 and near["stats"]["truncated"] is False

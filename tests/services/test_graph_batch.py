@@ -173,3 +173,32 @@ def test_an_error_names_the_field_it_is_about(embedder: Any) -> None:
     assert "attribute cannot be empty" in fails(
         "fact_set", entity="Redis", attribute=" ", value="6379"
     )
+
+
+def test_one_call_embeds_a_bounded_amount_of_text(embedder: Any) -> None:
+    """Embedding is what a batch costs: a batch of 1,000 memories at the content limit, or
+    one entity with tens of thousands of observations, kept the model busy for hours in one
+    call. A call holds at most 1,000 texts and ten memories' worth of characters in all;
+    beyond that it is refused before anything is embedded or written."""
+    from memsys.config import get_settings
+
+    limit = 10 * get_settings().max_content_chars
+    # One "word" this long is a single (unknown) token: cheap to embed at any length.
+    long = [f"{i:05d}" + "x" * (get_settings().max_content_chars - 5) for i in range(11)]
+    said = fails("memory_store_batch", memories=[{"content": c} for c in long])
+    assert f"hold {11 * len(long[0]):,} characters (limit {limit:,}" in said
+    assert "split them over several calls" in said
+    stored = op("memory_store_batch", memories=[{"content": c} for c in long[:10]])
+    assert stored["stored"] == 10  # at the limit: stored
+
+    op("create_entities", entities=[{"name": "Runbook", "entityType": "doc"}])
+    many = [f"Step {i} of the runbook" for i in range(1001)]
+    said = fails("create_entities", entities=[
+        {"name": "Big", "entityType": "doc", "observations": many}])  # fmt: skip
+    assert "At most 1,000 observations per call, got 1,001" in said
+    said = fails("add_observations", observations=[
+        {"entityName": "Runbook", "contents": many}])  # fmt: skip
+    assert "At most 1,000 observations per call, got 1,001" in said
+    said = fails("add_observations", observations=[
+        {"entityName": "Runbook", "contents": [f"y{c[1:]}" for c in long]}])  # fmt: skip
+    assert f"hold {11 * len(long[0]):,} characters (limit {limit:,}" in said

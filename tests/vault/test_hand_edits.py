@@ -812,3 +812,31 @@ def test_an_edit_saved_while_an_import_runs_is_no_file_the_database_holds(
         edit(fix, r"^importance: .*$", "importance: 0.9")  # saved before the commit
     report = import_(tmp_path / "v")
     assert [v.id for v in report.versions] == [ids["fix"]]
+
+
+BILLION_LAUGHS = "".join(
+    f"  {name}: &{name} [{', '.join([f'*{prev}'] * 9) if prev else ', '.join(['lol'] * 9)}]\n"
+    for prev, name in zip(["", *"abcdefgh"], "abcdefghi", strict=True)
+)  # nine lines that YAML's aliases (*a) expand to 9^9 values
+
+
+def test_yaml_aliases_that_expand_past_any_memory_are_refused(
+    tmp_path: Path, embedder: object
+) -> None:
+    """Nine lines of nested aliases spell a third of a billion values: the import's checks
+    walked them for hours (the call never answered). Such a file is refused by its line, and
+    so is a manifest of that kind; an alias that stays small is read as YAML reads it."""
+    folder = tmp_path / "v" / "graph" / "facts"
+    folder.mkdir(parents=True)
+    note = folder / "m.md"
+    head = "---\nid: mem_laughs\ntype: fact\nimportance: 0.5\ncreated: 2026-11-20T10:00:00+00:00\n"
+    note.write_text(f"{head}metadata:\n{BILLION_LAUGHS}---\nLaughs\n")
+    report = import_(tmp_path / "v")
+    (problem,) = report.problems
+    assert problem.source == "graph/facts/m.md" and not report.applied
+    assert "expands to more than 100,000 values through its aliases" in problem.message
+    note.write_text(f"{head}metadata:\n  a: &a [1, 2]\n  b: *a\n---\nShared\n")
+    assert import_(tmp_path / "v").memories.new == 1
+    (tmp_path / "v" / "memsys-vault.yaml").write_text(f"laughs:\n{BILLION_LAUGHS}")
+    with pytest.raises(InvalidInput, match="expands to more than 100,000 values"):
+        import_(tmp_path / "v")
