@@ -15,9 +15,10 @@ TRACE = "trc"
 _MEMORY_ID = re.compile(r"^mem_[0-9a-f]{16}$")
 
 # The words REST routes put where a memory's id goes (/v1/memories/count is the count, not
-# the memory "count"): an imported memory may not take one as its id, or GET /v1/memories/ID
-# (and `memsys get ID` with a server running) would answer another route.
-# tests/test_operations.py keeps this in step with the operation table.
+# the memory "count"). A database may hold such an id (import keeps the ids a file gives,
+# and once took these too), so GET /v1/memories/by-id/ID reads any id and `memsys get ID`
+# with a server running takes that route for these. tests/test_operations.py keeps this in
+# step with the operation table.
 ROUTE_WORDS = frozenset({"analyze-health", "batch", "context", "count", "forget", "recall"})
 
 

@@ -30,7 +30,7 @@ from memsys.jsonvalue import same
 from memsys.models import Chunk, Edge, Event, Preference
 from memsys.models.chunk import AGED
 from memsys.retrieval import dense
-from memsys.schemas import PreferenceSetIn
+from memsys.schemas.preferences import PreferenceRestoreIn
 from memsys.services import mentions, namespaces, preferences
 from memsys.services.history import full_texts
 from memsys.tokens import count_tokens
@@ -538,7 +538,7 @@ class Plan:
         else:
             self.report.preferences.changed += 1
         if not self.dry_run:
-            params = PreferenceSetIn(
+            params = PreferenceRestoreIn(
                 key=rec["key"],
                 value=rec["value"],
                 namespace=rec["namespace"],
