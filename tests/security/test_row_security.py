@@ -108,3 +108,38 @@ def test_patterns_match_namespaces_literally_apart_from_the_star() -> None:
     with tenancy.using(scope), session_scope() as s:
         seen = s.execute(text("SELECT name FROM namespace ORDER BY name")).scalars().all()
     assert seen == ["team_a", "team_a1"]
+
+
+def test_an_update_of_a_row_gone_meanwhile_is_a_conflict_and_a_read_only_change_is_refused() -> (
+    None
+):
+    """An ORM update that matched no row (StaleDataError) was reported, under any scoped
+    token, as "Not allowed: this token may not change that namespace" — also when the token
+    may write there and another call had deleted the row meanwhile (an admin got a 500)."""
+    import pytest
+
+    from memsys import tenancy
+    from memsys.db import session_scope
+    from memsys.errors import Conflict, Protected
+    from memsys.models import Chunk
+    from tests.security.helpers import run
+
+    stored = run("memory_store", content="acme fact", namespace="project:acme")
+    key = ("project:acme", stored.id)
+    writer = tenancy.Scope(read=("project:a*",), write=("project:a*",), token_id="tok_w")
+    for scope in (writer, tenancy.ADMIN):
+        conflict = pytest.raises(Conflict, match="changed or deleted")
+        with conflict, tenancy.using(scope), session_scope() as s:
+            chunk = s.get(Chunk, key)
+            assert chunk is not None
+            with get_engine().begin() as other:  # another call's purge, meanwhile
+                other.execute(text("UPDATE chunk SET id = 'gone' WHERE id = :id"), {"id": key[1]})
+            chunk.importance = 0.9
+        with get_engine().begin() as other:
+            other.execute(text("UPDATE chunk SET id = :id WHERE id = 'gone'"), {"id": key[1]})
+    reader = tenancy.Scope(read=("project:a*",), write=(), token_id="tok_r")
+    refused = pytest.raises(Protected, match="may not change")
+    with refused, tenancy.using(reader), session_scope() as s:
+        chunk = s.get(Chunk, key)
+        assert chunk is not None
+        chunk.importance = 0.1
