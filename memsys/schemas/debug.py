@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from memsys.retrieval.modes import MODES
 from memsys.schemas.common import (
     FILLED,
+    NAMESPACE_PATTERN,
     NOTE_CHARS,
     Input,
-    NamespaceName,
     Offset,
     Output,
     Rule,
+    check_namespace,
     limited,
     non_blank,
     within,
@@ -88,11 +90,46 @@ class TraceOut(TraceBody):
     feedback: list[FeedbackOut]
 
 
+# Where a call over every namespace is logged: '*' (an admin's), '*@<token id>' (a scoped
+# token's, over all of its namespaces: memsys.models.log, the row security's migrations).
+ALL_NAMESPACES_LOGGED = re.compile(r"^\*(@[A-Za-z0-9_.:-]{1,126})?$")
+
+
+def check_logged_namespace(value: str) -> str:
+    """A namespace, or where calls over every namespace are logged ('*', '*@<token id>')."""
+    value = value.strip()
+    if ALL_NAMESPACES_LOGGED.match(value):
+        return value
+    if value.startswith("*"):
+        raise ValueError(
+            f"Invalid namespace: {value[:140]!r}. Use a namespace, '*' (calls over every "
+            "namespace) or '*@<token id>' (a token's calls over all of its namespaces)"
+        )
+    return check_namespace(value)
+
+
+LoggedNamespace = Annotated[
+    str,
+    AfterValidator(check_logged_namespace),
+    Field(
+        json_schema_extra={
+            "pattern": f"^(?:{ALL_NAMESPACES_LOGGED.pattern[1:-1]}|"
+            f"{NAMESPACE_PATTERN.pattern[1:-1]})$",
+            "maxLength": 128,
+        }
+    ),
+]
+
+
 class QueryLogIn(Input):
     limit: Annotated[int, within(1, MAX_LOG_PAGE), Field(description="Page size (1-500)")] = 50
     offset: Annotated[Offset, Field(description="Traces to skip")] = 0
     namespace: Annotated[
-        NamespaceName | None, Field(description="Only traces of this namespace")
+        LoggedNamespace | None,
+        Field(
+            description="Only traces of this namespace; '*' those of calls over every "
+            "namespace, '*@<token id>' a token's over all of its namespaces"
+        ),
     ] = None
     operation: Annotated[
         Annotated[str, FILLED] | None, Field(description="Only this tool, e.g. memory_recall")

@@ -141,3 +141,36 @@ def test_prune_keeps_the_retention_window(memories_stored: Any, monkeypatch: Any
         assert queries == [left[0].id]
     out = BY_NAME["debug_prune_traces"].run({"older_than_days": 1})
     assert out.deleted == 0 and out.older_than_days == 1  # type: ignore[attr-defined]
+
+
+def test_the_query_log_filters_to_the_traces_of_searches_over_all_namespaces(
+    embedder: Any, client: Any
+) -> None:
+    """The log lists an admin's search over every namespace under '*' (a token's over all of
+    its own under '*@<token id>'), yet `namespace` took only a namespace's name: '*' was an
+    invalid namespace on MCP, REST and the CLI, so those traces could not be picked out."""
+    import json
+
+    from memsys.mcp.server import call
+    from tests.cli.helpers import run
+
+    store("Backups run nightly at 02:00", namespace="project:ops")
+    runner.execute(memories.recall, MemoryRecallIn, {"query": "when do backups run"})
+    runner.execute(
+        memories.recall,
+        MemoryRecallIn,
+        {"query": "when do backups run", "namespace": "project:ops"},
+    )
+    wanted = {"namespace": "*"}
+    mcp = call(BY_NAME["debug_query_log"], wanted)
+    assert mcp["success"], mcp
+    rest = client.get("/v1/debug/query-log", params=wanted)
+    assert rest.status_code == 200, rest.text
+    cli = run("trace", "log", "--namespace", "*", "--json")
+    assert cli.exit_code == 0, cli.output
+    for answer in (mcp["data"], rest.json(), json.loads(cli.output)):
+        assert [t["namespace"] for t in answer["traces"]] == ["*"] and answer["total"] == 1
+    token_traces = client.get("/v1/debug/query-log", params={"namespace": "*@tok_x"})
+    assert token_traces.json()["traces"] == []  # no such token's: none, not a refusal
+    refused = client.get("/v1/debug/query-log", params={"namespace": "*x"})
+    assert refused.status_code == 422 and "namespace" in refused.text
