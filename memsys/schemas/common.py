@@ -54,11 +54,15 @@ NON_BLANK_PATTERN = rf"^[^\x00]*[^\x00{SPACE}][^\x00]*$"
 
 
 # Characters that show nothing: spaces, controls, and the format characters text carries
-# unseen (soft hyphen, zero-width, bidi, BOM). Spelled out, not looked up by Unicode category,
-# so that the published JSON Schema pattern says exactly what the check refuses.
+# unseen (soft hyphen, zero-width, bidi, BOM); and on their own, the combining marks of the
+# blocks that belong to no script (diacritics, for symbols, half marks): one attaches to the
+# character before it, and a lone "\u0301" shows nothing (or a dotted circle). Spelled out,
+# not looked up by Unicode category, so that the published JSON Schema pattern says exactly
+# what the check refuses.
+COMBINING = r"\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
 INVISIBLE = (
     SPACE + r"\x00-\x08\x0e-\x1b\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u202a-\u202e"
-    r"\u2060-\u2064\u2066-\u206f\ufeff"
+    r"\u2060-\u2064\u2066-\u206f\ufeff" + COMBINING
 )
 _SHOWN = re.compile(f"[^{INVISIBLE}]")
 VISIBLE_PATTERN = rf"^[^\x00]*[^{INVISIBLE}][^\x00]*$"
@@ -73,8 +77,8 @@ NAME_CHARACTERS = rf"^[^{CONTROL_CHARS}{BIDI_CHARS}]*{PATTERN_END}"
 
 
 def visible(text: str) -> bool:
-    """Whether the text shows at least one character (a zero-width space or a BOM alone does
-    not)."""
+    """Whether the text shows at least one character (a zero-width space, a BOM or a
+    combining accent alone does not)."""
     return _SHOWN.search(text) is not None
 
 

@@ -56,7 +56,9 @@ def content_text(v: str) -> str:
     if not v:
         raise ValueError("Content cannot be empty")
     if not visible(v):
-        raise ValueError("Content has no visible character (only controls or zero-width ones)")
+        raise ValueError(
+            "Content has no visible character (only controls, zero-width ones or combining marks)"
+        )
     limit = get_settings().max_content_chars
     if len(v) > limit:
         raise ValueError(

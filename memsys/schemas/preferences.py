@@ -67,7 +67,9 @@ def _stored_key(v: str) -> str:
     if NAME_BREAKERS.search(v):  # a bidi control (_read_key refused the others)
         raise ValueError(f"Preference key {v!r} contains a control character; use visible text")
     if not visible(v):
-        raise ValueError("Preference key has no visible character (only zero-width ones)")
+        raise ValueError(
+            "Preference key has no visible character (only zero-width ones or combining marks)"
+        )
     return v
 
 
