@@ -17,7 +17,8 @@ from sqlalchemy.orm import Session
 
 from memsys import tenancy
 from memsys.config import get_settings
-from memsys.errors import NotFound
+from memsys.db import rowcount
+from memsys.errors import NotFound, Protected
 from memsys.models import Chunk, Event, QueryTrace
 from memsys.models.log import ALL_NAMESPACES
 from memsys.retrieval import trace as shape
@@ -227,16 +228,20 @@ def _delete_in_batches(session: Session, key: tuple[Any, ...], *where: Any) -> i
     """Delete the rows matching `where` of the table whose primary-key columns are `key`:
     their keys read once, then PRUNE_BATCH rows at a time by key (a `LIMIT` re-run per batch
     would step over the rows already deleted in this transaction again each time); how many
-    went."""
+    went — under a scoped token, the rows it may change of those it reads (the policies drop
+    the others' DELETE without a word)."""
     table = key[0].table
     found = [tuple(row) for row in session.execute(select(*key).where(*where))]
+    went = 0
     for start in range(0, len(found), PRUNE_BATCH):
         batch = found[start : start + PRUNE_BATCH]
-        session.execute(delete(table).where(tuple_(*key).in_(batch)))
-    return len(found)
+        went += rowcount(session, delete(table).where(tuple_(*key).in_(batch)))
+    return went
 
 
 def prune(session: Session, params: PruneTracesIn) -> PruneTracesOut:
+    if not tenancy.current().write:  # a read-only token: refused, not "deleted: 0"
+        raise Protected(tenancy.denied_message())
     now = session.scalar(select(func.now()))
     assert now is not None
     days = params.older_than_days or get_settings().trace_retention_days

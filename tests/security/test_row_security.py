@@ -143,3 +143,41 @@ def test_an_update_of_a_row_gone_meanwhile_is_a_conflict_and_a_read_only_change_
         chunk = s.get(Chunk, key)
         assert chunk is not None
         chunk.importance = 0.1
+
+
+def test_pruning_traces_counts_what_went_and_a_read_only_token_may_not() -> None:
+    """debug_prune_traces counted the traces it could read as deleted: a read-only token
+    (or one that may write elsewhere) was told `deleted: 1` while the policies had dropped
+    every DELETE and the trace stayed."""
+    import pytest
+
+    from memsys import runner, tenancy
+    from memsys.db import session_scope
+    from memsys.errors import Protected
+    from memsys.schemas.debug_replay import PruneTracesIn
+    from memsys.services import debug
+    from tests.security.helpers import run
+
+    run("memory_store", content="acme deploys on Fridays", namespace="project:acme")
+    run("memory_recall", query="when does acme deploy", namespace="project:acme")
+
+    def prune() -> int:
+        return runner.execute(debug.prune, PruneTracesIn, {"older_than_days": 30}).deleted
+
+    def left() -> int:
+        with session_scope() as s:  # the trace is written beside the call: waited for here
+            return int(s.execute(text("SELECT count(*) FROM query_trace")).scalar_one())
+
+    assert left() == 1
+    with get_engine().begin() as conn:
+        conn.execute(text("UPDATE query_trace SET created_at = now() - interval '40 days'"))
+
+    reader = tenancy.Scope(read=("project:a*",), write=(), token_id="tok_r")
+    with tenancy.using(reader), pytest.raises(Protected, match="may not change"):
+        prune()
+    elsewhere = tenancy.Scope(read=("project:*",), write=("project:b*",), token_id="tok_b")
+    with tenancy.using(elsewhere):
+        assert prune() == 0
+    assert left() == 1
+    pruned = prune()
+    assert (pruned, left()) == (1, 0)
