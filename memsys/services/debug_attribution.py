@@ -36,6 +36,7 @@ from memsys.schemas.debug_replay import (
     ErrorAttributionIn,
     ErrorAttributionOut,
 )
+from memsys.services.query import CHUNK_STORES
 
 SYSTEM_ERROR, CONTEXT_BUG, MODEL_BUG = "system_error", "context_bug", "model_bug"
 WRONG_STORE, WRONG_MODE, WRONG_LIFECYCLE, RANKING = CONTEXT_BUGS
@@ -144,6 +145,14 @@ def scope(session: Session, row: QueryTrace, memory_id: str) -> dict[str, Any]:
     if chunk.valid_from > seen:
         reason = f"it was stored after {when}"
         return {"memory": memory, "bug": None, "reason": reason, "later": True}
+    stores = row.stores_queried or []
+    if row.operation == "memory_query" and not any(s in CHUNK_STORES for s in stores):
+        # The router answered from preferences or entities alone: no retrieval ran at all.
+        reason = (
+            f"it is a {chunk.doc_type}, which retrieval finds; the query's router searched "
+            f"{', '.join(stores) or 'no store'} only"
+        )
+        return {"memory": memory, "bug": WRONG_STORE, "reason": reason}
     if chunk.valid_to is not None and chunk.valid_to <= seen:
         reason = f"it was closed (forgotten or superseded) before {when}"
         return {"memory": memory, "bug": WRONG_LIFECYCLE, "reason": reason}

@@ -14,7 +14,7 @@ from memsys.db import session_scope
 from memsys.errors import InvalidInput, NotFound
 from memsys.models import QueryTrace
 from memsys.schemas import MemoryForgetIn, MemoryRecallIn
-from memsys.schemas.debug import TraceFeedbackIn, TraceFeedbackOut, TraceWhyIn, TraceWhyOut
+from memsys.schemas.debug import TraceFeedbackIn, TraceFeedbackOut, TraceIn, TraceWhyIn, TraceWhyOut
 from memsys.schemas.debug_replay import AlertsIn, AlertsOut, ErrorAttributionIn
 from memsys.services import debug, debug_attribution, memories
 from tests.factories import store
@@ -73,6 +73,27 @@ def test_a_ranking_error_names_where_the_memory_was_lost(ids: dict[str, str]) ->
     with session_scope() as s:  # the trace carries its attribution
         row = debug.find(s, trace_id)
         assert (row.error_type, row.error_subtype) == ("context_bug", "retrieval_ranking_error")
+
+
+def test_a_memory_the_query_router_never_searched_for_is_the_wrong_store(
+    ids: dict[str, str],
+) -> None:
+    """memory_query routed "what editor do I use" to the preferences (kv) alone and ran no
+    retrieval; a memory the answer needed was then called a ranking error ("no channel had
+    it in its candidate pool"), though no store holding memories was queried (S004's
+    wrong_store_queried)."""
+    from memsys.schemas.query import QueryIn
+    from memsys.services import query
+    from tests.factories import set_preference
+
+    set_preference("editor", "helix")
+    noted = store("I switched my editor to neovim last week", memory_type="fact").id
+    asked = runner.execute(query.query, QueryIn, {"query": "what editor do I use"})
+    shown = runner.execute(debug.trace, TraceIn, {"trace_id": asked.query_id})
+    assert shown.stores_queried == ["kv"]
+    judged = judge(asked.query_id, expected_ids=[noted])
+    assert (judged.error_type, judged.error_subtype) == ("context_bug", "wrong_store_queried")
+    assert "kv" in (judged.reason or "")
 
 
 def test_wrong_store_wrong_filter_and_lifecycle(ids: dict[str, str]) -> None:
