@@ -155,6 +155,12 @@ class QueryLogOut(Output):
     offset: int
 
 
+def _distinct_ids(ids: list[str]) -> list[str]:
+    """Ids trimmed as `why` trims its memory id (one pasted from a table keeps a space), each
+    once, in the order given."""
+    return list(dict.fromkeys(i.strip() for i in ids))
+
+
 class TraceFeedbackIn(Input):
     trace_id: TraceId
     verdict: Annotated[
@@ -165,7 +171,10 @@ class TraceFeedbackIn(Input):
         Field(description="What was wrong, in your words"),
     ] = None
     expected_ids: Annotated[
-        list[Annotated[str, non_blank("An expected id"), limited(ID_CHARS, "An expected id")]]
+        Annotated[
+            list[Annotated[str, non_blank("An expected id"), limited(ID_CHARS, "An expected id")]],
+            AfterValidator(_distinct_ids),
+        ]
         | None,
         Field(
             description="Ids that should have been returned: the answer says where each was "

@@ -216,3 +216,16 @@ def test_alerts_fire_past_their_thresholds(ids: dict[str, str], monkeypatch: Any
     assert fired.metrics["mode_accuracy"] == 0.0
     assert fired.metrics["context_bug_rate"] == 1.0
     assert alerts().alerts and "latency_high" not in {a.type for a in alerts().alerts}
+
+
+def test_expected_ids_are_read_as_why_reads_an_id(ids: dict[str, str]) -> None:
+    """`why` trims the memory id it is given; feedback refused the same id pasted with a
+    space ("No memory has the expected id  mem_… "), and an id given twice was recorded
+    twice in the feedback's expected ids."""
+    trace_id = recall("when do backups run", n_results=1)
+    pasted = f" {ids['nightly']}\t"
+    assert why(trace_id, pasted).stage == "returned"
+    judged = judge(trace_id, expected_ids=[pasted, ids["nightly"], ids["kept"]])
+    assert list(judged.attribution) == [ids["nightly"], ids["kept"]]
+    shown = runner.execute(debug.trace, TraceIn, {"trace_id": trace_id})
+    assert shown.feedback[-1].expected_ids == [ids["nightly"], ids["kept"]]
