@@ -155,10 +155,9 @@ class QueryLogOut(Output):
     offset: int
 
 
-def _distinct_ids(ids: list[str]) -> list[str]:
-    """Ids trimmed as `why` trims its memory id (one pasted from a table keeps a space), each
-    once, in the order given."""
-    return list(dict.fromkeys(i.strip() for i in ids))
+def _trimmed_ids(ids: list[str]) -> list[str]:
+    """Ids trimmed as `why` trims its memory id (one pasted from a table keeps a space)."""
+    return [i.strip() for i in ids]
 
 
 class TraceFeedbackIn(Input):
@@ -173,7 +172,7 @@ class TraceFeedbackIn(Input):
     expected_ids: Annotated[
         Annotated[
             list[Annotated[str, non_blank("An expected id"), limited(ID_CHARS, "An expected id")]],
-            AfterValidator(_distinct_ids),
+            AfterValidator(_trimmed_ids),
         ]
         | None,
         Field(

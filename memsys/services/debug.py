@@ -126,7 +126,7 @@ def _require_known(session: Session, memory_ids: list[str]) -> None:
 def feedback(session: Session, params: TraceFeedbackIn) -> TraceFeedbackOut:
     row = find(session, params.trace_id)
     returned = [r.get("id") for r in row.retrieved]
-    expected = params.expected_ids or []
+    expected = list(dict.fromkeys(params.expected_ids or []))  # each once, in order
     _require_known(session, [i for i in expected if i not in returned])
     attribution: dict[str, object] = {
         memory_id: (
