@@ -9,6 +9,7 @@ error_type / error_subtype.
 
 from __future__ import annotations
 
+import difflib
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -18,7 +19,7 @@ from sqlalchemy.orm import Session
 from memsys import tenancy
 from memsys.config import get_settings
 from memsys.db import rowcount
-from memsys.errors import NotFound, Protected
+from memsys.errors import InvalidInput, NotFound, Protected
 from memsys.models import Chunk, Event, QueryTrace
 from memsys.models.log import ALL_NAMESPACES
 from memsys.retrieval import trace as shape
@@ -81,6 +82,7 @@ def query_log(session: Session, params: QueryLogIn) -> QueryLogOut:
         stmt = stmt.where(QueryTrace.namespace == params.namespace)
     if params.operation:
         stmt = stmt.where(QueryTrace.operation == params.operation)
+        _require_operation(session, params.operation)
     total = session.scalar(select(func.count()).select_from(stmt.subquery()))
     rows = session.scalars(
         stmt.order_by(QueryTrace.created_at.desc(), QueryTrace.id)
@@ -105,6 +107,22 @@ def query_log(session: Session, params: QueryLogIn) -> QueryLogOut:
         total=int(total or 0),
         limit=params.limit,
         offset=params.offset,
+    )
+
+
+def _require_operation(session: Session, operation: str) -> None:
+    """A tool's name, or one a trace was logged under (a tool since renamed): a misspelt
+    one is refused, not answered with "no traces"."""
+    from memsys.operations import BY_NAME  # the table of tools
+
+    if operation in BY_NAME:
+        return
+    if session.scalar(select(QueryTrace.id).where(QueryTrace.operation == operation).limit(1)):
+        return
+    close = difflib.get_close_matches(operation, list(BY_NAME), n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    raise InvalidInput(
+        f"No tool is named {operation!r}{hint}: give a tool's name, as the log shows"
     )
 
 

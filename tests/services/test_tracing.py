@@ -174,3 +174,15 @@ def test_the_query_log_filters_to_the_traces_of_searches_over_all_namespaces(
     assert token_traces.json()["traces"] == []  # no such token's: none, not a refusal
     refused = client.get("/v1/debug/query-log", params={"namespace": "*x"})
     assert refused.status_code == 422 and "namespace" in refused.text
+
+
+def test_the_query_log_refuses_an_operation_no_tool_has() -> None:
+    """A misspelt namespace is refused ("not 'no traces'"); a misspelt operation listed no
+    traces, as if the tool had never run."""
+    from memsys.mcp.server import call
+
+    refused = call(BY_NAME["debug_query_log"], {"operation": "memory_recal"})
+    assert not refused["success"] and "memory_recal" in refused["error"]
+    assert "memory_recall" in refused["error"]  # what it may have meant
+    known = call(BY_NAME["debug_query_log"], {"operation": "memory_recall"})
+    assert known["success"] and known["data"]["traces"] == []
