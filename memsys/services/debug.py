@@ -132,7 +132,11 @@ def _require_known(session: Session, memory_ids: list[str]) -> None:
     if not memory_ids:
         return
     known = set(session.scalars(select(Chunk.id).where(Chunk.id.in_(memory_ids)).distinct()))
-    unknown = [i for i in memory_ids if i not in known]
+    unknown = [
+        i
+        for i in memory_ids
+        if i not in known and not debug_attribution.preference_versions(session, i)
+    ]
     if unknown:
         raise NotFound(
             f"No memory has the expected id {', '.join(unknown[:5])}"

@@ -229,3 +229,26 @@ def test_expected_ids_are_read_as_why_reads_an_id(ids: dict[str, str]) -> None:
     assert list(judged.attribution) == [ids["nightly"], ids["kept"]]
     shown = runner.execute(debug.trace, TraceIn, {"trace_id": trace_id})
     assert shown.feedback[-1].expected_ids == [ids["nightly"], ids["kept"]]
+
+
+def test_a_preference_a_memory_query_needed_can_be_named_as_expected(
+    ids: dict[str, str],
+) -> None:
+    """memory_query answers with preferences too (items `pref:<namespace>:<key>`), yet
+    feedback refused one the answer left out ("No memory has the expected id
+    pref:global:editor") and `why` said "no such memory"."""
+    from memsys.schemas.query import QueryIn
+    from memsys.services import query
+    from tests.factories import set_preference
+
+    set_preference("editor", "helix")
+    set_preference("web:theme", "dark", namespace="project:web")  # a ':' in both
+    asked = runner.execute(query.query, QueryIn, {"query": "when do backups run"})
+    judged = judge(asked.query_id, expected_ids=["pref:global:editor"])
+    assert (judged.error_type, judged.error_subtype) == ("context_bug", "wrong_store_queried")
+    assert "preference" in (judged.reason or "") and "vector" in (judged.reason or "")
+    shown = why(asked.query_id, "pref:project:web:web:theme")
+    assert shown.stage == "scope" and shown.memory is not None
+    assert shown.memory["namespace"] == "project:web"
+    with pytest.raises(NotFound, match="pref:global:nope"):
+        judge(asked.query_id, expected_ids=["pref:global:nope"])
