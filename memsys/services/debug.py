@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from memsys import tenancy
 from memsys.config import get_settings
 from memsys.db import rowcount
-from memsys.errors import InvalidInput, NotFound, Protected
+from memsys.errors import NotFound, Protected
 from memsys.models import Chunk, Event, QueryTrace
 from memsys.models.log import ALL_NAMESPACES
 from memsys.retrieval import trace as shape
@@ -121,9 +121,7 @@ def _require_operation(session: Session, operation: str) -> None:
         return
     close = difflib.get_close_matches(operation, list(BY_NAME), n=1)
     hint = f" (did you mean {close[0]}?)" if close else ""
-    raise InvalidInput(
-        f"No tool is named {operation!r}{hint}: give a tool's name, as the log shows"
-    )
+    raise NotFound(f"No tool is named {operation!r}{hint}: give a tool's name, as the log shows")
 
 
 def _require_known(session: Session, memory_ids: list[str]) -> None:
