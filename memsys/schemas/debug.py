@@ -32,6 +32,8 @@ Mode = Annotated[str, Rule(check_mode, enum=list(MODES))]
 
 TraceId = Annotated[
     str,
+    non_blank("trace_id"),
+    AfterValidator(str.strip),  # as debug_why trims its memory id: one pasted keeps a space
     Field(
         description="A trace id (the trace_id of a search, recall or context, the query_id of "
         "a memory_query)"

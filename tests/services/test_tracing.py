@@ -186,3 +186,25 @@ def test_the_query_log_refuses_an_operation_no_tool_has() -> None:
     assert "memory_recall" in refused["error"]  # what it may have meant
     known = call(BY_NAME["debug_query_log"], {"operation": "memory_recall"})
     assert known["success"] and known["data"]["traces"] == []
+
+
+def test_a_trace_id_is_read_as_why_reads_a_memory_id(embedder: Any) -> None:
+    """`why` trims the memory id; every debugger tool answered "Trace not found: qry_… "
+    for a trace id pasted with a space, and "Trace not found: " for a blank one."""
+    from memsys.mcp.server import call
+
+    store("Backups run nightly at 02:00 UTC")
+    trace_id = runner.execute(
+        memories.recall, MemoryRecallIn, {"query": "when do backups run"}
+    ).trace_id
+    pasted = f" {trace_id}\n"
+    for name, extra in (
+        ("debug_trace", {}),
+        ("debug_replay", {}),
+        ("debug_why", {"memory_id": "mem_0"}),
+        ("debug_feedback", {"verdict": "right"}),
+    ):
+        answer = call(BY_NAME[name], {"trace_id": pasted, **extra})
+        assert answer["success"], (name, answer)
+        blank = call(BY_NAME[name], {"trace_id": "  ", **extra})
+        assert not blank["success"] and "cannot be empty" in blank["error"], (name, blank)
