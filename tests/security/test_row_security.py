@@ -181,3 +181,31 @@ def test_pruning_traces_counts_what_went_and_a_read_only_token_may_not() -> None
     assert left() == 1
     pruned = prune()
     assert (pruned, left()) == (1, 0)
+
+
+def test_a_read_only_token_rehydrating_an_archived_memory_is_refused() -> None:
+    """debug_rehydrate changes a memory (its stage, its text back from its history)."""
+    from datetime import UTC, datetime, timedelta
+
+    import pytest
+
+    from memsys import runner, tenancy
+    from memsys.errors import Protected
+    from memsys.schemas.lifecycle import RehydrateIn
+    from memsys.services import lifecycle, maintain
+    from tests.security.helpers import run
+
+    content = (
+        "Release candidates are cut from main on the first Monday of the month. "
+        "A candidate soaks in staging for a week before it is promoted. "
+        "Hotfixes skip the soak but need two approvals from the on-call rota. "
+        "Release notes are drafted by the author of the largest change in the candidate. "
+        "A failed soak sends the candidate back to main with the failing checks attached."
+    )
+    memory = run("memory_store", content=content, namespace="project:acme", memory_type="workflow")
+    maintain.run(now=datetime.now(UTC) + timedelta(days=40))
+    reader = tenancy.Scope(read=("project:a*",), write=(), token_id="tok_r")
+    with tenancy.using(reader), pytest.raises(Protected, match="may not change"):
+        runner.execute(lifecycle.rehydrate, RehydrateIn, {"memory_id": memory.id})
+    shown = run("memory_list", namespace="project:acme").memories[0]
+    assert shown.id == memory.id
