@@ -97,3 +97,11 @@ def test_the_admin_token_sees_everything_and_scoped_tokens_still_work(
     finally:
         monkeypatch.delenv("MEMSYS_API_TOKEN")
         get_settings.cache_clear()
+
+
+def test_revoke_reads_a_pasted_token_id_and_refuses_a_blank_one(embedder: Any) -> None:
+    """`memsys token revoke ""` said "Token not found: (…)", and an id pasted from the
+    list with a space was not found."""
+    made = run_json("token", "create", "ci bot", "-n", ACME)
+    assert "A token id cannot be empty" in fails("token", "revoke", "  ")
+    assert run_json("token", "revoke", f" {made['id']} ")["active"] is False
