@@ -65,6 +65,7 @@ INVISIBLE = (
     r"\u2060-\u2064\u2066-\u206f\ufeff" + COMBINING
 )
 _SHOWN = re.compile(f"[^{INVISIBLE}]")
+_SHOWN_WITH_MARKS = re.compile(f"[^{INVISIBLE.removesuffix(COMBINING)}]")
 VISIBLE_PATTERN = rf"^[^\x00]*[^{INVISIBLE}][^\x00]*$"
 # C0 and C1 control characters (a tab, \x1f), and the bidirectional controls that reorder
 # what a reader sees ("Trojan Source"): never in a name.
@@ -76,10 +77,12 @@ PATTERN_END = r"$(?![\s\S])"  # `$` alone matches before a final newline in Pyth
 NAME_CHARACTERS = rf"^[^{CONTROL_CHARS}{BIDI_CHARS}]*{PATTERN_END}"
 
 
-def visible(text: str) -> bool:
+def visible(text: str, *, marks: bool = False) -> bool:
     """Whether the text shows at least one character (a zero-width space, a BOM or a
-    combining accent alone does not)."""
-    return _SHOWN.search(text) is not None
+    combining accent alone does not). `marks`: a combining mark counts, as it did before
+    that rule — what import reads, so that a database's own export of text it stored then
+    imports again."""
+    return (_SHOWN_WITH_MARKS if marks else _SHOWN).search(text) is not None
 
 
 MAX_DEPTH = 20  # nesting of lists and objects in any input (metadata, preference values)

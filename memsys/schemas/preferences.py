@@ -60,13 +60,14 @@ def _read_key(v: str) -> str:
     return v
 
 
-def _stored_key(v: str) -> str:
-    """A key a database may hold: what import restores (a key ending in '/history' was
-    settable once, and an export of a database holding one must import again)."""
+def _stored_key(v: str, marks: bool = True) -> str:
+    """A key a database may hold: what import restores (a key ending in '/history', or
+    made of combining marks, was settable once, and an export of a database holding one
+    must import again)."""
     v = _read_key(v)
     if NAME_BREAKERS.search(v):  # a bidi control (_read_key refused the others)
         raise ValueError(f"Preference key {v!r} contains a control character; use visible text")
-    if not visible(v):
+    if not visible(v, marks=marks):
         raise ValueError(
             "Preference key has no visible character (only zero-width ones or combining marks)"
         )
@@ -74,8 +75,9 @@ def _stored_key(v: str) -> str:
 
 
 def _key(v: str) -> str:
-    """A key a new preference may take: a stored key not ending in '/history'."""
-    v = _stored_key(v)
+    """A key a new preference may take: a stored key not ending in '/history', showing
+    more than combining marks."""
+    v = _stored_key(v, marks=False)
     if v.endswith("/history"):  # the REST path of the history of the key before it
         raise ValueError(
             f"Preference key {v!r} ends in '/history', which REST reads as the history of "

@@ -239,7 +239,7 @@ def check_memory(rec: Record) -> list[tuple[str, str]]:
     if not isinstance(content, str) or not content.strip():
         found.append(("content", "content: missing or empty"))
     else:
-        field("content", lambda p: _limited(rec, "content", memories_schema.content_text, p))
+        field("content", lambda p: _limited(rec, "content", memories_schema.stored_content_text, p))
         # Derived: a hand edit of the content leaves a stale hash behind, which is no error.
         rec["content_hash"] = content_hash(rec["content"])
     field("importance", lambda p: _number(rec, "importance", 0.0, 1.0, p))

@@ -320,6 +320,9 @@ def test_ids_and_keys_a_database_holds_from_before_their_rules_round_trip(
     with session_scope() as s:
         s.execute(text("UPDATE chunk SET id = 'count' WHERE id = :id"), {"id": ids["decision"]})
         s.execute(text("UPDATE preference SET key = 'notes/history' WHERE key = 'editor'"))
+        # stored before a lone combining mark counted as no visible character
+        s.execute(text("UPDATE chunk SET content = U&'\\0301' WHERE id = :id"), {"id": ids["fix"]})
+        s.execute(text("UPDATE preference SET key = U&'\\0301' WHERE key = 'theme'"))
     export(tmp_path / name)
     again = import_(tmp_path / name)
     assert again.applied and again.problem_count == 0, again.problems
@@ -331,4 +334,4 @@ def test_ids_and_keys_a_database_holds_from_before_their_rules_round_trip(
     with session_scope() as s:
         assert s.execute(text("SELECT count(*) FROM chunk WHERE id = 'count'")).scalar_one() == 1
         keys = set(s.execute(text("SELECT key FROM preference")).scalars())
-    assert "notes/history" in keys
+    assert {"notes/history", "\u0301"} <= keys
