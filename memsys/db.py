@@ -41,7 +41,14 @@ from sqlalchemy.sql.elements import TextClause
 
 from memsys import deferred, embedded, tenancy
 from memsys.config import Settings, get_settings
-from memsys.errors import Contended, DatabaseUnavailable, Protected, SystemRefused, TimedOut
+from memsys.errors import (
+    Conflict,
+    Contended,
+    DatabaseUnavailable,
+    Protected,
+    SystemRefused,
+    TimedOut,
+)
 
 log = logging.getLogger(__name__)
 
@@ -232,12 +239,16 @@ def session_scope() -> Iterator[Session]:
             session.rollback()
         raise lost from exc
     except StaleDataError:
-        # An ORM update that matched no row: under a scoped token, the policies hid the row
-        # from the UPDATE (one it may read, not change) — refused, not a crash.
+        # An ORM update that matched no row: the policies hid a row the caller may read but
+        # not change from the UPDATE (refused), or another call deleted or re-keyed the row
+        # since this one read it (a conflict, for admins and writers alike).
         session.rollback()
-        if not tenancy.current().admin:
+        if any(not tenancy.may_write(ns) for ns in session.info.get(_CHANGING, ())):
             raise Protected(tenancy.denied_message()) from None
-        raise
+        raise Conflict(
+            "Another call changed or deleted what this call was changing while it ran; "
+            "nothing of this call was written. Read it again and retry."
+        ) from None
     except PoolTimeout:  # every connection stayed in use (long imports, a flood of calls)
         session.rollback()
         pool = getattr(session.get_bind(), "pool", None)
@@ -391,6 +402,18 @@ def rowcount(session: Session, statement: Executable) -> int:
     """Rows an UPDATE or DELETE touched."""
     result = session.execute(statement)
     return int(cast(CursorResult[Any], result).rowcount or 0)
+
+
+_CHANGING = "memsys.changing"  # session.info: the namespaces a scoped caller's flush changes
+
+
+@event.listens_for(Session, "before_flush")
+def _note_changing(session: Session, flush_context: Any, instances: Any) -> None:
+    """Note the namespaces of the rows a scoped caller's flush updates or deletes: a failed
+    flush expires them, and session_scope tells a refusal from a conflict by them."""
+    if not tenancy.current().admin:
+        rows = [*session.dirty, *session.deleted]
+        session.info[_CHANGING] = {getattr(row, "namespace", None) for row in rows} - {None}
 
 
 _LOST_SQLSTATES = ("08", "57P")

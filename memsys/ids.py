@@ -15,16 +15,41 @@ TRACE = "trc"
 _MEMORY_ID = re.compile(r"^mem_[0-9a-f]{16}$")
 
 # The words REST routes put where a memory's id goes (/v1/memories/count is the count, not
-# the memory "count"): an imported memory may not take one as its id, or GET /v1/memories/ID
-# (and `memsys get ID` with a server running) would answer another route.
-# tests/test_operations.py keeps this in step with the operation table.
+# the memory "count"). A database may hold such an id (import keeps the ids a file gives,
+# and once took these too), so GET /v1/memories/by-id/ID reads any id and `memsys get ID`
+# with a server running takes that route for these. tests/test_operations.py keeps this in
+# step with the operation table.
 ROUTE_WORDS = frozenset({"analyze-health", "batch", "context", "count", "forget", "recall"})
 
 
+# What dedup does not tell apart, though the text is stored as given: every space separator
+# (no-break, narrow no-break, ideographic, …: Unicode's Zs) reads as a space, and the format
+# characters that change nothing a reader sees (zero-width space, word joiner, BOM, soft
+# hyphen) as nothing. Zero-width (non-)joiners count: they change how a word or emoji is drawn.
+_UNSEEN = str.maketrans(
+    dict.fromkeys(
+        "\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
+        "\u200a\u202f\u205f\u3000",
+        " ",
+    )
+    | dict.fromkeys("\u200b\u2060\ufeff\u00ad", None)
+)
+
+
 def content_hash(content: str) -> str:
-    """The hex SHA-256 of a text as stored (memsys.schemas.memories.content_text's form): what
-    dedup compares, in the database and in snapshots alike."""
-    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+    """The hex SHA-256 of a text as dedup reads it (memsys.schemas.memories.content_text's
+    form, its unseen differences read away, _UNSEEN): what dedup compares, in the database
+    and in snapshots alike."""
+    return hashlib.sha256(content.translate(_UNSEEN).encode("utf-8")).hexdigest()
+
+
+def content_hashes(content: str) -> list[str]:
+    """content_hash, and the digest rows written before dedup read unseen characters away
+    hold for this text (of the text as given) when it differs: no migration rewrote them,
+    so a lookup of a text's live memory asks for both."""
+    legacy = hashlib.sha256(content.encode("utf-8")).hexdigest()
+    digest = content_hash(content)
+    return [digest] if legacy == digest else [digest, legacy]
 
 
 def new_id(prefix: str) -> str:

@@ -163,13 +163,13 @@ def test_a_call_waiting_on_another_transactions_lock_gives_up_and_says_so(
 def test_a_store_waiting_for_its_contents_turn_gives_up_and_says_so(short_limits: None) -> None:
     # memory_store sends its turns and its duplicate read in one round trip (db.in_one_trip):
     # a lock wait there ends as any other does, in the error every front end shows.
-    from memsys import db, runner
+    from memsys import db, ids, runner
     from memsys.errors import TimedOut
     from memsys.schemas import MemoryCountIn, MemoryStoreIn
-    from memsys.services import memories, memory_batch
+    from memsys.services import memories
 
     content = "written while its turn was held"
-    key = "\x1f".join(("global", "memory", memory_batch.content_hash(content)))
+    key = "\x1f".join(("global", "memory", ids.content_hash(content)))
     other = db.make_engine(db.database_url())
     try:
         before = runner.execute(memories.count, MemoryCountIn, {}).count

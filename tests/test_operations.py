@@ -114,7 +114,9 @@ def test_the_words_an_imported_memory_id_may_not_be_are_the_routes_words() -> No
         rest.path.split("/")[2]
         for op in OPERATIONS
         for rest in op.rest
-        if rest.path.startswith("/memories/") and not rest.path.split("/")[2].startswith("{")
+        if rest.path.startswith("/memories/")
+        and rest.path.count("/") == 2  # /memories/by-id/{memory_id} shadows no id
+        and not rest.path.split("/")[2].startswith("{")
     }
     assert words == ROUTE_WORDS
 

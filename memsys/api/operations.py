@@ -217,6 +217,16 @@ def router() -> APIRouter:
             status_code=rest.status,
             tags=[rest.path.strip("/").split("/")[0]],
             responses=error_responses(op, rest),
-            operation_id=f"{op.name}_{rest.method.lower()}",
+            operation_id=operation_id(op, rest),
         )
     return api
+
+
+def operation_id(op: Operation, rest: Rest) -> str:
+    """`memory_get_get`; a second route of one method adds its last literal segment
+    (`memory_get_get_by_id` for GET /memories/by-id/{memory_id})."""
+    name = f"{op.name}_{rest.method.lower()}"
+    if [r for r in op.rest if r.method == rest.method].index(rest) > 0:
+        literal = [p for p in rest.path.strip("/").split("/") if not p.startswith("{")]
+        name += "_" + literal[-1].replace("-", "_")
+    return name

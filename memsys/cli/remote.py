@@ -19,8 +19,8 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from memsys import errors
-from memsys.operations import Operation
+from memsys import errors, ids
+from memsys.operations import Operation, Rest
 from memsys.schemas import Output
 from memsys.schemas.common import check_values
 
@@ -52,8 +52,18 @@ def server_url() -> str | None:
     return f"http://{shown}:{info['port']}"
 
 
-def _request(op: Operation, data: dict[str, Any], base: str) -> urllib.request.Request:
+def _route(op: Operation, data: dict[str, Any]) -> Rest:
+    """The route a call takes: the operation's first, but for an id another route's word
+    shadows there (GET /memories/count is the count) its next route of the same method,
+    which reads any id (/memories/by-id/{memory_id})."""
     rest = op.rest[0]
+    if rest.path == "/memories/{memory_id}" and data.get("memory_id") in ids.ROUTE_WORDS:
+        return next(r for r in op.rest[1:] if r.method == rest.method)
+    return rest
+
+
+def _request(op: Operation, data: dict[str, Any], base: str) -> urllib.request.Request:
+    rest = _route(op, data)
     data = dict(data)
     for name, value in data.items():  # what cannot travel (a lone surrogate): as in process
         try:

@@ -65,7 +65,9 @@ def log(r: QueryLogOut) -> None:
 def feedback_given(r: TraceFeedbackOut) -> None:
     echo(f"Recorded: {r.trace_id} was {r.verdict}")
     for memory_id, where in r.attribution.items():
-        echo(f"  {memory_id}: {where}")
+        if isinstance(where, dict) and "returned_at_rank" in where:
+            where = f"returned at rank {where['returned_at_rank']}"
+        echo(f"  {memory_id}: {where if isinstance(where, str) else json.dumps(where)}")
     feedback_classified(r)
 
 
@@ -74,7 +76,8 @@ def feedback_classified(r: TraceFeedbackOut) -> None:
         sub = f" / {r.error_subtype}" if r.error_subtype else ""
         echo(f"  attributed: {r.error_type}{sub}: {r.reason}")
     for memory_id, where in r.where_lost.items():
-        echo(f"  {memory_id}: lost at {where['stage']}: {where['reason']}")
+        if where["stage"] != "returned":  # said above: "returned at rank N"
+            echo(f"  {memory_id}: lost at {where['stage']}: {where['reason']}")
 
 
 def why(r: TraceWhyOut) -> None:

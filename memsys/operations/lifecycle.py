@@ -29,7 +29,17 @@ LIFECYCLE_OPERATIONS: tuple[Operation, ...] = (
         input=lc.MemoryGetIn,
         output=lc.MemoryGetOut,
         effect="read",
-        rest=(Rest("GET", "/memories/{memory_id}"),),
+        # The second route reads any id, also one another route's word shadows in the first
+        # (/memories/count is the count): a memory imported as "count" stays readable.
+        rest=(
+            Rest("GET", "/memories/{memory_id}"),
+            Rest(
+                "GET",
+                "/memories/by-id/{memory_id}",
+                summary="Read one memory by id; any id, also one a route's word shadows "
+                "in /memories/{memory_id} (count, analyze-health)",
+            ),
+        ),
         cli=Cli("get", arguments=("memory_id",), render=f"{LIFECYCLE_CLI}:got"),
     ),
     Operation(

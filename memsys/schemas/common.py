@@ -54,13 +54,18 @@ NON_BLANK_PATTERN = rf"^[^\x00]*[^\x00{SPACE}][^\x00]*$"
 
 
 # Characters that show nothing: spaces, controls, and the format characters text carries
-# unseen (soft hyphen, zero-width, bidi, BOM). Spelled out, not looked up by Unicode category,
-# so that the published JSON Schema pattern says exactly what the check refuses.
+# unseen (soft hyphen, zero-width, bidi, BOM); and on their own, the combining marks of the
+# blocks that belong to no script (diacritics, for symbols, half marks): one attaches to the
+# character before it, and a lone "\u0301" shows nothing (or a dotted circle). Spelled out,
+# not looked up by Unicode category, so that the published JSON Schema pattern says exactly
+# what the check refuses.
+COMBINING = r"\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
 INVISIBLE = (
     SPACE + r"\x00-\x08\x0e-\x1b\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u202a-\u202e"
-    r"\u2060-\u2064\u2066-\u206f\ufeff"
+    r"\u2060-\u2064\u2066-\u206f\ufeff" + COMBINING
 )
 _SHOWN = re.compile(f"[^{INVISIBLE}]")
+_SHOWN_WITH_MARKS = re.compile(f"[^{INVISIBLE.removesuffix(COMBINING)}]")
 VISIBLE_PATTERN = rf"^[^\x00]*[^{INVISIBLE}][^\x00]*$"
 # C0 and C1 control characters (a tab, \x1f), and the bidirectional controls that reorder
 # what a reader sees ("Trojan Source"): never in a name.
@@ -72,10 +77,12 @@ PATTERN_END = r"$(?![\s\S])"  # `$` alone matches before a final newline in Pyth
 NAME_CHARACTERS = rf"^[^{CONTROL_CHARS}{BIDI_CHARS}]*{PATTERN_END}"
 
 
-def visible(text: str) -> bool:
-    """Whether the text shows at least one character (a zero-width space or a BOM alone does
-    not)."""
-    return _SHOWN.search(text) is not None
+def visible(text: str, *, marks: bool = False) -> bool:
+    """Whether the text shows at least one character (a zero-width space, a BOM or a
+    combining accent alone does not). `marks`: a combining mark counts, as it did before
+    that rule — what import reads, so that a database's own export of text it stored then
+    imports again."""
+    return (_SHOWN_WITH_MARKS if marks else _SHOWN).search(text) is not None
 
 
 MAX_DEPTH = 20  # nesting of lists and objects in any input (metadata, preference values)

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from memsys.retrieval.modes import MODES
 from memsys.schemas.common import (
     FILLED,
+    NAMESPACE_PATTERN,
     NOTE_CHARS,
     Input,
-    NamespaceName,
     Offset,
     Output,
     Rule,
+    check_namespace,
     limited,
     non_blank,
     within,
@@ -30,6 +32,8 @@ Mode = Annotated[str, Rule(check_mode, enum=list(MODES))]
 
 TraceId = Annotated[
     str,
+    non_blank("trace_id"),
+    AfterValidator(str.strip),  # as debug_why trims its memory id: one pasted keeps a space
     Field(
         description="A trace id (the trace_id of a search, recall or context, the query_id of "
         "a memory_query)"
@@ -88,11 +92,46 @@ class TraceOut(TraceBody):
     feedback: list[FeedbackOut]
 
 
+# Where a call over every namespace is logged: '*' (an admin's), '*@<token id>' (a scoped
+# token's, over all of its namespaces: memsys.models.log, the row security's migrations).
+ALL_NAMESPACES_LOGGED = re.compile(r"^\*(@[A-Za-z0-9_.:-]{1,126})?$")
+
+
+def check_logged_namespace(value: str) -> str:
+    """A namespace, or where calls over every namespace are logged ('*', '*@<token id>')."""
+    value = value.strip()
+    if ALL_NAMESPACES_LOGGED.match(value):
+        return value
+    if value.startswith("*"):
+        raise ValueError(
+            f"Invalid namespace: {value[:140]!r}. Use a namespace, '*' (calls over every "
+            "namespace) or '*@<token id>' (a token's calls over all of its namespaces)"
+        )
+    return check_namespace(value)
+
+
+LoggedNamespace = Annotated[
+    str,
+    AfterValidator(check_logged_namespace),
+    Field(
+        json_schema_extra={
+            "pattern": f"^(?:{ALL_NAMESPACES_LOGGED.pattern[1:-1]}|"
+            f"{NAMESPACE_PATTERN.pattern[1:-1]})$",
+            "maxLength": 128,
+        }
+    ),
+]
+
+
 class QueryLogIn(Input):
     limit: Annotated[int, within(1, MAX_LOG_PAGE), Field(description="Page size (1-500)")] = 50
     offset: Annotated[Offset, Field(description="Traces to skip")] = 0
     namespace: Annotated[
-        NamespaceName | None, Field(description="Only traces of this namespace")
+        LoggedNamespace | None,
+        Field(
+            description="Only traces of this namespace; '*' those of calls over every "
+            "namespace, '*@<token id>' a token's over all of its namespaces"
+        ),
     ] = None
     operation: Annotated[
         Annotated[str, FILLED] | None, Field(description="Only this tool, e.g. memory_recall")
@@ -118,6 +157,11 @@ class QueryLogOut(Output):
     offset: int
 
 
+def _trimmed_ids(ids: list[str]) -> list[str]:
+    """Ids trimmed as `why` trims its memory id (one pasted from a table keeps a space)."""
+    return [i.strip() for i in ids]
+
+
 class TraceFeedbackIn(Input):
     trace_id: TraceId
     verdict: Annotated[
@@ -128,7 +172,10 @@ class TraceFeedbackIn(Input):
         Field(description="What was wrong, in your words"),
     ] = None
     expected_ids: Annotated[
-        list[Annotated[str, non_blank("An expected id"), limited(ID_CHARS, "An expected id")]]
+        Annotated[
+            list[Annotated[str, non_blank("An expected id"), limited(ID_CHARS, "An expected id")]],
+            AfterValidator(_trimmed_ids),
+        ]
         | None,
         Field(
             description="Ids that should have been returned: the answer says where each was "

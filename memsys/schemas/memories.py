@@ -49,17 +49,20 @@ MAX_METADATA_BYTES = 65_536  # a memory's metadata as JSON
 LIST_ORDER_FIELDS = ("created_at", "updated_at", "importance", "confidence", "access_count")
 
 
-def content_text(v: str) -> str:
+def content_text(v: str, *, stored: bool = False) -> str:
     """Content as stored: trimmed, its line breaks as \\n (text pasted from Windows holds \\r\\n,
     which a file read back turns into \\n: the same memory must not come back as an edit), in
     Unicode's composed form, NFC (an "é" typed as "e" and a combining accent, as macOS file
     names and some keyboards give it, is the same text as the one-character "é": it must
-    not store a second memory)."""
+    not store a second memory). `stored`: text a database may hold, as import reads it (a
+    lone combining mark was content before it counted as no visible character)."""
     v = unicodedata.normalize("NFC", v.replace("\r\n", "\n").replace("\r", "\n").strip())
     if not v:
         raise ValueError("Content cannot be empty")
-    if not visible(v):
-        raise ValueError("Content has no visible character (only controls or zero-width ones)")
+    if not visible(v, marks=stored):
+        raise ValueError(
+            "Content has no visible character (only controls, zero-width ones or combining marks)"
+        )
     limit = get_settings().max_content_chars
     if len(v) > limit:
         raise ValueError(
@@ -67,6 +70,11 @@ def content_text(v: str) -> str:
             "MEMSYS_MAX_CONTENT_CHARS). Split it or index it as a document."
         )
     return v
+
+
+def stored_content_text(v: str) -> str:
+    """content_text of a memory a database may hold (import: memsys.vault.records)."""
+    return content_text(v, stored=True)
 
 
 def tag_list(v: list[str]) -> list[str]:

@@ -61,12 +61,24 @@ def _read_key(v: str) -> str:
     return v
 
 
-def _key(v: str) -> str:
+def _stored_key(v: str, marks: bool = True) -> str:
+    """A key a database may hold: what import restores (a key ending in '/history', or
+    made of combining marks, was settable once, and an export of a database holding one
+    must import again)."""
     v = _read_key(v)
     if NAME_BREAKERS.search(v):  # a bidi control (_read_key refused the others)
         raise ValueError(f"Preference key {v!r} contains a control character; use visible text")
-    if not visible(v):
-        raise ValueError("Preference key has no visible character (only zero-width ones)")
+    if not visible(v, marks=marks):
+        raise ValueError(
+            "Preference key has no visible character (only zero-width ones or combining marks)"
+        )
+    return v
+
+
+def _key(v: str) -> str:
+    """A key a new preference may take: a stored key not ending in '/history', showing
+    more than combining marks."""
+    v = _stored_key(v, marks=False)
     if v.endswith("/history"):  # the REST path of the history of the key before it
         raise ValueError(
             f"Preference key {v!r} ends in '/history', which REST reads as the history of "
@@ -88,6 +100,9 @@ def _value(v: Any) -> Any:
 
 
 Key = Annotated[str, AfterValidator(_key), KEY_RULE, Field(description="Preference key")]
+StoredKey = Annotated[
+    str, AfterValidator(_stored_key), KEY_RULE, Field(description="Preference key")
+]
 ReadKey = Annotated[
     str, AfterValidator(_read_key), READ_KEY_RULE, Field(description="Preference key")
 ]
@@ -114,6 +129,13 @@ class PreferenceSetIn(PreferenceKeyIn):
         Field(description="Any JSON value but null"),
     ]
     lifecycle: Annotated[Lifecycle, Field(description="personal | project | session")] = "personal"
+
+
+class PreferenceRestoreIn(PreferenceSetIn):
+    """What import sets: a key the database may already hold (memsys.vault), not only one a
+    new preference may take — what an export wrote imports again."""
+
+    key: Annotated[StoredKey, Field(description="Preference key")]
 
 
 class PreferenceGetIn(PreferenceKeyIn):

@@ -9,6 +9,7 @@ error_type / error_subtype.
 
 from __future__ import annotations
 
+import difflib
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -17,8 +18,10 @@ from sqlalchemy.orm import Session
 
 from memsys import tenancy
 from memsys.config import get_settings
-from memsys.errors import InvalidInput, NotFound
+from memsys.db import rowcount
+from memsys.errors import InvalidInput, NotFound, Protected
 from memsys.models import Chunk, Event, QueryTrace
+from memsys.models.log import ALL_NAMESPACES
 from memsys.retrieval import trace as shape
 from memsys.schemas.debug import (
     FeedbackOut,
@@ -72,12 +75,14 @@ def readable(record: dict[str, Any]) -> dict[str, Any]:
 
 def query_log(session: Session, params: QueryLogIn) -> QueryLogOut:
     """Traces, newest first."""
-    namespaces.require(session, params.namespace)  # a misspelt one: not "no traces"
+    if not (params.namespace or "").startswith(ALL_NAMESPACES):  # '*', '*@<token id>': no name
+        namespaces.require(session, params.namespace)  # a misspelt one: not "no traces"
     stmt = select(QueryTrace)
     if params.namespace:
         stmt = stmt.where(QueryTrace.namespace == params.namespace)
     if params.operation:
         stmt = stmt.where(QueryTrace.operation == params.operation)
+        _require_operation(session, params.operation)
     total = session.scalar(select(func.count()).select_from(stmt.subquery()))
     rows = session.scalars(
         stmt.order_by(QueryTrace.created_at.desc(), QueryTrace.id)
@@ -105,13 +110,31 @@ def query_log(session: Session, params: QueryLogIn) -> QueryLogOut:
     )
 
 
+def _require_operation(session: Session, operation: str) -> None:
+    """A tool's name, or one a trace was logged under (a tool since renamed): a misspelt
+    one is refused, not answered with "no traces"."""
+    from memsys.operations import BY_NAME  # the table of tools
+
+    if operation in BY_NAME:
+        return
+    if session.scalar(select(QueryTrace.id).where(QueryTrace.operation == operation).limit(1)):
+        return
+    close = difflib.get_close_matches(operation, list(BY_NAME), n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    raise NotFound(f"No tool is named {operation!r}{hint}: give a tool's name, as the log shows")
+
+
 def _require_known(session: Session, memory_ids: list[str]) -> None:
     """Expected ids name memories (or chunks) that exist or existed: a mistyped one would be
     recorded as a memory retrieval lost, a false bug in the error attribution."""
     if not memory_ids:
         return
     known = set(session.scalars(select(Chunk.id).where(Chunk.id.in_(memory_ids)).distinct()))
-    unknown = [i for i in memory_ids if i not in known]
+    unknown = [
+        i
+        for i in memory_ids
+        if i not in known and not debug_attribution.preference_versions(session, i)
+    ]
     if unknown:
         raise NotFound(
             f"No memory has the expected id {', '.join(unknown[:5])}"
@@ -123,7 +146,7 @@ def _require_known(session: Session, memory_ids: list[str]) -> None:
 def feedback(session: Session, params: TraceFeedbackIn) -> TraceFeedbackOut:
     row = find(session, params.trace_id)
     returned = [r.get("id") for r in row.retrieved]
-    expected = params.expected_ids or []
+    expected = list(dict.fromkeys(params.expected_ids or []))  # each once, in order
     _require_known(session, [i for i in expected if i not in returned])
     attribution: dict[str, object] = {
         memory_id: (
@@ -228,16 +251,20 @@ def _delete_in_batches(session: Session, key: tuple[Any, ...], *where: Any) -> i
     """Delete the rows matching `where` of the table whose primary-key columns are `key`:
     their keys read once, then PRUNE_BATCH rows at a time by key (a `LIMIT` re-run per batch
     would step over the rows already deleted in this transaction again each time); how many
-    went."""
+    went — under a scoped token, the rows it may change of those it reads (the policies drop
+    the others' DELETE without a word)."""
     table = key[0].table
     found = [tuple(row) for row in session.execute(select(*key).where(*where))]
+    went = 0
     for start in range(0, len(found), PRUNE_BATCH):
         batch = found[start : start + PRUNE_BATCH]
-        session.execute(delete(table).where(tuple_(*key).in_(batch)))
-    return len(found)
+        went += rowcount(session, delete(table).where(tuple_(*key).in_(batch)))
+    return went
 
 
 def prune(session: Session, params: PruneTracesIn) -> PruneTracesOut:
+    if not tenancy.current().write:  # a read-only token: refused, not "deleted: 0"
+        raise Protected(tenancy.denied_message())
     now = session.scalar(select(func.now()))
     assert now is not None
     days = params.older_than_days or get_settings().trace_retention_days

@@ -20,12 +20,12 @@ from datetime import datetime
 from fnmatch import fnmatchcase
 from typing import Any
 
-from sqlalchemy import select, text
+from sqlalchemy import select, text, tuple_
 from sqlalchemy.orm import Session
 
 from memsys import tenancy
 from memsys.config import get_settings
-from memsys.models import Chunk, QueryTrace
+from memsys.models import Chunk, Preference, QueryTrace
 from memsys.models.log import CONTEXT_BUGS, ERROR_TYPES
 from memsys.models.token import ApiToken
 from memsys.retrieval import trace as shape
@@ -36,6 +36,7 @@ from memsys.schemas.debug_replay import (
     ErrorAttributionIn,
     ErrorAttributionOut,
 )
+from memsys.services.query import CHUNK_STORES, PREFERENCE_NAMESPACE
 
 SYSTEM_ERROR, CONTEXT_BUG, MODEL_BUG = "system_error", "context_bug", "model_bug"
 WRONG_STORE, WRONG_MODE, WRONG_LIFECYCLE, RANKING = CONTEXT_BUGS
@@ -106,9 +107,72 @@ def _versions(session: Session, memory_id: str) -> list[Chunk]:
     return list(session.scalars(select(Chunk).where(Chunk.id == memory_id)))
 
 
+PREFERENCE_ITEM = "pref:"  # memory_query's id of a preference item: pref:<namespace>:<key>
+
+
+def preference_versions(session: Session, item_id: str) -> list[Preference]:
+    """The versions of the preference a memory_query item id names, oldest first (a
+    namespace and a key may both hold ':', so every split is tried); [] for any other id."""
+    rest = item_id.removeprefix(PREFERENCE_ITEM)
+    if rest == item_id:
+        return []
+    splits = [(rest[:i], rest[i + 1 :]) for i, c in enumerate(rest) if c == ":"]
+    if not splits:
+        return []
+    named = tuple_(Preference.namespace, Preference.key).in_(splits)
+    return list(session.scalars(select(Preference).where(named).order_by(Preference.version)))
+
+
+def _seen_at(row: QueryTrace) -> tuple[datetime, str]:
+    """When the rows the call saw were valid: its own as_of, else when it ran."""
+    asked = asked_as_of(row)
+    if asked:
+        return asked, "the time the query asked for (as_of)"
+    return row.created_at, "the query ran"
+
+
+def _preference_scope(session: Session, row: QueryTrace, item_id: str) -> dict[str, Any]:
+    """`scope` of a preference item of memory_query: the kv store queried, the namespace
+    (its own or the user's `global`), a version valid when the call saw the rows."""
+    versions = preference_versions(session, item_id)
+    if not versions:
+        return {"memory": None, "bug": None, "reason": "no such preference (unknown id)"}
+    first, last = versions[0], versions[-1]
+    memory = {
+        "namespace": last.namespace,
+        "doc_type": "preference",
+        "memory_type": None,
+        "valid_from": first.valid_from.isoformat(),
+        "valid_to": last.valid_to.isoformat() if last.valid_to else None,
+    }
+    stores = row.stores_queried or []
+    if "kv" not in stores:
+        searched = ", ".join(stores) or "no store"
+        reason = f"it is a preference (the kv store); the query's router searched {searched}"
+        return {"memory": memory, "bug": WRONG_STORE, "reason": reason}
+    wanted_ns = (row.filters or {}).get("namespace")
+    if last.namespace not in (wanted_ns, PREFERENCE_NAMESPACE):
+        searched = f"{wanted_ns} and {PREFERENCE_NAMESPACE}" if wanted_ns else PREFERENCE_NAMESPACE
+        reason = (
+            f"it lives in namespace {last.namespace}; the query read the preferences of {searched}"
+        )
+        return {"memory": memory, "bug": WRONG_STORE, "reason": reason}
+    seen, when = _seen_at(row)
+    if first.valid_from > seen:
+        return {"memory": memory, "bug": None, "reason": f"it was set after {when}", "later": True}
+    if not any(
+        v.valid_from <= seen and (v.valid_to is None or v.valid_to > seen) for v in versions
+    ):
+        reason = f"it was deleted before {when}"
+        return {"memory": memory, "bug": WRONG_LIFECYCLE, "reason": reason}
+    return {"memory": memory, "bug": None, "reason": None}
+
+
 def scope(session: Session, row: QueryTrace, memory_id: str) -> dict[str, Any]:
     """Could the traced query have found `memory_id` at all? Its namespace, kind, validity at
     the trace's time and the call's filters decide; `bug` names the context bug if not."""
+    if memory_id.startswith(PREFERENCE_ITEM) and row.operation == "memory_query":
+        return _preference_scope(session, row, memory_id)
     versions = _versions(session, memory_id)
     if not versions:
         return {"memory": None, "bug": None, "reason": "no such memory (unknown id, or purged)"}
@@ -134,16 +198,18 @@ def scope(session: Session, row: QueryTrace, memory_id: str) -> dict[str, Any]:
     if kind and chunk.doc_type != kind:
         reason = f"it is a {chunk.doc_type}; the query searched {kind}s only"
         return {"memory": memory, "bug": WRONG_STORE, "reason": reason}
-    # The rows the call saw: those valid at its own as_of, else when it ran.
-    asked = asked_as_of(row)
-    seen, when = (
-        (asked, "the time the query asked for (as_of)")
-        if asked
-        else (row.created_at, "the query ran")
-    )
+    seen, when = _seen_at(row)  # the rows the call saw: valid at its own as_of, else then
     if chunk.valid_from > seen:
         reason = f"it was stored after {when}"
         return {"memory": memory, "bug": None, "reason": reason, "later": True}
+    stores = row.stores_queried or []
+    if row.operation == "memory_query" and not any(s in CHUNK_STORES for s in stores):
+        # The router answered from preferences or entities alone: no retrieval ran at all.
+        reason = (
+            f"it is a {chunk.doc_type}, which retrieval finds; the query's router searched "
+            f"{', '.join(stores) or 'no store'} only"
+        )
+        return {"memory": memory, "bug": WRONG_STORE, "reason": reason}
     if chunk.valid_to is not None and chunk.valid_to <= seen:
         reason = f"it was closed (forgotten or superseded) before {when}"
         return {"memory": memory, "bug": WRONG_LIFECYCLE, "reason": reason}

@@ -18,7 +18,7 @@ round trip beside the model slows it down.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 
 from memsys import ids, secretscan
 from memsys.db import Statement, in_one_trip, json_text, turns_statement
-from memsys.ids import content_hash
+from memsys.ids import content_hashes
 from memsys.schemas import MemoryStoreIn, MemoryStoreOut
 from memsys.services import mentions, namespaces
 from memsys.tokens import count_tokens_batch
@@ -63,16 +63,35 @@ def _live(session: Session, namespace: str, digests: list[str]) -> dict[str, Any
     return {r.content_hash: r for r in rows}
 
 
-def _in_turn(namespace: str, digests: list[str], holding: str | None = None) -> list[Statement]:
-    """Take the turns of these contents, then read their live memories: two statements (the
-    read sees what a writer we waited for committed), sent in one round trip."""
+def _by_digest(rows: Iterable[Any], aliases: dict[str, str]) -> dict[str, Any]:
+    """Live rows by the digest of their text (content_hash); a row written before dedup read
+    unseen characters away holds its text's own digest (an alias), and a row holding the
+    digest itself wins over it."""
+    found: dict[str, Any] = {}
+    for row in rows:
+        digest = aliases.get(row.content_hash, row.content_hash)
+        if digest not in found or row.content_hash == digest:
+            found[digest] = row
+    return found
+
+
+def _in_turn(
+    namespace: str, digests: list[str], aliases: dict[str, str], holding: str | None = None
+) -> list[Statement]:
+    """Take the turns of these contents, then read their live memories (under the digests
+    of rows written before, too: `aliases`): two statements (the read sees what a writer we
+    waited for committed), sent in one round trip."""
     turns = turns_statement([(namespace, "memory", d) for d in digests], holding=holding)
-    return [turns, (_LIVE, {"namespace": namespace, "digests": digests})]
+    wanted = set(digests)
+    sought = sorted(wanted | {old for old, new in aliases.items() if new in wanted})
+    return [turns, (_LIVE, {"namespace": namespace, "digests": sought})]
 
 
-def _live_in_turn(session: Session, namespace: str, digests: list[str]) -> dict[str, Any]:
-    _, rows = in_one_trip(session, *_in_turn(namespace, digests))
-    return {r.content_hash: r for r in rows}
+def _live_in_turn(
+    session: Session, namespace: str, digests: list[str], aliases: dict[str, str]
+) -> dict[str, Any]:
+    _, rows = in_one_trip(session, *_in_turn(namespace, digests, aliases))
+    return _by_digest(rows, aliases)
 
 
 def _record(
@@ -138,16 +157,18 @@ def _store_namespace(
     namespace: str,
     items: list[tuple[int, MemoryStoreIn, str]],
     vectors: Callable[[], Sequence[np.ndarray]],
+    aliases: dict[str, str],
     found: dict[str, Any] | None = None,
 ) -> dict[int, MemoryStoreOut]:
     """Store one namespace's share of a batch; (position, item, digest) in order, and
     `vectors()[position]` is an item's embedding. Everything that needs no vector (the
     duplicate check, the token counts, the entities the new memories name) runs first: the
-    embedding may still be on its way (embeddings.embed_beside). `found`: the live
+    embedding may still be on its way (embeddings.embed_beside). `aliases`: digests rows
+    written before hold for these texts (ids.content_hashes). `found`: the live
     duplicates, read under the contents' turns already."""
     digests = sorted({d for _, _, d in items})
     if found is None:
-        found = _live_in_turn(session, namespace, digests)
+        found = _live_in_turn(session, namespace, digests, aliases)
     first: dict[str, tuple[int, MemoryStoreIn]] = {}
     for position, item, digest in items:
         if digest not in found:
@@ -196,8 +217,11 @@ def store_many(
     `vectors()` waits for them all); one result per item, in order, as memory_store would
     have answered."""
     by_namespace: dict[str, list[tuple[int, MemoryStoreIn, str]]] = {}
+    aliases: dict[str, str] = {}  # a digest rows written before hold → the text's digest
     for i, item in enumerate(items):
-        by_namespace.setdefault(item.namespace, []).append((i, item, content_hash(item.content)))
+        digest, *earlier = content_hashes(item.content)
+        by_namespace.setdefault(item.namespace, []).append((i, item, digest))
+        aliases.update(dict.fromkeys(earlier, digest))
     wait = vectors if callable(vectors) else (lambda: vectors)
     results: dict[int, MemoryStoreOut] = {}
     # Each namespace's write turn, then its rows, in sorted order: two batches that span the
@@ -205,13 +229,13 @@ def store_many(
     if len(by_namespace) == 1:  # memory_store: its turns and duplicate read in one trip
         [(namespace, batch)] = by_namespace.items()
         digests = sorted({d for _, _, d in batch})
-        then = _in_turn(namespace, digests, holding=namespaces.turn_key(namespace))
+        then = _in_turn(namespace, digests, aliases, holding=namespaces.turn_key(namespace))
         rows = namespaces.ensure(session, namespace, *then)
-        found = None if rows is None else {r.content_hash: r for r in rows[1]}
-        results = _store_namespace(session, namespace, batch, wait, found)
+        found = None if rows is None else _by_digest(rows[1], aliases)
+        results = _store_namespace(session, namespace, batch, wait, aliases, found)
         return [results[i] for i in range(len(items))]
     for namespace in sorted(by_namespace):
         namespaces.ensure(session, namespace)
     for namespace in sorted(by_namespace):
-        results.update(_store_namespace(session, namespace, by_namespace[namespace], wait))
+        results.update(_store_namespace(session, namespace, by_namespace[namespace], wait, aliases))
     return [results[i] for i in range(len(items))]

@@ -68,6 +68,9 @@ def list_all(session: Session) -> TokenListOut:
 
 def revoke(session: Session, token_id: str) -> TokenInfo:
     """Revoke a token: the next request that carries it is refused."""
+    token_id = token_id.strip()  # pasted from `memsys token list`
+    if not token_id:
+        raise InvalidInput("A token id cannot be empty (`memsys token list` shows them)")
     row = session.get(ApiToken, token_id)
     if row is None:
         raise NotFound(f"Token not found: {token_id} (`memsys token list` shows them)")

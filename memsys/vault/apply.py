@@ -26,11 +26,12 @@ from sqlalchemy.orm import Session
 from memsys import ids
 from memsys.db import json_text
 from memsys.embeddings import get_embedder
+from memsys.ids import content_hashes
 from memsys.jsonvalue import same
 from memsys.models import Chunk, Edge, Event, Preference
 from memsys.models.chunk import AGED
 from memsys.retrieval import dense
-from memsys.schemas import PreferenceSetIn
+from memsys.schemas.preferences import PreferenceRestoreIn
 from memsys.services import mentions, namespaces, preferences
 from memsys.services.history import full_texts
 from memsys.tokens import count_tokens
@@ -323,12 +324,17 @@ class Plan:
     def _stored(self, records: list[Record]) -> dict[ContentKey, str]:
         """The live memory that holds each record's content now: one query per namespace."""
         by_ns: dict[str, set[str]] = {}
+        aliases: dict[str, str] = {}  # the digest a row written before holds → the text's
         for rec in records:
-            by_ns.setdefault(rec["namespace"], set()).add(rec["content_hash"])
+            digest, *earlier = content_hashes(rec["content"])
+            by_ns.setdefault(rec["namespace"], set()).update([digest, *earlier])
+            aliases.update(dict.fromkeys(earlier, digest))
         found: dict[ContentKey, str] = {}
         for ns, hashes in by_ns.items():
             rows = self.session.execute(_HOLDER, {"namespace": ns, "hashes": sorted(hashes)})
-            found.update({(ns, digest): holder for digest, holder in rows.tuples()})
+            for held, holder in sorted(rows.tuples(), key=lambda row: row[0] in aliases):
+                digest = aliases.get(str(held), str(held))
+                found.setdefault((ns, digest), holder)  # a row of the text's own digest first
         return found
 
     def _without_duplicates(
@@ -538,7 +544,7 @@ class Plan:
         else:
             self.report.preferences.changed += 1
         if not self.dry_run:
-            params = PreferenceSetIn(
+            params = PreferenceRestoreIn(
                 key=rec["key"],
                 value=rec["value"],
                 namespace=rec["namespace"],

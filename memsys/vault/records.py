@@ -19,14 +19,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memsys import ids, jsonvalue, relations
+from memsys import jsonvalue, relations
 from memsys.errors import bounded, encodable
 from memsys.ids import content_hash
 from memsys.models.chunk import STAGES
 from memsys.schemas import edges as edges_schema
 from memsys.schemas import memories as memories_schema
 from memsys.schemas.common import CLOCK_SKEW, check_values
-from memsys.schemas.preferences import PreferenceSetIn
+from memsys.schemas.preferences import PreferenceRestoreIn
 from memsys.vocabulary import DEFAULT_LIFECYCLE, LIFECYCLES, MEMORY_TYPES
 
 SCHEMA_VERSION = "1.1"
@@ -231,14 +231,6 @@ def check_memory(rec: Record) -> list[tuple[str, str]]:
         found.extend((key, p) for p in problems)
 
     field("id", lambda p: _text(rec, "id", _ID, p))
-    if rec.get("id") in ids.ROUTE_WORDS:
-        found.append(
-            (
-                "id",
-                f"id: {rec['id']!r} names a REST route (/v1/memories/{rec['id']}): "
-                "choose another id",
-            )
-        )
     rec.setdefault("namespace", "global")
     field("namespace", lambda p: _text(rec, "namespace", _NAMESPACE, p))
     if rec.get("type") not in MEMORY_TYPES:
@@ -247,7 +239,7 @@ def check_memory(rec: Record) -> list[tuple[str, str]]:
     if not isinstance(content, str) or not content.strip():
         found.append(("content", "content: missing or empty"))
     else:
-        field("content", lambda p: _limited(rec, "content", memories_schema.content_text, p))
+        field("content", lambda p: _limited(rec, "content", memories_schema.stored_content_text, p))
         # Derived: a hand edit of the content leaves a stale hash behind, which is no error.
         rec["content_hash"] = content_hash(rec["content"])
     field("importance", lambda p: _number(rec, "importance", 0.0, 1.0, p))
@@ -321,7 +313,8 @@ def check_edge(rec: Record) -> list[tuple[str, str]]:
 
 
 def check_preference(rec: Record) -> list[tuple[str, str]]:
-    """Normalise a preference record in place by preference_set's own rules."""
+    """Normalise a preference record in place by preference_set's own rules, but for a key
+    the database may hold from before a rule refused it (PreferenceRestoreIn)."""
     rec.setdefault("namespace", "global")
     rec.setdefault("lifecycle", "personal")
     if "value" not in rec:
@@ -330,7 +323,7 @@ def check_preference(rec: Record) -> list[tuple[str, str]]:
         return [("value", problem)]
     fields = {k: rec[k] for k in ("namespace", "key", "value", "lifecycle") if k in rec}
     try:
-        checked = PreferenceSetIn.model_validate(fields)
+        checked = PreferenceRestoreIn.model_validate(fields)
     except ValidationError as exc:
         found = []
         for error in exc.errors():

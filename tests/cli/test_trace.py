@@ -90,3 +90,16 @@ def test_replay_why_errors_alerts_and_prune_on_every_front_end(client: TestClien
     assert "CRITICAL context_bug_rate_high" in run("trace", "alerts").stdout
     assert "Deleted 0 traces older than 30 days" in run("trace", "prune").stdout
     assert f"fusion: {FUSION_VERSION}" in run("trace", "show", trace_id).stdout
+
+
+def test_feedback_on_a_returned_memory_does_not_say_it_was_lost(client: TestClient) -> None:
+    """The human form printed each expected memory's place as "lost at <stage>", also for
+    one that was returned: "mem_…: lost at returned: returned at rank 1"."""
+    kept = run_json("store", "Backups run nightly at 02:00 UTC", "--type", "fact")["id"]
+    other = run_json("store", "The office plant needs water on Mondays")["id"]
+    trace_id = run_json("recall", "when do backups run", "-k", "1")["trace_id"]
+    result = run("trace", "feedback", trace_id, "wrong", "--expected", kept, "--expected", other)
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if "lost at" in line]
+    assert lines and all(other in line for line in lines), result.output
+    assert f"{kept}: returned at rank 1" in result.output

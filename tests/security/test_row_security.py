@@ -108,3 +108,104 @@ def test_patterns_match_namespaces_literally_apart_from_the_star() -> None:
     with tenancy.using(scope), session_scope() as s:
         seen = s.execute(text("SELECT name FROM namespace ORDER BY name")).scalars().all()
     assert seen == ["team_a", "team_a1"]
+
+
+def test_an_update_of_a_row_gone_meanwhile_is_a_conflict_and_a_read_only_change_is_refused() -> (
+    None
+):
+    """An ORM update that matched no row (StaleDataError) was reported, under any scoped
+    token, as "Not allowed: this token may not change that namespace" — also when the token
+    may write there and another call had deleted the row meanwhile (an admin got a 500)."""
+    import pytest
+
+    from memsys import tenancy
+    from memsys.db import session_scope
+    from memsys.errors import Conflict, Protected
+    from memsys.models import Chunk
+    from tests.security.helpers import run
+
+    stored = run("memory_store", content="acme fact", namespace="project:acme")
+    key = ("project:acme", stored.id)
+    writer = tenancy.Scope(read=("project:a*",), write=("project:a*",), token_id="tok_w")
+    for scope in (writer, tenancy.ADMIN):
+        conflict = pytest.raises(Conflict, match="changed or deleted")
+        with conflict, tenancy.using(scope), session_scope() as s:
+            chunk = s.get(Chunk, key)
+            assert chunk is not None
+            with get_engine().begin() as other:  # another call's purge, meanwhile
+                other.execute(text("UPDATE chunk SET id = 'gone' WHERE id = :id"), {"id": key[1]})
+            chunk.importance = 0.9
+        with get_engine().begin() as other:
+            other.execute(text("UPDATE chunk SET id = :id WHERE id = 'gone'"), {"id": key[1]})
+    reader = tenancy.Scope(read=("project:a*",), write=(), token_id="tok_r")
+    refused = pytest.raises(Protected, match="may not change")
+    with refused, tenancy.using(reader), session_scope() as s:
+        chunk = s.get(Chunk, key)
+        assert chunk is not None
+        chunk.importance = 0.1
+
+
+def test_pruning_traces_counts_what_went_and_a_read_only_token_may_not() -> None:
+    """debug_prune_traces counted the traces it could read as deleted: a read-only token
+    (or one that may write elsewhere) was told `deleted: 1` while the policies had dropped
+    every DELETE and the trace stayed."""
+    import pytest
+
+    from memsys import runner, tenancy
+    from memsys.db import session_scope
+    from memsys.errors import Protected
+    from memsys.schemas.debug_replay import PruneTracesIn
+    from memsys.services import debug
+    from tests.security.helpers import run
+
+    run("memory_store", content="acme deploys on Fridays", namespace="project:acme")
+    run("memory_recall", query="when does acme deploy", namespace="project:acme")
+
+    def prune() -> int:
+        return runner.execute(debug.prune, PruneTracesIn, {"older_than_days": 30}).deleted
+
+    def left() -> int:
+        with session_scope() as s:  # the trace is written beside the call: waited for here
+            return int(s.execute(text("SELECT count(*) FROM query_trace")).scalar_one())
+
+    assert left() == 1
+    with get_engine().begin() as conn:
+        conn.execute(text("UPDATE query_trace SET created_at = now() - interval '40 days'"))
+
+    reader = tenancy.Scope(read=("project:a*",), write=(), token_id="tok_r")
+    with tenancy.using(reader), pytest.raises(Protected, match="may not change"):
+        prune()
+    elsewhere = tenancy.Scope(read=("project:*",), write=("project:b*",), token_id="tok_b")
+    with tenancy.using(elsewhere):
+        assert prune() == 0
+    assert left() == 1
+    pruned = prune()
+    assert (pruned, left()) == (1, 0)
+
+
+def test_a_read_only_token_rehydrating_an_archived_memory_is_refused() -> None:
+    """debug_rehydrate changes a memory (its stage, its text back from its history)."""
+    from datetime import UTC, datetime, timedelta
+
+    import pytest
+
+    from memsys import runner, tenancy
+    from memsys.errors import Protected
+    from memsys.schemas.lifecycle import RehydrateIn
+    from memsys.services import lifecycle, maintain
+    from tests.security.helpers import run
+
+    content = (
+        "Release candidates are cut from main on the first Monday of the month. "
+        "A candidate soaks in staging for a week before it is promoted. "
+        "Hotfixes skip the soak but need two approvals from the on-call rota. "
+        "Release notes are drafted by the author of the largest change in the candidate. "
+        "A failed soak sends the candidate back to main with the failing checks attached."
+    )
+    memory = run("memory_store", content=content, namespace="project:acme", memory_type="workflow")
+    maintain.run(now=datetime.now(UTC) + timedelta(days=40))
+    reader = tenancy.Scope(read=("project:a*",), write=(), token_id="tok_r")
+    with tenancy.using(reader), pytest.raises(Protected, match="may not change"):
+        runner.execute(lifecycle.rehydrate, RehydrateIn, {"memory_id": memory.id})
+    shown = run("memory_list", namespace="project:acme").memories[0]
+    assert shown.id == memory.id

@@ -121,3 +121,11 @@ def test_the_open_health_route_tells_a_stranger_no_database_address(
     assert "127.0.0.1" not in stranger.text and "memsys@" not in stranger.text, stranger.text
     assert "server log" in stranger.json()["error"]
     assert admin.status_code == 503 and "127.0.0.1" in admin.json()["error"]  # the operator's
+
+
+def test_revoke_reads_a_pasted_token_id_and_refuses_a_blank_one(embedder: Any) -> None:
+    """`memsys token revoke ""` said "Token not found: (…)", and an id pasted from the
+    list with a space was not found."""
+    made = run_json("token", "create", "ci bot", "-n", ACME)
+    assert "A token id cannot be empty" in fails("token", "revoke", "  ")
+    assert run_json("token", "revoke", f" {made['id']} ")["active"] is False

@@ -14,7 +14,7 @@ from memsys.db import session_scope
 from memsys.errors import InvalidInput, NotFound
 from memsys.models import QueryTrace
 from memsys.schemas import MemoryForgetIn, MemoryRecallIn
-from memsys.schemas.debug import TraceFeedbackIn, TraceFeedbackOut, TraceWhyIn, TraceWhyOut
+from memsys.schemas.debug import TraceFeedbackIn, TraceFeedbackOut, TraceIn, TraceWhyIn, TraceWhyOut
 from memsys.schemas.debug_replay import AlertsIn, AlertsOut, ErrorAttributionIn
 from memsys.services import debug, debug_attribution, memories
 from tests.factories import store
@@ -73,6 +73,27 @@ def test_a_ranking_error_names_where_the_memory_was_lost(ids: dict[str, str]) ->
     with session_scope() as s:  # the trace carries its attribution
         row = debug.find(s, trace_id)
         assert (row.error_type, row.error_subtype) == ("context_bug", "retrieval_ranking_error")
+
+
+def test_a_memory_the_query_router_never_searched_for_is_the_wrong_store(
+    ids: dict[str, str],
+) -> None:
+    """memory_query routed "what editor do I use" to the preferences (kv) alone and ran no
+    retrieval; a memory the answer needed was then called a ranking error ("no channel had
+    it in its candidate pool"), though no store holding memories was queried (S004's
+    wrong_store_queried)."""
+    from memsys.schemas.query import QueryIn
+    from memsys.services import query
+    from tests.factories import set_preference
+
+    set_preference("editor", "helix")
+    noted = store("I switched my editor to neovim last week", memory_type="fact").id
+    asked = runner.execute(query.query, QueryIn, {"query": "what editor do I use"})
+    shown = runner.execute(debug.trace, TraceIn, {"trace_id": asked.query_id})
+    assert shown.stores_queried == ["kv"]
+    judged = judge(asked.query_id, expected_ids=[noted])
+    assert (judged.error_type, judged.error_subtype) == ("context_bug", "wrong_store_queried")
+    assert "kv" in (judged.reason or "")
 
 
 def test_wrong_store_wrong_filter_and_lifecycle(ids: dict[str, str]) -> None:
@@ -195,3 +216,39 @@ def test_alerts_fire_past_their_thresholds(ids: dict[str, str], monkeypatch: Any
     assert fired.metrics["mode_accuracy"] == 0.0
     assert fired.metrics["context_bug_rate"] == 1.0
     assert alerts().alerts and "latency_high" not in {a.type for a in alerts().alerts}
+
+
+def test_expected_ids_are_read_as_why_reads_an_id(ids: dict[str, str]) -> None:
+    """`why` trims the memory id it is given; feedback refused the same id pasted with a
+    space ("No memory has the expected id  mem_… "), and an id given twice was recorded
+    twice in the feedback's expected ids."""
+    trace_id = recall("when do backups run", n_results=1)
+    pasted = f" {ids['nightly']}\t"
+    assert why(trace_id, pasted).stage == "returned"
+    judged = judge(trace_id, expected_ids=[pasted, ids["nightly"], ids["kept"]])
+    assert list(judged.attribution) == [ids["nightly"], ids["kept"]]
+    shown = runner.execute(debug.trace, TraceIn, {"trace_id": trace_id})
+    assert shown.feedback[-1].expected_ids == [ids["nightly"], ids["kept"]]
+
+
+def test_a_preference_a_memory_query_needed_can_be_named_as_expected(
+    ids: dict[str, str],
+) -> None:
+    """memory_query answers with preferences too (items `pref:<namespace>:<key>`), yet
+    feedback refused one the answer left out ("No memory has the expected id
+    pref:global:editor") and `why` said "no such memory"."""
+    from memsys.schemas.query import QueryIn
+    from memsys.services import query
+    from tests.factories import set_preference
+
+    set_preference("editor", "helix")
+    set_preference("web:theme", "dark", namespace="project:web")  # a ':' in both
+    asked = runner.execute(query.query, QueryIn, {"query": "when do backups run"})
+    judged = judge(asked.query_id, expected_ids=["pref:global:editor"])
+    assert (judged.error_type, judged.error_subtype) == ("context_bug", "wrong_store_queried")
+    assert "preference" in (judged.reason or "") and "vector" in (judged.reason or "")
+    shown = why(asked.query_id, "pref:project:web:web:theme")
+    assert shown.stage == "scope" and shown.memory is not None
+    assert shown.memory["namespace"] == "project:web"
+    with pytest.raises(NotFound, match="pref:global:nope"):
+        judge(asked.query_id, expected_ids=["pref:global:nope"])

@@ -19,6 +19,7 @@ from memsys.schemas import (
     MemoryForgetIn,
     MemoryListIn,
     MemoryRecallIn,
+    MemoryStoreBatchIn,
     MemoryStoreIn,
     MemoryStoreOut,
 )
@@ -74,6 +75,74 @@ def test_one_text_typed_composed_or_decomposed_is_one_memory(embedder) -> None:
     plain = recall("Café Müller lunch")
     typed = recall("Cafe\u0301 Mu\u0308ller lunch")
     assert [(m.id, m.score) for m in typed.memories] == [(m.id, m.score) for m in plain.memories]
+
+
+def test_a_text_differing_only_in_unseen_characters_is_one_memory(embedder) -> None:
+    """A no-break space (a word processor's), a narrow or ideographic space, a zero-width
+    space, word joiner, BOM or soft hyphen (pasted from the web) show the text a reader sees
+    unchanged, yet stored a second memory. Dedup reads them as a space / nothing; the text
+    is stored as it was given. A zero-width joiner changes a word or an emoji: not the same."""
+    first = store("Deploy window: Fridays 17:00 to 19:00")
+    for variant in (
+        "Deploy\u00a0window: Fridays 17:00\u202fto 19:00",
+        "Deploy\u200b window:\u2060 Fridays 17:00 to\u3000\ufeff19:00",
+        "De\u00adploy window: Fridays 17:00 to 19:00",
+    ):
+        again = store(variant)
+        assert again.duplicate and again.id == first.id, variant
+    given = store("Price:\u00a0100\u00a0EUR, net")
+    assert not given.duplicate
+    family = store("Emoji \U0001f468\u200d\U0001f469 family")
+    assert not store("Emoji \U0001f468\U0001f469 family").duplicate
+    with session_scope() as s:
+        assert s.get(Chunk, ("global", given.id)).content == "Price:\u00a0100\u00a0EUR, net"
+        assert s.get(Chunk, ("global", family.id)) is not None
+    assert table_counts()["chunk"] == 4
+
+
+def test_a_memory_stored_before_dedup_read_unseen_characters_is_still_found(
+    embedder, tmp_path
+) -> None:
+    """Rows written before hold the digest of their text as it was given (no migration
+    rewrites them): storing or importing that exact text again is still the same memory."""
+    text = "Backups\u00a0run at 02:00 UTC"
+    first = store(text)
+    import hashlib
+
+    legacy = hashlib.sha256(text.encode()).hexdigest()
+    with session_scope() as s:  # as a row written before this rule reads
+        s.get(Chunk, ("global", first.id)).content_hash = legacy  # type: ignore[union-attr]
+    again = store(text)
+    assert again.duplicate and again.id == first.id
+    batch = runner.execute(
+        memories.store_batch, MemoryStoreBatchIn, {"memories": [{"content": text}]}
+    )
+    assert batch.results[0].duplicate and batch.results[0].id == first.id
+    import json
+
+    from tests.vault.helpers import import_
+
+    line = {"kind": "memory", "id": "mem_00000000000000f1", "type": "fact", "content": text}
+    snapshot = tmp_path / "snap.jsonl"
+    header = {"kind": "header", "format": "memsys-export", "schema_version": "1.0"}
+    created = {"created": "2026-01-01T00:00:00+00:00", "importance": 0.5}
+    snapshot.write_text(f"{json.dumps(header)}\n{json.dumps(line | created)}\n")
+    imported = import_(snapshot)
+    assert imported.applied and imported.memories.duplicate == 1, imported
+    assert table_counts()["chunk"] == 1
+
+
+def test_content_of_combining_marks_alone_is_refused(embedder) -> None:
+    """A lone combining accent shows nothing of its own (it attaches to the character
+    before it); it was stored as a memory."""
+    from memsys.mcp.server import call
+    from memsys.operations import BY_NAME
+
+    for content in ("\u0301", " \u0301\u0308 ", "\u20dd"):
+        refused = call(BY_NAME["memory_store"], {"content": content})
+        assert not refused["success"] and "no visible character" in refused["error"], content
+    assert call(BY_NAME["memory_store"], {"content": "e\u0301"})["success"]  # é
+    assert table_counts()["chunk"] == 1
 
 
 def test_concurrent_stores_of_the_same_content_yield_one_row(embedder) -> None:

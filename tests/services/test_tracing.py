@@ -161,3 +161,70 @@ def test_a_retention_of_0_keeps_every_trace(memories_stored: Any, monkeypatch: A
         monkeypatch.delenv("MEMSYS_TRACE_RETENTION_DAYS")
         get_settings.cache_clear()
     assert len(traces()) == 1
+
+
+def test_the_query_log_filters_to_the_traces_of_searches_over_all_namespaces(
+    embedder: Any, client: Any
+) -> None:
+    """The log lists an admin's search over every namespace under '*' (a token's over all of
+    its own under '*@<token id>'), yet `namespace` took only a namespace's name: '*' was an
+    invalid namespace on MCP, REST and the CLI, so those traces could not be picked out."""
+    import json
+
+    from memsys.mcp.server import call
+    from tests.cli.helpers import run
+
+    store("Backups run nightly at 02:00", namespace="project:ops")
+    runner.execute(memories.recall, MemoryRecallIn, {"query": "when do backups run"})
+    runner.execute(
+        memories.recall,
+        MemoryRecallIn,
+        {"query": "when do backups run", "namespace": "project:ops"},
+    )
+    wanted = {"namespace": "*"}
+    mcp = call(BY_NAME["debug_query_log"], wanted)
+    assert mcp["success"], mcp
+    rest = client.get("/v1/debug/query-log", params=wanted)
+    assert rest.status_code == 200, rest.text
+    cli = run("trace", "log", "--namespace", "*", "--json")
+    assert cli.exit_code == 0, cli.output
+    for answer in (mcp["data"], rest.json(), json.loads(cli.output)):
+        assert [t["namespace"] for t in answer["traces"]] == ["*"] and answer["total"] == 1
+    token_traces = client.get("/v1/debug/query-log", params={"namespace": "*@tok_x"})
+    assert token_traces.json()["traces"] == []  # no such token's: none, not a refusal
+    refused = client.get("/v1/debug/query-log", params={"namespace": "*x"})
+    assert refused.status_code == 422 and "namespace" in refused.text
+
+
+def test_the_query_log_refuses_an_operation_no_tool_has() -> None:
+    """A misspelt namespace is refused ("not 'no traces'"); a misspelt operation listed no
+    traces, as if the tool had never run."""
+    from memsys.mcp.server import call
+
+    refused = call(BY_NAME["debug_query_log"], {"operation": "memory_recal"})
+    assert not refused["success"] and "memory_recal" in refused["error"]
+    assert "memory_recall" in refused["error"]  # what it may have meant
+    known = call(BY_NAME["debug_query_log"], {"operation": "memory_recall"})
+    assert known["success"] and known["data"]["traces"] == []
+
+
+def test_a_trace_id_is_read_as_why_reads_a_memory_id(embedder: Any) -> None:
+    """`why` trims the memory id; every debugger tool answered "Trace not found: qry_… "
+    for a trace id pasted with a space, and "Trace not found: " for a blank one."""
+    from memsys.mcp.server import call
+
+    store("Backups run nightly at 02:00 UTC")
+    trace_id = runner.execute(
+        memories.recall, MemoryRecallIn, {"query": "when do backups run"}
+    ).trace_id
+    pasted = f" {trace_id}\n"
+    for name, extra in (
+        ("debug_trace", {}),
+        ("debug_replay", {}),
+        ("debug_why", {"memory_id": "mem_0"}),
+        ("debug_feedback", {"verdict": "right"}),
+    ):
+        answer = call(BY_NAME[name], {"trace_id": pasted, **extra})
+        assert answer["success"], (name, answer)
+        blank = call(BY_NAME[name], {"trace_id": "  ", **extra})
+        assert not blank["success"] and "cannot be empty" in blank["error"], (name, blank)

@@ -16,14 +16,14 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
-from memsys import runner
+from memsys import ids, runner
 from memsys.db import get_engine, session_scope
 from memsys.errors import Busy
 from memsys.models import Chunk, Entity
 from memsys.schemas import MemoryForgetIn, MemoryStoreIn
 from memsys.schemas.learning import MemoryOutcomeIn
 from memsys.schemas.lifecycle import DecayIn, PinIn
-from memsys.services import decay, learning, memories, memory_batch, namespaces, pinning
+from memsys.services import decay, learning, memories, namespaces, pinning
 from memsys.vault import apply, service
 from tests.conftest import lock_waiters, lock_waits, until
 from tests.factories import store
@@ -135,7 +135,7 @@ def test_a_store_waiting_for_an_import_holds_no_turn_of_its_content(embedder: An
         assert until(lambda: lock_waiters() > 0, 20)
         free = importer.scalar(
             text("SELECT pg_try_advisory_xact_lock(hashtextextended(:key, 0))"),
-            {"key": "\x1f".join(("global", "memory", memory_batch.content_hash(content)))},
+            {"key": "\x1f".join(("global", "memory", ids.content_hash(content)))},
         )
         importer.commit()
         writer.join(30)

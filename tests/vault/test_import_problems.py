@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -462,17 +463,29 @@ def test_a_memory_under_a_document_chunks_id_is_a_problem_not_a_crash(
     assert table_counts() == before
 
 
-def test_a_memory_id_that_names_a_rest_route_is_a_problem(tmp_path: Path, embedder: object) -> None:
-    """An imported memory with the id "count" could not be read over REST (GET
-    /v1/memories/count is the count), and `memsys get count` with a server running printed
-    a pydantic traceback."""
+def test_a_memory_id_that_names_a_rest_route_imports_and_reads_over_rest(
+    tmp_path: Path, client: Any
+) -> None:
+    """A database could hold a memory "count" (import took it once), so its own export must
+    import again; GET /v1/memories/count stays the count, and /v1/memories/by-id/count reads
+    the memory (refusing the id on import broke that export's restore)."""
     path = tmp_path / "snap.jsonl"
     header = '{"kind": "header", "format": "memsys-export", "schema_version": "1.0"}'
     path.write_text(f"{header}\n{memory_line(1, id='count')}\n{memory_line(2, id='counts')}\n")
-    before = table_counts()
-    (problem,) = import_(path, dry_run=False).problems
-    assert problem.line == 2 and "'count' names a REST route" in problem.message
-    assert table_counts() == before
+    report = import_(path, dry_run=False)
+    assert report.applied and report.problem_count == 0, report.problems
+    assert client.get("/v1/memories/count").json()["count"] == 2
+    read = client.get("/v1/memories/by-id/count")
+    assert read.status_code == 200 and read.json()["id"] == "count"
+    assert client.get("/v1/memories/by-id/counts").json()["id"] == "counts"
+    assert client.get("/v1/memories/counts").json()["id"] == "counts"
+    from memsys.cli import remote
+    from memsys.operations import BY_NAME
+
+    # `memsys get count` with a server running took GET /v1/memories/count (a traceback)
+    for memory_id, path in (("count", "/v1/memories/by-id/count"), ("x", "/v1/memories/x")):
+        sent = remote._request(BY_NAME["memory_get"], {"memory_id": memory_id}, "http://h")
+        assert sent.full_url.split("?")[0] == f"http://h{path}"
 
 
 def test_a_vault_link_to_a_file_outside_it_is_not_read(tmp_path: Path, embedder: object) -> None:

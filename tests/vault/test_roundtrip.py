@@ -311,3 +311,31 @@ def test_an_index_naming_other_files_deletes_none_of_them(tmp_path: Path, embedd
         index.write_text(json.dumps({**listing, "paths": paths}))
         export(tmp_path / "v")
         assert all((tmp_path / "v" / r).read_text() == t for r, t in theirs.items())
+
+
+@pytest.mark.parametrize("name", ["snap.jsonl", "vault"])
+def test_ids_and_keys_a_database_holds_from_before_their_rules_round_trip(
+    tmp_path: Path, embedder: object, name: str
+) -> None:
+    """A memory imported as "count" (before import refused ids a REST route shadows) and a
+    preference key "notes/history" (set before keys ending in '/history' were refused) are
+    in the database: its own export must import again, into it and into an empty one."""
+    ids = seed()
+    with session_scope() as s:
+        s.execute(text("UPDATE chunk SET id = 'count' WHERE id = :id"), {"id": ids["decision"]})
+        s.execute(text("UPDATE preference SET key = 'notes/history' WHERE key = 'editor'"))
+        # stored before a lone combining mark counted as no visible character
+        s.execute(text("UPDATE chunk SET content = U&'\\0301' WHERE id = :id"), {"id": ids["fix"]})
+        s.execute(text("UPDATE preference SET key = U&'\\0301' WHERE key = 'theme'"))
+    export(tmp_path / name)
+    again = import_(tmp_path / name)
+    assert again.applied and again.problem_count == 0, again.problems
+    assert again.memories.unchanged == 4 and again.preferences.unchanged == 2
+    empty_database()
+    report = import_(tmp_path / name)
+    assert report.applied and report.problem_count == 0, report.problems
+    assert (report.memories.new, report.preferences.new) == (4, 2)
+    with session_scope() as s:
+        assert s.execute(text("SELECT count(*) FROM chunk WHERE id = 'count'")).scalar_one() == 1
+        keys = set(s.execute(text("SELECT key FROM preference")).scalars())
+    assert {"notes/history", "\u0301"} <= keys
