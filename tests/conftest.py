@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -41,6 +42,10 @@ def _prepare_database() -> str:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # A run stopped with SIGTERM (a CI job's time limit, `timeout`) ends as Ctrl+C does, so
+    # pytest_unconfigure still stops the embedded server: killed outright, it left the
+    # server running over a deleted-on-exit folder nobody would clean.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     os.environ["MEMSYS_HOME"] = str(_home)
     os.environ.pop("MEMSYS_API_TOKEN", None)
     # Tests index files under the temporary folder (tmp_path) and the checkout.
