@@ -23,6 +23,7 @@ range). A query with no time expression costs nothing.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -101,6 +102,28 @@ _RELATIVE = re.compile(
 )
 _BETWEEN = re.compile(r"\b(?P<word>between|from)\s*$")
 _TO = frozenset({"to", "until", "till", "through"})  # "from X to Y"
+# Longer than the longest words _RELATIVE and _BETWEEN read before an expression ("the month
+# after "), with room for the word boundary before them.
+_LEAD_CHARS = 24
+
+
+class _Taken:
+    """The spans of the text the expressions found so far hold (they never overlap): whether a
+    new one overlaps any, by bisection, not by a look at each."""
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._ends: dict[int, int] = {}
+
+    def overlaps(self, start: int, end: int) -> bool:
+        at = bisect.bisect_right(self._starts, start)
+        if at and self._ends[self._starts[at - 1]] > start:
+            return True
+        return at < len(self._starts) and self._starts[at] < end
+
+    def add(self, start: int, end: int) -> None:
+        bisect.insort(self._starts, start)
+        self._ends[start] = end
 
 
 @dataclass(frozen=True)
@@ -290,10 +313,10 @@ def find(query: str, now: datetime | None = None) -> list[Span]:
     now = (now or datetime.now(UTC)).astimezone(UTC)
     text_ = " ".join(query.replace("’", "'").lower().split())
     found: list[tuple[int, int, datetime, datetime]] = []
-    taken: list[tuple[int, int]] = []
+    taken = _Taken()
     for kind, pattern in _PATTERNS:
         for m in pattern.finditer(text_):
-            if any(m.start() < b and a < m.end() for a, b in taken):
+            if taken.overlaps(m.start(), m.end()):
                 continue
             try:
                 resolved = _resolve(kind, m, now)
@@ -303,14 +326,16 @@ def find(query: str, now: datetime | None = None) -> list[Span]:
                 resolved = None
             if resolved is not None:
                 found.append((m.start(), m.end(), *resolved))
-                taken.append((m.start(), m.end()))
+                taken.add(m.start(), m.end())
     found.sort()
     spans: list[Span] = []
     i = 0
     while i < len(found):
         a, b, start, end = found[i]
-        before = text_[:a]
-        opened = _BETWEEN.search(before)
+        # The words that open a range end right before it: only the few characters there are
+        # read (the whole text before each expression made a long query's reading quadratic).
+        near = max(0, a - _LEAD_CHARS)
+        opened = _BETWEEN.search(text_, near, a)
         if opened and i + 1 < len(found):
             gap = text_[b : found[i + 1][0] + 1]
             joined = (
@@ -323,7 +348,7 @@ def find(query: str, now: datetime | None = None) -> list[Span]:
                 spans.append(Span(text_[opened.start() : b2], min(start, start2), max(end, end2)))
                 i += 2
                 continue
-        rel = _RELATIVE.search(before)
+        rel = _RELATIVE.search(text_, near, a)
         if rel is not None:
             a = rel.start()
             if rel.group("since"):

@@ -3,6 +3,7 @@ memories matched by when they happened (memory_store's reference_time)."""
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -171,6 +172,53 @@ def test_before_and_after_a_date_are_open_ranges(
 def test_more_ways_to_say_a_range(query: str, text: str, start: datetime, end: datetime) -> None:
     spans = temporal.find(query, NOW)
     assert [(s.text, s.start, s.end) for s in spans] == [(text, start, end)]
+
+
+def test_only_the_words_just_before_an_expression_open_its_range(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Range words ("between", "the week after", "until") are read in the few characters
+    before each expression, not in the whole text before it (which made a long query's
+    reading quadratic): on queries made of every such word, the answer is the same as when
+    the whole text before is read."""
+    words = [
+        "between",
+        "and",
+        "from",
+        "to",
+        "until",
+        "since",
+        "before",
+        "after",
+        "the",
+        "week",
+        "day",
+        "month",
+        "year",
+        "last",
+        "may",
+        "march",
+        "3",
+        "2024",
+        "early",
+        "mid",
+        "late",
+        "ago",
+        "two",
+        "weeks",
+        "yesterday",
+        "2023-05-01",
+        "of",
+        "in",
+        "on",
+    ]
+    rng = random.Random(7)
+    now = datetime(2026, 11, 26, 12, tzinfo=UTC)
+    queries = [" ".join(rng.choice(words) for _ in range(rng.randint(3, 60))) for _ in range(300)]
+    windowed = [temporal.find(q, now) for q in queries]
+    monkeypatch.setattr(temporal, "_LEAD_CHARS", 10**9)
+    assert windowed == [temporal.find(q, now) for q in queries]
+    assert sum(map(len, windowed)) > 300  # the queries hold expressions to find
 
 
 def test_the_channel_finds_what_happened_in_the_range(embedder) -> None:  # type: ignore[no-untyped-def]
