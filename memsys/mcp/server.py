@@ -19,6 +19,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import types
 from collections.abc import Iterable
 from datetime import date, datetime
@@ -43,7 +44,7 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
-from memsys import __version__, envelope, tenancy
+from memsys import __version__, db, envelope, tenancy
 from memsys.config import allowed_hosts, allowed_origins
 from memsys.errors import MemsysError, bounded, clauses
 from memsys.mcp.stdio import UNREADABLE, ReadableLines
@@ -51,6 +52,9 @@ from memsys.operations import BY_NAME, OPERATIONS, Operation
 from memsys.schemas.common import Rule
 
 log = logging.getLogger(__name__)
+# How long `memsys mcp` lets the calls in flight end, rolled back, once stdin closes; a call
+# still running then (a statement waiting for a lock) ends with the process, uncommitted.
+STDIN_GRACE_S = 3.0
 GRAPH_RESOURCE = "memory://knowledge-graph"  # as the official memory server names it
 CORE_RESOURCE = "memory://core"  # CORE.md (S003), for a client to load at session start
 
@@ -248,8 +252,20 @@ def _argument_error(exc: ValidationError) -> str:
     return "Invalid arguments: " + clauses(parts)
 
 
+async def _flag_when_cancelled(cancelled: threading.Event) -> None:
+    """Set `cancelled` when this task is cancelled: with the call's task, by the SDK (the
+    client's notifications/cancelled, or the session ending), or once the call is done
+    (harmless then). The tool's worker thread is not interrupted; it sees the flag at its
+    commit (memsys.db.cancellable)."""
+    try:
+        await anyio.sleep_forever()
+    finally:
+        cancelled.set()
+
+
 class MemsysMCPServer(MCPServer):
     accepted: dict[str, frozenset[str]]
+    in_flight: int = 0  # tool calls running now
 
     async def call_tool(self, name, arguments, context=None):  # type: ignore[no-untyped-def]
         if arguments and UNREADABLE in arguments:  # a line the SDK could not read (stdio)
@@ -264,9 +280,24 @@ class MemsysMCPServer(MCPServer):
         caller = caller_of(context)
         if caller is None:
             return _refused(name, "No caller scope for this request; refused")
+        cancelled = threading.Event()
+        self.in_flight += 1
         try:
-            with tenancy.using(caller):  # the tool's worker thread copies this context
-                return await super().call_tool(name, arguments, context)
+            # The tool's worker thread copies this context: the caller, and the flag the SDK's
+            # cancellation of this task sets (a call cancelled before it commits is rolled back).
+            with tenancy.using(caller), db.cancellable(cancelled):
+                async with anyio.create_task_group() as watch:
+                    watch.start_soon(_flag_when_cancelled, cancelled)
+                    try:
+                        return await self._run_tool(name, arguments, context)
+                    finally:
+                        watch.cancel_scope.cancel()
+        finally:
+            self.in_flight -= 1
+
+    async def _run_tool(self, name: str, arguments: Any, context: Any) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:
             log.error("tool %s crashed", name, exc_info=exc.__cause__)
             return _refused(name, f"Internal error in {name}; see the server log")
@@ -278,6 +309,15 @@ class MemsysMCPServer(MCPServer):
                 message = str(cause) if cause else str(exc)
             return _refused(name, message)
 
+    def stdin_closed(self) -> None:
+        """stdin closed: the client went away. The SDK cancels the calls in flight (each rolls
+        back at its commit); if one has not ended within STDIN_GRACE_S (a statement waiting
+        for a lock), the process stops as on SIGTERM and the call ends uncommitted."""
+        if self.in_flight:
+            stop = threading.Timer(STDIN_GRACE_S, _stop_stdio, args=(signal.SIGTERM, None))
+            stop.daemon = True  # gone with the process when the calls end in time
+            stop.start()
+
     async def run_stdio_async(self) -> None:
         """The SDK's stdio serving, reading stdin through memsys.mcp.stdio (a call whose JSON
         the SDK cannot read is answered, not dropped)."""
@@ -285,7 +325,7 @@ class MemsysMCPServer(MCPServer):
         stdin = anyio.wrap_file(
             io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
         )
-        lines = cast(Any, ReadableLines(stdin, _sdk_reads))  # an async line source
+        lines = cast(Any, ReadableLines(stdin, _sdk_reads, self.stdin_closed))  # a line source
         async with stdio_server(stdin=lines) as (read_stream, write_stream):
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 

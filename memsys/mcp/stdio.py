@@ -145,11 +145,15 @@ def _rewritten(message: dict[str, Any], reason: str) -> str | None:
 
 
 class ReadableLines:
-    """An async line source (what the SDK's stdio_server reads) with each line readable."""
+    """An async line source (what the SDK's stdio_server reads) with each line readable;
+    `closed` is called when the lines end (stdin closed: the client went away)."""
 
-    def __init__(self, lines: Any, sdk_reads: Callable[[str], bool]) -> None:
-        self._lines, self._sdk_reads = lines, sdk_reads
+    def __init__(
+        self, lines: Any, sdk_reads: Callable[[str], bool], closed: Callable[[], None]
+    ) -> None:
+        self._lines, self._sdk_reads, self._closed = lines, sdk_reads, closed
 
     async def __aiter__(self) -> AsyncIterator[str]:
         async for line in self._lines:
             yield readable(line, self._sdk_reads)
+        self._closed()
