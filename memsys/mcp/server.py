@@ -43,11 +43,12 @@ from pydantic import (
     create_model,
 )
 from pydantic.fields import FieldInfo
+from starlette.routing import Route
 
 from memsys import __version__, db, envelope, tenancy
 from memsys.config import allowed_hosts, allowed_origins
 from memsys.errors import MemsysError, bounded, clauses
-from memsys.mcp.stdio import UNREADABLE, ReadableLines
+from memsys.mcp.stdio import UNREADABLE, ReadableLines, readable
 from memsys.operations import BY_NAME, OPERATIONS, Operation
 from memsys.schemas.common import Rule
 
@@ -423,7 +424,46 @@ def http_routes(server: MemsysMCPServer, extra_hosts: list[str] | None = None): 
     app = server.streamable_http_app(
         streamable_http_path="/mcp", transport_security=http_security(extra_hosts)
     )
+    for route in app.routes:
+        if isinstance(route, Route) and route.path == "/mcp":
+            route.app = ReadableBodies(route.app)
     return app.routes, server.session_manager
+
+
+class ReadableBodies:
+    """The /mcp endpoint with each POST body read as `memsys mcp` reads a line of stdin
+    (memsys.mcp.stdio.readable): a call whose JSON gives a key twice, which the SDK would
+    read keeping the last, is answered with the tool's error naming the key."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":  # the client left: nobody to answer
+                return
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        text = body.decode("utf-8", "surrogateescape")
+        line = readable(text, _sdk_reads)
+        if line is not text:
+            body = line.encode("utf-8", "surrogateescape")
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if replayed:
+                return await receive()  # the disconnect, when it comes
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
 
 
 def _stop_stdio(signum: int, frame: FrameType | None) -> None:

@@ -9,6 +9,10 @@ same rules (`memsys.schemas.common.check_values`) that refuse it over REST and t
 Any other request (`resources/read`, `tools/list`, …) is rewritten into the same method
 with parameters the SDK refuses, so the client gets JSON-RPC's "Invalid request parameters"
 under its id. A notification waits for no answer and goes on as it came.
+
+A line that gives a key twice in one object (`{"content":"a","content":"b"}`) is read by the
+SDK, keeping the last value without a word; it is refused so too, naming the key, as REST
+and the CLI refuse it. The HTTP transport reads each POST body through the same filter.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from memsys import jsonvalue
 from memsys.schemas.common import check_values
 
 UNREADABLE = "memsys:unreadable"  # the argument carrying why a call's JSON was refused
@@ -46,7 +51,8 @@ def _suspect(line: str) -> bool:
 def readable(line: str, sdk_reads: Callable[[str], bool]) -> str:
     """The line, or a tool call the SDK can read in place of one it cannot (`sdk_reads`:
     whether the SDK's own reader takes a line; memsys.mcp.server alone imports the SDK)."""
-    if not _suspect(line) or sdk_reads(line):
+    twice = _key_twice(line)
+    if twice is None and (not _suspect(line) or sdk_reads(line)):
         return line
     try:
         try:
@@ -64,6 +70,8 @@ def readable(line: str, sdk_reads: Callable[[str], bool]) -> str:
         else:
             params = message.get("params") if isinstance(message, dict) else None
             reason = _why(params.get("arguments") if isinstance(params, dict) else None)
+            if twice is not None and reason == _UNREAD:
+                reason = f"{_UNREAD}: {twice}; give it once"
         if _NOT_UTF8.search(line):
             reason = "The call is not UTF-8 text: it holds a byte that is not UTF-8"
         if not isinstance(message, dict):
@@ -71,6 +79,22 @@ def readable(line: str, sdk_reads: Callable[[str], bool]) -> str:
         return _rewritten(message, reason) or line
     except Exception:  # never the reader's end: what cannot be rewritten goes as it came
         return line
+
+
+def _key_twice(line: str) -> str | None:
+    """Why the line is refused if an object in it gives a key twice, else None: the SDK's
+    reader keeps the last one without a word (`{"content":"a","content":"b"}` stored "b"),
+    where REST and the CLI refuse such JSON."""
+    try:
+        jsonvalue.loads(line)
+    except jsonvalue.KeyTwice as exc:
+        return str(exc)
+    except (ValueError, RecursionError):  # unreadable for another reason: see `readable`
+        return None
+    return None
+
+
+_UNREAD = "The call's JSON could not be read"
 
 
 def _why(arguments: Any) -> str:
@@ -81,7 +105,7 @@ def _why(arguments: Any) -> str:
                 check_values(value, str(name))
         except ValueError as exc:
             return str(exc)
-    return "The call's JSON could not be read"
+    return _UNREAD
 
 
 def _top_level(line: str) -> dict[str, Any]:

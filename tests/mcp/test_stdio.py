@@ -452,6 +452,38 @@ def test_a_call_whose_json_the_sdk_cannot_read_is_answered_not_dropped() -> None
         proc.wait(timeout=60)
 
 
+def test_a_key_given_twice_is_refused_naming_it() -> None:
+    """The SDK's JSON reader kept the last of two values of a key: `content` given twice
+    stored the second without a word, where REST and the CLI refuse such JSON."""
+    proc = raw_server()
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def ask(line: str) -> dict[str, Any]:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write((line + "\n").encode())
+        proc.stdin.flush()
+        return json.loads(proc.stdout.readline())  # type: ignore[no-any-return]
+
+    try:
+        client = json.dumps(CLIENT)
+        init = f'{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{client}}}'
+        ask(f'{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{init}}}')
+        proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        call = '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory_store",'
+        twice = ask(call + '"arguments":{"content":"first","content":"second"}}}')
+        assert twice["id"] == 2 and twice["result"]["isError"] is True
+        assert "the key 'content' is given twice" in twice["result"]["structuredContent"]["error"]
+        nested = ask(
+            call.replace('"id":2', '"id":3') + '"arguments":{"content":"x","tags":[{}],'
+            '"metadata":{"a":{"b":1,"b":2}}}}}'
+        )
+        assert "the key 'b' is given twice" in nested["result"]["structuredContent"]["error"]
+        assert table_counts()["chunk"] == 0
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+
+
 def test_the_line_filter_answers_the_right_request_and_never_stops_the_reader() -> None:
     """A line deeper than Python's own reader is answered under its top-level id (a nested
     "id" in the arguments is not it); a line that cannot be rewritten goes on as it came

@@ -1,0 +1,92 @@
+"""MCP over streamable HTTP (`memsys serve`'s /mcp), spoken to as raw JSON-RPC POSTs."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from memsys.api.app import create_app
+from tests.api.test_rest import free_port
+from tests.conftest import table_counts
+
+ACCEPT = "application/json, text/event-stream"
+
+
+class Http:
+    """One MCP session at /mcp of a server in this process."""
+
+    def __init__(self, base: str) -> None:
+        self.http = httpx.Client(base_url=base, timeout=60)
+        self.headers = {"Accept": ACCEPT, "Content-Type": "application/json"}
+        init = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"},
+        }
+        response = self.post(
+            json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init})
+        )
+        self.headers["Mcp-Session-Id"] = response.headers["mcp-session-id"]
+        self.headers["Mcp-Protocol-Version"] = "2025-06-18"
+        self.post('{"jsonrpc":"2.0","method":"notifications/initialized"}')
+
+    def post(self, body: str | bytes) -> httpx.Response:
+        return self.http.post("/mcp", content=body, headers=self.headers)
+
+    def ask(self, body: str | bytes) -> dict[str, Any]:
+        """The JSON-RPC answer to one request (the SSE event or JSON body carrying it)."""
+        response = self.post(body)
+        assert response.status_code == 200, response.text
+        if response.headers["content-type"].startswith("application/json"):
+            return response.json()  # type: ignore[no-any-return]
+        events = [
+            json.loads(line[len("data:") :])
+            for line in response.text.splitlines()
+            if line.startswith("data:") and line[len("data:") :].strip()
+        ]
+        return events[-1]  # type: ignore[no-any-return]
+
+    def call(self, ident: int, name: str, arguments: str) -> dict[str, Any]:
+        return self.ask(
+            f'{{"jsonrpc":"2.0","id":{ident},"method":"tools/call",'
+            f'"params":{{"name":"{name}","arguments":{arguments}}}}}'
+        )
+
+
+@pytest.fixture(scope="module")
+def base(embedder: object) -> Iterator[str]:
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(background=False), host="127.0.0.1", port=port, log_level="warning"
+        )
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(10)
+
+
+def test_a_key_given_twice_is_refused_naming_it(base: str) -> None:
+    """The SDK's JSON reader kept the last of two values of a key: `content` given twice
+    stored the second without a word, where REST refuses such a body (422)."""
+    mcp = Http(base)
+    result = mcp.call(1, "memory_store", '{"content":"first","content":"second"}')["result"]
+    assert result["isError"] is True
+    assert "the key 'content' is given twice" in result["structuredContent"]["error"]
+    nested = mcp.call(2, "memory_store", '{"content":"x","metadata":{"a":1,"a":2}}')["result"]
+    assert "the key 'a' is given twice" in nested["structuredContent"]["error"]
+    assert table_counts()["chunk"] == 0
+    ok = mcp.call(3, "memory_store", '{"content":"given once"}')["result"]
+    assert ok["structuredContent"]["success"] is True
