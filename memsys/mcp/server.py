@@ -253,15 +253,15 @@ def _argument_error(exc: ValidationError) -> str:
     return "Invalid arguments: " + clauses(parts)
 
 
-async def _flag_when_cancelled(cancelled: threading.Event) -> None:
-    """Set `cancelled` when this task is cancelled: with the call's task, by the SDK (the
-    client's notifications/cancelled, or the session ending), or once the call is done
-    (harmless then). The tool's worker thread is not interrupted; it sees the flag at its
-    commit (memsys.db.cancellable)."""
+async def _flag_when_cancelled(cancelled: threading.Event, done: threading.Event) -> None:
+    """Set `cancelled` when the SDK cancels the call's task (the client's
+    notifications/cancelled, or the session ending) before the call is `done`. The tool's
+    worker thread is not interrupted; it sees the flag at its commit (memsys.db.cancellable)."""
     try:
         await anyio.sleep_forever()
     finally:
-        cancelled.set()
+        if not done.is_set():
+            cancelled.set()
 
 
 class MemsysMCPServer(MCPServer):
@@ -281,16 +281,18 @@ class MemsysMCPServer(MCPServer):
         caller = caller_of(context)
         if caller is None:
             return _refused(name, "No caller scope for this request; refused")
-        cancelled = threading.Event()
+        cancelled, done = threading.Event(), threading.Event()
         self.in_flight += 1
         try:
             # The tool's worker thread copies this context: the caller, and the flag the SDK's
             # cancellation of this task sets (a call cancelled before it commits is rolled back).
             with tenancy.using(caller), db.cancellable(cancelled):
                 async with anyio.create_task_group() as watch:
-                    watch.start_soon(_flag_when_cancelled, cancelled)
+                    watch.start_soon(_flag_when_cancelled, cancelled, done)
                     try:
-                        return await self._run_tool(name, arguments, context)
+                        result = await self._run_tool(name, arguments, context)
+                        done.set()
+                        return result
                     finally:
                         watch.cancel_scope.cancel()
         finally:

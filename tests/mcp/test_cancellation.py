@@ -102,3 +102,23 @@ def test_stdin_closing_cancels_the_calls_in_flight_and_the_process_exits() -> No
         assert table_counts()["preference"] == 0
     finally:
         server.stop()
+
+
+def test_a_finished_call_still_leaves_its_trace(embedder: object) -> None:
+    """A retrieval's trace is written after its answer, under a copy of the call's context
+    (memsys.deferred): that copy carried the call's cancellation flag, which the call's end
+    set, so no MCP retrieval left a trace."""
+    import anyio
+
+    from memsys import deferred
+    from memsys.mcp.server import build_server
+
+    server = build_server()
+
+    async def calls() -> None:
+        await server.call_tool("memory_store", {"content": "Deploys run on Tuesdays"})
+        await server.call_tool("memory_recall", {"query": "when do deploys run"})
+
+    anyio.run(calls)
+    assert deferred.settle()
+    assert table_counts()["query_trace"] == 1
