@@ -10,6 +10,10 @@ Any other request (`resources/read`, `tools/list`, …) is rewritten into the sa
 with parameters the SDK refuses, so the client gets JSON-RPC's "Invalid request parameters"
 under its id. A notification waits for no answer and goes on as it came.
 
+A request that is not JSON-RPC 2.0 as the SDK reads it (no `"jsonrpc": "2.0"`, params
+that are not an object, a line cut short) is refused so too, and each request of a batch
+(a JSON array: MCP takes one request per line) under its own id.
+
 A line that gives a key twice in one object (`{"content":"a","content":"b"}`) is read by the
 SDK, keeping the last value without a word; it is refused so too, naming the key, as REST
 and the CLI refuse it. The HTTP transport reads each POST body through the same filter.
@@ -51,8 +55,11 @@ def _suspect(line: str) -> bool:
 def readable(line: str, sdk_reads: Callable[[str], bool]) -> str:
     """The line, or a tool call the SDK can read in place of one it cannot (`sdk_reads`:
     whether the SDK's own reader takes a line; memsys.mcp.server alone imports the SDK)."""
-    twice = _key_twice(line)
-    if twice is None and (not _suspect(line) or sdk_reads(line)):
+    parsed, twice = _parsed(line)
+    shape = _shape(parsed)
+    if twice is None and shape is None and not _suspect(line):
+        return line
+    if twice is None and sdk_reads(line):
         return line
     try:
         try:
@@ -72,6 +79,8 @@ def readable(line: str, sdk_reads: Callable[[str], bool]) -> str:
             reason = _why(params.get("arguments") if isinstance(params, dict) else None)
             if twice is not None and reason == _UNREAD:
                 reason = f"{_UNREAD}: {twice}; give it once"
+            elif shape is not None and reason == _UNREAD:
+                reason = f"The request is not one MCP reads: {shape}"
         if _NOT_UTF8.search(line):
             reason = "The call is not UTF-8 text: it holds a byte that is not UTF-8"
         if not isinstance(message, dict):
@@ -81,17 +90,42 @@ def readable(line: str, sdk_reads: Callable[[str], bool]) -> str:
         return line
 
 
-def _key_twice(line: str) -> str | None:
-    """Why the line is refused if an object in it gives a key twice, else None: the SDK's
-    reader keeps the last one without a word (`{"content":"a","content":"b"}` stored "b"),
-    where REST and the CLI refuse such JSON."""
+_FAILED = object()  # a line Python's reader could not read either
+
+
+def _parsed(line: str) -> tuple[Any, str | None]:
+    """The line read as JSON (or _FAILED), and why it is refused if an object in it gives a
+    key twice: the SDK's reader keeps the last one without a word (`{"content":"a",
+    "content":"b"}` stored "b"), where REST and the CLI refuse such JSON."""
     try:
-        jsonvalue.loads(line)
+        return jsonvalue.loads(line), None
     except jsonvalue.KeyTwice as exc:
-        return str(exc)
+        return _FAILED, str(exc)
     except (ValueError, RecursionError):  # unreadable for another reason: see `readable`
-        return None
+        return _FAILED, None
+
+
+def _shape(message: Any) -> str | None:
+    """What keeps a message from being a JSON-RPC 2.0 message as the SDK reads it, in the
+    parts a client gets wrong (the SDK dropped such a request unanswered); None when it
+    looks right. A line Python could not read is left to `readable`."""
+    if message is _FAILED:
+        return "its JSON could not be read"
+    if isinstance(message, list):
+        return BATCH
+    if not isinstance(message, dict):
+        return "it is not a JSON object"
+    if message.get("jsonrpc") != "2.0":
+        return 'it lacks "jsonrpc": "2.0"'
+    if "method" in message and not isinstance(message["method"], str):
+        return "its method is not a string"
+    params = message.get("params")
+    if params is not None and not isinstance(params, dict):
+        return "its params are not an object"
     return None
+
+
+BATCH = "a batch (a JSON array) of requests; MCP takes one request per line"
 
 
 _UNREAD = "The call's JSON could not be read"
@@ -179,5 +213,23 @@ class ReadableLines:
 
     async def __aiter__(self) -> AsyncIterator[str]:
         async for line in self._lines:
+            if line.lstrip().startswith("["):
+                for refused in batch_refused(line):
+                    yield refused
+                continue
             yield readable(line, self._sdk_reads)
         self._closed()
+
+
+def batch_refused(line: str) -> list[str]:
+    """For a batch (a JSON array of requests, which MCP no longer takes and the SDK dropped
+    unanswered), each request in it refused under its own id; the line as it came when it
+    is no batch Python can read (the SDK answers or drops it as before)."""
+    try:
+        batch = json.loads(line)
+    except (ValueError, RecursionError):
+        return [line]
+    if not isinstance(batch, list):
+        return [line]
+    refused = [_rewritten(m, f"The request came in {BATCH}") for m in batch if isinstance(m, dict)]
+    return [r for r in refused if r is not None]

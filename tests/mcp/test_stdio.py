@@ -484,6 +484,62 @@ def test_a_key_given_twice_is_refused_naming_it() -> None:
         proc.wait(timeout=60)
 
 
+def test_a_request_that_is_not_json_rpc_2_0_is_answered_not_dropped() -> None:
+    """The SDK dropped, unanswered, a request without "jsonrpc": "2.0", one whose params
+    are not an object, a line cut short and a batch (a JSON array, which MCP no longer
+    takes): the client waited for an answer under its id forever."""
+    proc = raw_server()
+    answers: queue.Queue[dict[str, Any]] = queue.Queue()
+    threading.Thread(
+        target=lambda: [answers.put(json.loads(line)) for line in proc.stdout or ()], daemon=True
+    ).start()
+
+    def send(line: str) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write((line + "\n").encode())
+        proc.stdin.flush()
+
+    def answer() -> dict[str, Any]:
+        return answers.get(timeout=60)  # queue.Empty: no answer, the old hang
+
+    try:
+        init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": CLIENT}
+        send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
+        assert answer()["id"] == 1
+        send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        for ident, line in (
+            (2, '{"id":2,"method":"tools/list"}'),
+            (3, '{"jsonrpc":"1.0","id":3,"method":"tools/list"}'),
+            (4, '{"jsonrpc":"2.0","id":4,"method":"tools/list"'),  # cut short
+        ):
+            send(line)
+            refused = answer()
+            assert refused["id"] == ident and refused["error"]["code"] == -32602, refused
+        send('{"jsonrpc":"2.0","id":5,"method":"tools/call","params":["memory_count"]}')
+        called = answer()
+        assert called["id"] == 5
+        assert "params are not an object" in called["result"]["structuredContent"]["error"]
+        call = {"name": "memory_count", "arguments": {}}
+        send(
+            json.dumps(
+                [
+                    {"jsonrpc": "2.0", "id": 6, "method": "ping"},
+                    {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": call},
+                ]
+            )
+        )
+        first, second = answer(), answer()
+        assert first["id"] == 6 and first["error"]["code"] == -32602
+        assert second["id"] == 7
+        assert "batch" in second["result"]["structuredContent"]["error"]
+        send('{"jsonrpc":"2.0","id":8,"method":"ping"}')
+        assert answer() == {"jsonrpc": "2.0", "id": 8, "result": {}}  # still serving
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        proc.wait(timeout=60)
+
+
 def test_the_line_filter_answers_the_right_request_and_never_stops_the_reader() -> None:
     """A line deeper than Python's own reader is answered under its top-level id (a nested
     "id" in the arguments is not it); a line that cannot be rewritten goes on as it came
