@@ -90,3 +90,27 @@ def test_a_key_given_twice_is_refused_naming_it(base: str) -> None:
     assert table_counts()["chunk"] == 0
     ok = mcp.call(3, "memory_store", '{"content":"given once"}')["result"]
     assert ok["structuredContent"]["success"] is True
+
+
+def test_a_call_cancelled_over_http_before_it_commits_writes_nothing(base: str) -> None:
+    """notifications/cancelled over HTTP for a preference_set waiting for a lock: rolled
+    back at its commit, as over stdio (tests/mcp/test_cancellation.py)."""
+    from tests.conftest import lock_waiters, until
+    from tests.mcp.test_cancellation import SET_EDITOR, preferences_locked
+    from tests.mcp.test_stdio import _others_busy
+
+    mcp = Http(base)
+    answers: list[httpx.Response] = []
+    call = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": SET_EDITOR})
+    with preferences_locked():
+        asking = threading.Thread(target=lambda: answers.append(mcp.post(call)), daemon=True)
+        asking.start()
+        assert until(lambda: lock_waiters() == 1, 60)
+        cancel = {"method": "notifications/cancelled", "params": {"requestId": 2}}
+        assert mcp.post(json.dumps({"jsonrpc": "2.0", **cancel})).status_code == 202
+        time.sleep(0.5)
+    asking.join(30)
+    assert until(lambda: lock_waiters() == 0 and _others_busy() == 0, 30)
+    assert table_counts()["preference"] == 0
+    ok = mcp.call(3, "preference_set", '{"key":"editor","value":"vim"}')["result"]
+    assert ok["structuredContent"]["success"] is True
