@@ -48,7 +48,7 @@ from starlette.routing import Route
 from memsys import __version__, db, envelope, tenancy
 from memsys.config import allowed_hosts, allowed_origins
 from memsys.errors import MemsysError, bounded, clauses
-from memsys.mcp.stdio import UNREADABLE, ReadableLines, readable
+from memsys.mcp.stdio import UNREADABLE, ReadableLines, lines_of, readable
 from memsys.operations import BY_NAME, OPERATIONS, Operation
 from memsys.schemas.common import Rule
 
@@ -325,12 +325,19 @@ class MemsysMCPServer(MCPServer):
         """The SDK's stdio serving, reading stdin through memsys.mcp.stdio (a call whose JSON
         the SDK cannot read is answered, not dropped)."""
         lowlevel = self._lowlevel_server  # what the SDK's own run_stdio_async runs
-        stdin = anyio.wrap_file(
+        stdin = lines_of(
             io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
         )
         lines = cast(Any, ReadableLines(stdin, _sdk_reads, self.stdin_closed))  # a line source
-        async with stdio_server(stdin=lines) as (read_stream, write_stream):
-            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+        try:
+            async with stdio_server(stdin=lines) as (read_stream, write_stream):
+                options = lowlevel.create_initialization_options()
+                await lowlevel.run(read_stream, write_stream, options)
+        except* (BrokenPipeError, ConnectionResetError):
+            # The client closed the pipe it reads answers from: nobody hears this server.
+            # Stopped as on SIGTERM (a thread still waits in a read of stdin, which is open).
+            log.warning("memsys mcp: the client closed its end of stdout; stopping")
+            _stop_stdio(signal.SIGPIPE, None)
 
     async def read_resource(self, uri, context=None):  # type: ignore[no-untyped-def]
         caller = caller_of(context)

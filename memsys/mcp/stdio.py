@@ -26,6 +26,8 @@ import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import anyio
+
 from memsys import jsonvalue
 from memsys.schemas.common import check_values
 
@@ -200,6 +202,17 @@ def _rewritten(message: dict[str, Any], reason: str) -> str | None:
     else:
         refused = {"_meta": _safe(reason)}
     return json.dumps({"jsonrpc": "2.0", "id": ident, "method": _safe(method), "params": refused})
+
+
+async def lines_of(file: Any) -> AsyncIterator[str]:
+    """The lines of a blocking text file (stdin), each read in a worker thread that is
+    abandoned if the reader is cancelled: the server stopping (the client closed its end of
+    stdout) does not wait in that read until the client writes again."""
+    while True:
+        line = await anyio.to_thread.run_sync(file.readline, abandon_on_cancel=True)
+        if not line:
+            return
+        yield line
 
 
 class ReadableLines:

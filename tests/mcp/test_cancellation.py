@@ -122,3 +122,37 @@ def test_a_finished_call_still_leaves_its_trace(embedder: object) -> None:
     anyio.run(calls)
     assert deferred.settle()
     assert table_counts()["query_trace"] == 1
+
+
+def test_a_client_that_closes_its_end_of_stdout_stops_the_server_cleanly() -> None:
+    """The client closed the pipe it reads answers from (stdin still open): the next answer
+    crashed `memsys mcp` with a BrokenPipeError traceback on stderr and exit status 1."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "memsys"), "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": CLIENT}
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+        proc.stdin.write((json.dumps(init) + "\n").encode())
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        proc.stdout.close()
+        proc.stdin.write(b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
+        proc.stdin.flush()
+        assert proc.wait(timeout=30) == 0
+        said = proc.stderr.read().decode()
+        assert "Traceback" not in said and "closed" in said, said
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
