@@ -433,46 +433,57 @@ def http_routes(server: MemsysMCPServer, extra_hosts: list[str] | None = None): 
     app = server.streamable_http_app(
         streamable_http_path="/mcp", transport_security=http_security(extra_hosts)
     )
+    limit = server.session_manager.max_request_body_size
     for route in app.routes:
         if isinstance(route, Route) and route.path == "/mcp":
-            route.app = ReadableBodies(route.app)
+            route.app = ReadableBodies(route.app, limit)
     return app.routes, server.session_manager
 
 
 class ReadableBodies:
     """The /mcp endpoint with each POST body read as `memsys mcp` reads a line of stdin
     (memsys.mcp.stdio.readable): a call whose JSON gives a key twice, which the SDK would
-    read keeping the last, is answered with the tool's error naming the key."""
+    read keeping the last, is answered with the tool's error naming the key. A body past
+    `limit` (the SDK's, which answers it 413) is passed on as it comes, never held whole."""
 
-    def __init__(self, app: Any) -> None:
-        self.app = app
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app, self.limit = app, limit
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        chunks, more = [], True
+        chunks, size, more = [], 0, True
         while more:
             message = await receive()
             if message["type"] != "http.request":  # the client left: nobody to answer
                 return
             chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
             more = message.get("more_body", False)
+            if size > self.limit:  # for the SDK to refuse: what came so far, then the rest
+                await self.app(scope, _replayed(chunks, more, receive), send)
+                return
         body = b"".join(chunks)
         text = body.decode("utf-8", "surrogateescape")
         line = readable(text, _sdk_reads)
         if line is not text:
             body = line.encode("utf-8", "surrogateescape")
-        replayed = False
+        await self.app(scope, _replayed([body], False, receive), send)
 
-        async def replay() -> Any:
-            nonlocal replayed
-            if replayed:
-                return await receive()  # the disconnect, when it comes
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
 
-        await self.app(scope, replay, send)
+def _replayed(chunks: list[bytes], more: bool, receive: Any) -> Any:
+    """An ASGI receive giving what was already read of a body as one message, then on."""
+    replayed = False
+
+    async def replay() -> Any:
+        nonlocal replayed
+        if replayed:
+            return await receive()
+        replayed = True
+        return {"type": "http.request", "body": b"".join(chunks), "more_body": more}
+
+    return replay
 
 
 def _stop_stdio(signum: int, frame: FrameType | None) -> None:

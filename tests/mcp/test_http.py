@@ -114,3 +114,55 @@ def test_a_call_cancelled_over_http_before_it_commits_writes_nothing(base: str) 
     assert table_counts()["preference"] == 0
     ok = mcp.call(3, "preference_set", '{"key":"editor","value":"vim"}')["result"]
     assert ok["structuredContent"]["success"] is True
+
+
+def test_a_body_past_the_limit_is_refused_without_being_held_whole(embedder: object) -> None:
+    """/mcp read each POST body whole (to refuse a key given twice) before the SDK's limit
+    saw it: a client sending an endless body had memsys hold all of it. Past the limit,
+    what came so far goes on to the SDK, which answers 413 and reads no more."""
+    import anyio
+
+    from memsys.api.app import create_app
+
+    app = create_app(background=False)
+    piece = b" " * (1024 * 1024)
+    pulled = 0
+    statuses: list[int] = []
+
+    async def receive() -> dict[str, Any]:
+        nonlocal pulled
+        pulled += 1
+        if pulled > 100:  # 100 MiB: the whole endless body was being read
+            raise AssertionError("the body was read past the limit")
+        return {"type": "http.request", "body": piece, "more_body": True}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/mcp",
+        "raw_path": b"/mcp",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [
+            (b"host", b"127.0.0.1:8700"),
+            (b"content-type", b"application/json"),
+            (b"accept", ACCEPT.encode()),
+        ],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8700),
+    }
+
+    async def post() -> None:
+        async with app.router.lifespan_context(app):
+            with anyio.fail_after(60):
+                await app(scope, receive, send)
+
+    anyio.run(post)
+    assert statuses == [413] and pulled <= 10
