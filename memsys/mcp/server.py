@@ -56,6 +56,10 @@ log = logging.getLogger(__name__)
 # How long `memsys mcp` lets the calls in flight end, rolled back, once stdin closes; a call
 # still running then (a statement waiting for a lock) ends with the process, uncommitted.
 STDIN_GRACE_S = 3.0
+# The largest POST body /mcp reads: a memory_store_batch at its limits (1,000 memories of
+# 32,000 characters and 64 KiB of metadata) fits; the SDK's 4 MiB refused one of 80
+# memories that stdio and REST store. Bigger: 413.
+MAX_HTTP_BODY = 128 * 1024 * 1024
 GRAPH_RESOURCE = "memory://knowledge-graph"  # as the official memory server names it
 CORE_RESOURCE = "memory://core"  # CORE.md (S003), for a client to load at session start
 
@@ -431,7 +435,9 @@ def http_security(extra_hosts: list[str] | None = None) -> TransportSecuritySett
 def http_routes(server: MemsysMCPServer, extra_hosts: list[str] | None = None):  # type: ignore[no-untyped-def]
     """Routes serving streamable HTTP at exactly /mcp, and the session manager to run."""
     app = server.streamable_http_app(
-        streamable_http_path="/mcp", transport_security=http_security(extra_hosts)
+        streamable_http_path="/mcp",
+        transport_security=http_security(extra_hosts),
+        max_request_body_size=MAX_HTTP_BODY,
     )
     limit = server.session_manager.max_request_body_size
     for route in app.routes:

@@ -13,6 +13,7 @@ import pytest
 import uvicorn
 
 from memsys.api.app import create_app
+from memsys.mcp.server import MAX_HTTP_BODY
 from tests.api.test_rest import free_port
 from tests.conftest import table_counts
 
@@ -122,17 +123,16 @@ def test_a_body_past_the_limit_is_refused_without_being_held_whole(embedder: obj
     what came so far goes on to the SDK, which answers 413 and reads no more."""
     import anyio
 
-    from memsys.api.app import create_app
-
     app = create_app(background=False)
     piece = b" " * (1024 * 1024)
+    most = MAX_HTTP_BODY // len(piece) + 1  # pieces the limit lets through
     pulled = 0
     statuses: list[int] = []
 
     async def receive() -> dict[str, Any]:
         nonlocal pulled
         pulled += 1
-        if pulled > 100:  # 100 MiB: the whole endless body was being read
+        if pulled > most + 50:  # 50 MiB past the limit: the endless body was being read
             raise AssertionError("the body was read past the limit")
         return {"type": "http.request", "body": piece, "more_body": True}
 
@@ -165,4 +165,18 @@ def test_a_body_past_the_limit_is_refused_without_being_held_whole(embedder: obj
                 await app(scope, receive, send)
 
     anyio.run(post)
-    assert statuses == [413] and pulled <= 10
+    assert statuses == [413] and pulled <= most
+
+
+def test_a_batch_within_the_tool_s_limits_is_not_refused_for_its_size(base: str) -> None:
+    """memory_store_batch of 80 memories with 60 KB of metadata each (within its limits:
+    1,000 memories, 64 KiB of metadata each) is a 4.8 MB body: the SDK's default limit
+    (4 MiB) answered it 413 "Request body too large", where stdio and REST store it."""
+    mcp = Http(base)
+    memories = [
+        {"content": f"Batch memory number {i}", "metadata": {"blob": "m" * 60_000}}
+        for i in range(80)
+    ]
+    answer = mcp.call(1, "memory_store_batch", json.dumps({"memories": memories}))
+    assert answer["result"]["structuredContent"]["success"] is True
+    assert answer["result"]["structuredContent"]["data"]["stored"] == 80
