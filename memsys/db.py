@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any, cast
 
@@ -42,6 +43,7 @@ from sqlalchemy.sql.elements import TextClause
 from memsys import deferred, embedded, tenancy
 from memsys.config import Settings, get_settings
 from memsys.errors import (
+    Cancelled,
     Conflict,
     Contended,
     DatabaseUnavailable,
@@ -208,12 +210,38 @@ def stop_embedded() -> None:
     embedded.leave()
 
 
+# Set by a front end whose call may be cancelled (memsys.mcp: notifications/cancelled, or
+# the client gone): session_scope then rolls the call's transaction back, never commits it.
+_cancelled: ContextVar[threading.Event | None] = ContextVar("memsys_cancelled", default=None)
+
+
+@contextmanager
+def cancellable(cancelled: threading.Event) -> Iterator[None]:
+    """Run the block's transactions (and those of worker threads that copy this context)
+    as a call that `cancelled.set()` cancels: one that has not committed by then rolls back
+    and raises Cancelled; one whose commit had begun stays committed."""
+    token = _cancelled.set(cancelled)
+    try:
+        yield
+    finally:
+        _cancelled.reset(token)
+
+
+def _check_cancelled() -> None:
+    cancelled = _cancelled.get()
+    # The writes a committed call left (memsys.deferred) run under a copy of its context,
+    # flag included; that call is done, and a cancel that came after it changes nothing.
+    if cancelled is not None and cancelled.is_set() and not deferred.writing():
+        raise Cancelled("The call was cancelled before it committed; nothing of it was written")
+
+
 @contextmanager
 def session_scope() -> Iterator[Session]:
-    """One transaction: commit when the block succeeds, roll back when it raises. It first
-    waits for the deferred writes (traces, access counts) of the calls this process has
-    answered (memsys.deferred.settle: not on the writer's thread, not inside `not_waiting`,
-    at most SETTLE_SECONDS)."""
+    """One transaction: commit when the block succeeds, roll back when it raises or when
+    its call was cancelled (`cancellable`). It first waits for the deferred writes (traces,
+    access counts) of the calls this process has answered (memsys.deferred.settle: not on
+    the writer's thread, not inside `not_waiting`, at most SETTLE_SECONDS)."""
+    _check_cancelled()
     deferred.settle()
     get_engine()
     assert _sessionmaker is not None
@@ -221,6 +249,7 @@ def session_scope() -> Iterator[Session]:
     try:
         tenancy.apply(session)  # a scoped caller's namespaces, for this transaction only
         yield session
+        _check_cancelled()  # the last moment a cancel is heard: after it, the commit stands
         session.commit()
     except DBAPIError as exc:
         lost = connection_lost(exc)

@@ -192,6 +192,11 @@ def not_waiting() -> Iterator[None]:
         _waiting.reset(token)
 
 
+def writing() -> bool:
+    """Whether this thread is the writer's (running the writes of calls that committed)."""
+    return _instance is not None and _instance.on_thread()
+
+
 def settle(timeout: float = SETTLE_SECONDS) -> bool:
     """Wait for the deferred writes of calls that have returned (no-op on the writer's own
     thread, inside `not_waiting`, and when nothing was ever deferred); False when they were

@@ -59,6 +59,13 @@ class Busy(TimedOut):
     tried again when the import ends. Not run again by the runner: an import can take minutes."""
 
 
+class Cancelled(MemsysError):
+    """The call was cancelled (its MCP client cancelled it, or went away) before its
+    transaction committed: rolled back, nothing of it written. Nobody waits for this answer."""
+
+    status_code = 409
+
+
 class DatabaseUnavailable(MemsysError):
     """The database cannot be reached or lacks what memsys needs (e.g. pgvector)."""
 

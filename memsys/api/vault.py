@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import itertools
+import logging
 import re
 import tempfile
 from collections.abc import Generator
@@ -34,8 +35,13 @@ from memsys.schemas.vault import ImportOut
 from memsys.services import namespaces
 from memsys.vault import jsonforms, live, service
 
+log = logging.getLogger(__name__)
 router = APIRouter(tags=["vault"], route_class=JsonBodyRoute)
 PIECE = 256 * 1024  # bytes per streamed piece
+# How long one piece of a streamed export may wait for the client to take it (its socket
+# full: a client connected but reading no more) before the response is cut off; until then
+# the export's transaction and pooled connection stay held.
+EXPORT_SEND_TIMEOUT_S = 60.0
 MEDIA = {"json": "application/json", "jsonl": "application/x-ndjson"}
 
 
@@ -69,8 +75,21 @@ class _ClosingStream(StreamingResponse):
         self._pieces = pieces
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def bounded(message: Any) -> None:
+            with anyio.fail_after(EXPORT_SEND_TIMEOUT_S):  # TimeoutError: the client stalled
+                await send(message)
+
         try:
-            await super().__call__(scope, receive, send)
+            await super().__call__(scope, receive, bounded)
+        except TimeoutError:
+            # Returning with the body unfinished: the server breaks the connection off, so
+            # the client sees a cut transfer, never an export that reads as whole.
+            log.warning(
+                "%s %s: the client took nothing for %g s; the export was cut off",
+                scope.get("method"),
+                scope.get("path"),
+                EXPORT_SEND_TIMEOUT_S,
+            )
         finally:
             with anyio.CancelScope(shield=True):  # also when the request was cancelled
                 await anyio.to_thread.run_sync(self._pieces.close)

@@ -19,6 +19,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import types
 from collections.abc import Iterable
 from datetime import date, datetime
@@ -42,15 +43,23 @@ from pydantic import (
     create_model,
 )
 from pydantic.fields import FieldInfo
+from starlette.routing import Route
 
-from memsys import __version__, envelope, tenancy
+from memsys import __version__, db, envelope, tenancy
 from memsys.config import allowed_hosts, allowed_origins
 from memsys.errors import MemsysError, bounded, clauses
-from memsys.mcp.stdio import UNREADABLE, ReadableLines
+from memsys.mcp.stdio import UNREADABLE, ReadableLines, lines_of, readable
 from memsys.operations import BY_NAME, OPERATIONS, Operation
 from memsys.schemas.common import Rule
 
 log = logging.getLogger(__name__)
+# How long `memsys mcp` lets the calls in flight end, rolled back, once stdin closes; a call
+# still running then (a statement waiting for a lock) ends with the process, uncommitted.
+STDIN_GRACE_S = 3.0
+# The largest POST body /mcp reads: a memory_store_batch at its limits (1,000 memories of
+# 32,000 characters and 64 KiB of metadata) fits; the SDK's 4 MiB refused one of 80
+# memories that stdio and REST store. Bigger: 413.
+MAX_HTTP_BODY = 128 * 1024 * 1024
 GRAPH_RESOURCE = "memory://knowledge-graph"  # as the official memory server names it
 CORE_RESOURCE = "memory://core"  # CORE.md (S003), for a client to load at session start
 
@@ -248,8 +257,20 @@ def _argument_error(exc: ValidationError) -> str:
     return "Invalid arguments: " + clauses(parts)
 
 
+async def _flag_when_cancelled(cancelled: threading.Event, done: threading.Event) -> None:
+    """Set `cancelled` when the SDK cancels the call's task (the client's
+    notifications/cancelled, or the session ending) before the call is `done`. The tool's
+    worker thread is not interrupted; it sees the flag at its commit (memsys.db.cancellable)."""
+    try:
+        await anyio.sleep_forever()
+    finally:
+        if not done.is_set():
+            cancelled.set()
+
+
 class MemsysMCPServer(MCPServer):
     accepted: dict[str, frozenset[str]]
+    in_flight: int = 0  # tool calls running now
 
     async def call_tool(self, name, arguments, context=None):  # type: ignore[no-untyped-def]
         if arguments and UNREADABLE in arguments:  # a line the SDK could not read (stdio)
@@ -264,9 +285,26 @@ class MemsysMCPServer(MCPServer):
         caller = caller_of(context)
         if caller is None:
             return _refused(name, "No caller scope for this request; refused")
+        cancelled, done = threading.Event(), threading.Event()
+        self.in_flight += 1
         try:
-            with tenancy.using(caller):  # the tool's worker thread copies this context
-                return await super().call_tool(name, arguments, context)
+            # The tool's worker thread copies this context: the caller, and the flag the SDK's
+            # cancellation of this task sets (a call cancelled before it commits is rolled back).
+            with tenancy.using(caller), db.cancellable(cancelled):
+                async with anyio.create_task_group() as watch:
+                    watch.start_soon(_flag_when_cancelled, cancelled, done)
+                    try:
+                        result = await self._run_tool(name, arguments, context)
+                        done.set()
+                        return result
+                    finally:
+                        watch.cancel_scope.cancel()
+        finally:
+            self.in_flight -= 1
+
+    async def _run_tool(self, name: str, arguments: Any, context: Any) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:
             log.error("tool %s crashed", name, exc_info=exc.__cause__)
             return _refused(name, f"Internal error in {name}; see the server log")
@@ -278,16 +316,32 @@ class MemsysMCPServer(MCPServer):
                 message = str(cause) if cause else str(exc)
             return _refused(name, message)
 
+    def stdin_closed(self) -> None:
+        """stdin closed: the client went away. The SDK cancels the calls in flight (each rolls
+        back at its commit); if one has not ended within STDIN_GRACE_S (a statement waiting
+        for a lock), the process stops as on SIGTERM and the call ends uncommitted."""
+        if self.in_flight:
+            stop = threading.Timer(STDIN_GRACE_S, _stop_stdio, args=(signal.SIGTERM, None))
+            stop.daemon = True  # gone with the process when the calls end in time
+            stop.start()
+
     async def run_stdio_async(self) -> None:
         """The SDK's stdio serving, reading stdin through memsys.mcp.stdio (a call whose JSON
         the SDK cannot read is answered, not dropped)."""
         lowlevel = self._lowlevel_server  # what the SDK's own run_stdio_async runs
-        stdin = anyio.wrap_file(
+        stdin = lines_of(
             io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
         )
-        lines = cast(Any, ReadableLines(stdin, _sdk_reads))  # an async line source
-        async with stdio_server(stdin=lines) as (read_stream, write_stream):
-            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+        lines = cast(Any, ReadableLines(stdin, _sdk_reads, self.stdin_closed))  # a line source
+        try:
+            async with stdio_server(stdin=lines) as (read_stream, write_stream):
+                options = lowlevel.create_initialization_options()
+                await lowlevel.run(read_stream, write_stream, options)
+        except* (BrokenPipeError, ConnectionResetError):
+            # The client closed the pipe it reads answers from: nobody hears this server.
+            # Stopped as on SIGTERM (a thread still waits in a read of stdin, which is open).
+            log.warning("memsys mcp: the client closed its end of stdout; stopping")
+            _stop_stdio(signal.SIGPIPE, None)
 
     async def read_resource(self, uri, context=None):  # type: ignore[no-untyped-def]
         caller = caller_of(context)
@@ -389,9 +443,61 @@ def http_security(extra_hosts: list[str] | None = None) -> TransportSecuritySett
 def http_routes(server: MemsysMCPServer, extra_hosts: list[str] | None = None):  # type: ignore[no-untyped-def]
     """Routes serving streamable HTTP at exactly /mcp, and the session manager to run."""
     app = server.streamable_http_app(
-        streamable_http_path="/mcp", transport_security=http_security(extra_hosts)
+        streamable_http_path="/mcp",
+        transport_security=http_security(extra_hosts),
+        max_request_body_size=MAX_HTTP_BODY,
     )
+    limit = server.session_manager.max_request_body_size
+    for route in app.routes:
+        if isinstance(route, Route) and route.path == "/mcp":
+            route.app = ReadableBodies(route.app, limit)
     return app.routes, server.session_manager
+
+
+class ReadableBodies:
+    """The /mcp endpoint with each POST body read as `memsys mcp` reads a line of stdin
+    (memsys.mcp.stdio.readable): a call whose JSON gives a key twice, which the SDK would
+    read keeping the last, is answered with the tool's error naming the key. A body past
+    `limit` (the SDK's, which answers it 413) is passed on as it comes, never held whole."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks, size, more = [], 0, True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":  # the client left: nobody to answer
+                return
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            more = message.get("more_body", False)
+            if size > self.limit:  # for the SDK to refuse: what came so far, then the rest
+                await self.app(scope, _replayed(chunks, more, receive), send)
+                return
+        body = b"".join(chunks)
+        text = body.decode("utf-8", "surrogateescape")
+        line = readable(text, _sdk_reads)
+        if line is not text:
+            body = line.encode("utf-8", "surrogateescape")
+        await self.app(scope, _replayed([body], False, receive), send)
+
+
+def _replayed(chunks: list[bytes], more: bool, receive: Any) -> Any:
+    """An ASGI receive giving what was already read of a body as one message, then on."""
+    replayed = False
+
+    async def replay() -> Any:
+        nonlocal replayed
+        if replayed:
+            return await receive()
+        replayed = True
+        return {"type": "http.request", "body": b"".join(chunks), "more_body": more}
+
+    return replay
 
 
 def _stop_stdio(signum: int, frame: FrameType | None) -> None:

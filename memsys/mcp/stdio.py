@@ -9,6 +9,14 @@ same rules (`memsys.schemas.common.check_values`) that refuse it over REST and t
 Any other request (`resources/read`, `tools/list`, …) is rewritten into the same method
 with parameters the SDK refuses, so the client gets JSON-RPC's "Invalid request parameters"
 under its id. A notification waits for no answer and goes on as it came.
+
+A request that is not JSON-RPC 2.0 as the SDK reads it (no `"jsonrpc": "2.0"`, params
+that are not an object, a line cut short) is refused so too, and each request of a batch
+(a JSON array: MCP takes one request per line) under its own id.
+
+A line that gives a key twice in one object (`{"content":"a","content":"b"}`) is read by the
+SDK, keeping the last value without a word; it is refused so too, naming the key, as REST
+and the CLI refuse it. The HTTP transport reads each POST body through the same filter.
 """
 
 from __future__ import annotations
@@ -18,6 +26,9 @@ import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import anyio
+
+from memsys import jsonvalue
 from memsys.schemas.common import check_values
 
 UNREADABLE = "memsys:unreadable"  # the argument carrying why a call's JSON was refused
@@ -46,7 +57,11 @@ def _suspect(line: str) -> bool:
 def readable(line: str, sdk_reads: Callable[[str], bool]) -> str:
     """The line, or a tool call the SDK can read in place of one it cannot (`sdk_reads`:
     whether the SDK's own reader takes a line; memsys.mcp.server alone imports the SDK)."""
-    if not _suspect(line) or sdk_reads(line):
+    parsed, twice = _parsed(line)
+    shape = _shape(parsed)
+    if twice is None and shape is None and not _suspect(line):
+        return line
+    if twice is None and sdk_reads(line):
         return line
     try:
         try:
@@ -64,6 +79,10 @@ def readable(line: str, sdk_reads: Callable[[str], bool]) -> str:
         else:
             params = message.get("params") if isinstance(message, dict) else None
             reason = _why(params.get("arguments") if isinstance(params, dict) else None)
+            if twice is not None and reason == _UNREAD:
+                reason = f"{_UNREAD}: {twice}; give it once"
+            elif shape is not None and reason == _UNREAD:
+                reason = f"The request is not one MCP reads: {shape}"
         if _NOT_UTF8.search(line):
             reason = "The call is not UTF-8 text: it holds a byte that is not UTF-8"
         if not isinstance(message, dict):
@@ -71,6 +90,47 @@ def readable(line: str, sdk_reads: Callable[[str], bool]) -> str:
         return _rewritten(message, reason) or line
     except Exception:  # never the reader's end: what cannot be rewritten goes as it came
         return line
+
+
+_FAILED = object()  # a line Python's reader could not read either
+
+
+def _parsed(line: str) -> tuple[Any, str | None]:
+    """The line read as JSON (or _FAILED), and why it is refused if an object in it gives a
+    key twice: the SDK's reader keeps the last one without a word (`{"content":"a",
+    "content":"b"}` stored "b"), where REST and the CLI refuse such JSON."""
+    try:
+        return jsonvalue.loads(line), None
+    except jsonvalue.KeyTwice as exc:
+        return _FAILED, str(exc)
+    except (ValueError, RecursionError):  # unreadable for another reason: see `readable`
+        return _FAILED, None
+
+
+def _shape(message: Any) -> str | None:
+    """What keeps a message from being a JSON-RPC 2.0 message as the SDK reads it, in the
+    parts a client gets wrong (the SDK dropped such a request unanswered); None when it
+    looks right. A line Python could not read is left to `readable`."""
+    if message is _FAILED:
+        return "its JSON could not be read"
+    if isinstance(message, list):
+        return BATCH
+    if not isinstance(message, dict):
+        return "it is not a JSON object"
+    if message.get("jsonrpc") != "2.0":
+        return 'it lacks "jsonrpc": "2.0"'
+    if "method" in message and not isinstance(message["method"], str):
+        return "its method is not a string"
+    params = message.get("params")
+    if params is not None and not isinstance(params, dict):
+        return "its params are not an object"
+    return None
+
+
+BATCH = "a batch (a JSON array) of requests; MCP takes one request per line"
+
+
+_UNREAD = "The call's JSON could not be read"
 
 
 def _why(arguments: Any) -> str:
@@ -81,7 +141,7 @@ def _why(arguments: Any) -> str:
                 check_values(value, str(name))
         except ValueError as exc:
             return str(exc)
-    return "The call's JSON could not be read"
+    return _UNREAD
 
 
 def _top_level(line: str) -> dict[str, Any]:
@@ -144,12 +204,45 @@ def _rewritten(message: dict[str, Any], reason: str) -> str | None:
     return json.dumps({"jsonrpc": "2.0", "id": ident, "method": _safe(method), "params": refused})
 
 
-class ReadableLines:
-    """An async line source (what the SDK's stdio_server reads) with each line readable."""
+async def lines_of(file: Any) -> AsyncIterator[str]:
+    """The lines of a blocking text file (stdin), each read in a worker thread that is
+    abandoned if the reader is cancelled: the server stopping (the client closed its end of
+    stdout) does not wait in that read until the client writes again."""
+    while True:
+        line = await anyio.to_thread.run_sync(file.readline, abandon_on_cancel=True)
+        if not line:
+            return
+        yield line
 
-    def __init__(self, lines: Any, sdk_reads: Callable[[str], bool]) -> None:
-        self._lines, self._sdk_reads = lines, sdk_reads
+
+class ReadableLines:
+    """An async line source (what the SDK's stdio_server reads) with each line readable;
+    `closed` is called when the lines end (stdin closed: the client went away)."""
+
+    def __init__(
+        self, lines: Any, sdk_reads: Callable[[str], bool], closed: Callable[[], None]
+    ) -> None:
+        self._lines, self._sdk_reads, self._closed = lines, sdk_reads, closed
 
     async def __aiter__(self) -> AsyncIterator[str]:
         async for line in self._lines:
+            if line.lstrip().startswith("["):
+                for refused in batch_refused(line):
+                    yield refused
+                continue
             yield readable(line, self._sdk_reads)
+        self._closed()
+
+
+def batch_refused(line: str) -> list[str]:
+    """For a batch (a JSON array of requests, which MCP no longer takes and the SDK dropped
+    unanswered), each request in it refused under its own id; the line as it came when it
+    is no batch Python can read (the SDK answers or drops it as before)."""
+    try:
+        batch = json.loads(line)
+    except (ValueError, RecursionError):
+        return [line]
+    if not isinstance(batch, list):
+        return [line]
+    refused = [_rewritten(m, f"The request came in {BATCH}") for m in batch if isinstance(m, dict)]
+    return [r for r in refused if r is not None]

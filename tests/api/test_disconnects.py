@@ -223,3 +223,44 @@ def test_an_export_that_cannot_start_is_an_error_not_a_cut_200(
     assert answer.status_code == 503
     assert answer.json()["success"] is False and "statement timeout" in answer.json()["error"]
     assert client.get("/v1/export", params={"format": "jsonl"}).status_code == 200
+
+
+def test_an_export_whose_client_stopped_reading_is_cut_and_gives_its_connection_back(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that stays connected but reads no more (its socket buffers full): sending
+    the next piece waited for as long as it stayed, its export's transaction open (idle in
+    transaction, a pooled connection and a snapshot held). Now a piece that cannot be sent
+    within EXPORT_SEND_TIMEOUT_S ends the response, cut (never ended as complete)."""
+    for i in range(3):
+        client.post("/v1/memories", json={"content": f"Exported memory number {i}"})
+    monkeypatch.setattr(vault, "PIECE", 16)
+    monkeypatch.setattr(vault, "EXPORT_SEND_TIMEOUT_S", 0.5)
+    pool = get_engine().pool
+    before = pool.checkedout()  # type: ignore[attr-defined]
+    sent: list[dict[str, Any]] = []
+    asked = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal asked
+        if not asked:
+            asked = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await anyio.sleep_forever()  # the client never hangs up
+        raise AssertionError
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body" and any(
+            m["type"] == "http.response.body" for m in sent
+        ):
+            await anyio.sleep_forever()  # the first piece went out; the next never drains
+        sent.append(message)
+
+    async def call() -> None:
+        with anyio.fail_after(20):
+            await client.app(dict(EXPORT_SCOPE), receive, send)
+
+    anyio.run(call)  # TimeoutError: the stalled client held the export
+    bodies = [m for m in sent if m["type"] == "http.response.body"]
+    assert len(bodies) == 1 and bodies[0]["more_body"]  # cut, never ended as complete
+    assert pool.checkedout() == before  # type: ignore[attr-defined]

@@ -452,6 +452,94 @@ def test_a_call_whose_json_the_sdk_cannot_read_is_answered_not_dropped() -> None
         proc.wait(timeout=60)
 
 
+def test_a_key_given_twice_is_refused_naming_it() -> None:
+    """The SDK's JSON reader kept the last of two values of a key: `content` given twice
+    stored the second without a word, where REST and the CLI refuse such JSON."""
+    proc = raw_server()
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def ask(line: str) -> dict[str, Any]:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write((line + "\n").encode())
+        proc.stdin.flush()
+        return json.loads(proc.stdout.readline())  # type: ignore[no-any-return]
+
+    try:
+        client = json.dumps(CLIENT)
+        init = f'{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{client}}}'
+        ask(f'{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{init}}}')
+        proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        call = '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory_store",'
+        twice = ask(call + '"arguments":{"content":"first","content":"second"}}}')
+        assert twice["id"] == 2 and twice["result"]["isError"] is True
+        assert "the key 'content' is given twice" in twice["result"]["structuredContent"]["error"]
+        nested = ask(
+            call.replace('"id":2', '"id":3') + '"arguments":{"content":"x","tags":[{}],'
+            '"metadata":{"a":{"b":1,"b":2}}}}}'
+        )
+        assert "the key 'b' is given twice" in nested["result"]["structuredContent"]["error"]
+        assert table_counts()["chunk"] == 0
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+
+
+def test_a_request_that_is_not_json_rpc_2_0_is_answered_not_dropped() -> None:
+    """The SDK dropped, unanswered, a request without "jsonrpc": "2.0", one whose params
+    are not an object, a line cut short and a batch (a JSON array, which MCP no longer
+    takes): the client waited for an answer under its id forever."""
+    proc = raw_server()
+    answers: queue.Queue[dict[str, Any]] = queue.Queue()
+    threading.Thread(
+        target=lambda: [answers.put(json.loads(line)) for line in proc.stdout or ()], daemon=True
+    ).start()
+
+    def send(line: str) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write((line + "\n").encode())
+        proc.stdin.flush()
+
+    def answer() -> dict[str, Any]:
+        return answers.get(timeout=60)  # queue.Empty: no answer, the old hang
+
+    try:
+        init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": CLIENT}
+        send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
+        assert answer()["id"] == 1
+        send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        for ident, line in (
+            (2, '{"id":2,"method":"tools/list"}'),
+            (3, '{"jsonrpc":"1.0","id":3,"method":"tools/list"}'),
+            (4, '{"jsonrpc":"2.0","id":4,"method":"tools/list"'),  # cut short
+        ):
+            send(line)
+            refused = answer()
+            assert refused["id"] == ident and refused["error"]["code"] == -32602, refused
+        send('{"jsonrpc":"2.0","id":5,"method":"tools/call","params":["memory_count"]}')
+        called = answer()
+        assert called["id"] == 5
+        assert "params are not an object" in called["result"]["structuredContent"]["error"]
+        call = {"name": "memory_count", "arguments": {}}
+        send(
+            json.dumps(
+                [
+                    {"jsonrpc": "2.0", "id": 6, "method": "ping"},
+                    {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": call},
+                ]
+            )
+        )
+        first, second = answer(), answer()
+        assert first["id"] == 6 and first["error"]["code"] == -32602
+        assert second["id"] == 7
+        assert "batch" in second["result"]["structuredContent"]["error"]
+        send('{"jsonrpc":"2.0","id":8,"method":"ping"}')
+        assert answer() == {"jsonrpc": "2.0", "id": 8, "result": {}}  # still serving
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        proc.wait(timeout=60)
+
+
 def test_the_line_filter_answers_the_right_request_and_never_stops_the_reader() -> None:
     """A line deeper than Python's own reader is answered under its top-level id (a nested
     "id" in the arguments is not it); a line that cannot be rewritten goes on as it came

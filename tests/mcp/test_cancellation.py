@@ -1,0 +1,158 @@
+"""`memsys mcp` calls that end before they finish: cancelled by the client
+(notifications/cancelled), or left when the client goes away (stdin closes). A call
+cancelled before it commits writes nothing; a call that committed stays done."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import Connection
+
+from tests.conftest import lock_waiters, table_counts, until
+from tests.mcp.test_stdio import CLIENT, _others_busy, raw_server
+
+SET_EDITOR = {"name": "preference_set", "arguments": {"key": "editor", "value": "vim"}}
+
+
+class Raw:
+    """`memsys mcp` spoken to as raw JSON-RPC lines."""
+
+    def __init__(self) -> None:
+        self.proc = raw_server()
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps({"jsonrpc": "2.0", **message}) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def read(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        return json.loads(self.proc.stdout.readline())  # type: ignore[no-any-return]
+
+    def initialize(self) -> None:
+        params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": CLIENT}
+        self.send({"id": 1, "method": "initialize", "params": params})
+        assert self.read()["id"] == 1
+        self.send({"method": "notifications/initialized"})
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+
+
+@contextmanager
+def preferences_locked() -> Iterator[Connection]:
+    """The preference table locked by the test: a call that writes one waits for it."""
+    from memsys.db import get_engine
+
+    holder = get_engine().connect()
+    try:
+        holder.exec_driver_sql("LOCK TABLE preference IN EXCLUSIVE MODE")
+        yield holder
+    finally:
+        holder.rollback()
+        holder.close()
+
+
+def test_a_call_cancelled_before_it_commits_writes_nothing() -> None:
+    """notifications/cancelled for a preference_set waiting for a lock: the SDK answered
+    nothing (as the protocol asks), and the call went on to commit its write anyway."""
+    server = Raw()
+    try:
+        server.initialize()
+        with preferences_locked():
+            server.send({"id": 2, "method": "tools/call", "params": SET_EDITOR})
+            assert until(lambda: lock_waiters() == 1, 60)
+            server.send(
+                {"method": "notifications/cancelled", "params": {"requestId": 2, "reason": "no"}}
+            )
+            time.sleep(0.5)  # the notification is read before the lock goes
+        assert until(lambda: lock_waiters() == 0 and _others_busy() == 0, 30)
+        server.send({"id": 3, "method": "tools/call", "params": {"name": "memory_count"}})
+        answer = server.read()
+        assert answer["id"] == 3  # none for the cancelled call, and the server goes on
+        assert json.loads(answer["result"]["content"][0]["text"])["success"]
+        assert table_counts()["preference"] == 0
+        # A call that is not cancelled still writes.
+        server.send({"id": 4, "method": "tools/call", "params": SET_EDITOR})
+        assert server.read()["id"] == 4
+        assert table_counts()["preference"] == 1
+    finally:
+        server.stop()
+
+
+def test_stdin_closing_cancels_the_calls_in_flight_and_the_process_exits() -> None:
+    """The client goes away (stdin closes) while a call waits for a lock: the process went
+    on waiting, and committed the call once the lock was free; only SIGTERM stopped it."""
+    server = Raw()
+    try:
+        server.initialize()
+        with preferences_locked():
+            server.send({"id": 2, "method": "tools/call", "params": SET_EDITOR})
+            assert until(lambda: lock_waiters() == 1, 60)
+            assert server.proc.stdin is not None
+            server.proc.stdin.close()
+            assert server.proc.wait(timeout=20) == 0  # the lock is still held
+        assert until(lambda: lock_waiters() == 0 and _others_busy() == 0, 30)
+        assert table_counts()["preference"] == 0
+    finally:
+        server.stop()
+
+
+def test_a_finished_call_still_leaves_its_trace(embedder: object) -> None:
+    """A retrieval's trace is written after its answer, under a copy of the call's context
+    (memsys.deferred): that copy carried the call's cancellation flag, which the call's end
+    set, so no MCP retrieval left a trace."""
+    import anyio
+
+    from memsys import deferred
+    from memsys.mcp.server import build_server
+
+    server = build_server()
+
+    async def calls() -> None:
+        await server.call_tool("memory_store", {"content": "Deploys run on Tuesdays"})
+        await server.call_tool("memory_recall", {"query": "when do deploys run"})
+
+    anyio.run(calls)
+    assert deferred.settle()
+    assert table_counts()["query_trace"] == 1
+
+
+def test_a_client_that_closes_its_end_of_stdout_stops_the_server_cleanly() -> None:
+    """The client closed the pipe it reads answers from (stdin still open): the next answer
+    crashed `memsys mcp` with a BrokenPipeError traceback on stderr and exit status 1."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "memsys"), "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": CLIENT}
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+        proc.stdin.write((json.dumps(init) + "\n").encode())
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        proc.stdout.close()
+        proc.stdin.write(b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
+        proc.stdin.flush()
+        assert proc.wait(timeout=30) == 0
+        said = proc.stderr.read().decode()
+        assert "Traceback" not in said and "closed" in said, said
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
