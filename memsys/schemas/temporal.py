@@ -109,8 +109,7 @@ class AddEpisodeOut(Output):
     relations_closed: list[EpisodeRelation] = Field(
         default_factory=list,
         description="Relations the episode denies ('no longer uses', 'B instead of C') whose "
-        "edge it closed (or, already closed, shortened) at the reference time (as-of reads "
-        "before it still see them)",
+        "live edge it closed at the reference time (as-of reads before it still see them)",
     )
     warnings: SecretWarnings = Field(default_factory=list)
 

@@ -6,9 +6,8 @@ memsys.llm_extraction when MEMSYS_EXTRACTOR_URL is set) become entity → entity
 from the reference time, with the sentence as their fact and the memory as evidence. A
 relation the episode denies ("auth.ts no longer depends on token.ts", "uses B instead of C")
 closes the live edge of that triple at the reference time (`valid_to`; `expired_at` now), so
-reads as of an earlier time still see it (a closed edge whose period holds the reference time
-is shortened to end then); an edge that began after the reference time is left alone (an
-older statement does not undo a newer one). Nor does an older statement undo a
+reads as of an earlier time still see it; an edge that began after the reference time is left
+alone (an older statement does not undo a newer one). Nor does an older statement undo a
 newer denial: a relation stated at a time a closed edge already covers writes nothing, and one
 stated before the triple's known periods (closed or live) gets an edge that ends where the next
 one begins.
@@ -48,8 +47,7 @@ Extracted = tuple[list[extraction.Mention], list[relation_extraction.Found]]
 
 
 def _close(session: Session, ns: str, source: str, target: str, relation: str, at: datetime) -> int:
-    """End at `at` the entity edge of one triple that was valid then: the live one, or a
-    closed one whose period holds `at` (a denial dated inside it shortens it); how many."""
+    """Close the live entity edge of one triple that was valid at `at`; how many closed."""
     take_turns(session, ns, source, target, relation)  # as relate_entities: one writer a triple
     return rowcount(
         session,
@@ -60,8 +58,8 @@ def _close(session: Session, ns: str, source: str, target: str, relation: str, a
             Edge.source_id == source,
             Edge.target_id == target,
             Edge.relation == relation,
+            Edge.valid_to.is_(None),
             Edge.valid_from <= at,
-            or_(Edge.valid_to.is_(None), Edge.valid_to > at),
         )
         .values(valid_to=at, expired_at=func.now()),
     )
