@@ -79,7 +79,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("yesterday", re.compile(r"\b(?:yesterday|last night)\b")),
     ("ago", re.compile(rf"\b{_NUM} (?P<unit>day|week|month|year)s? ago\b")),
     ("past_n", re.compile(rf"\b(?:(?:in|over|during) )?(?:the )?(?:past|last) {_NUM} "
-                          rf"(?P<unit>day|week|month|year)s\b")),
+                          rf"(?P<unit>day|week|month|year)s\b(?! of\b)")),
     # "the past year", "in the last month", "past week": the unit back from now, not the
     # calendar one before this ("last year" is 2025 in 2026; "the past year" is 12 months)
     # ("the last week of May", "the last day of the sprint": a part of something else)
