@@ -13,6 +13,7 @@ send nothing: their connections carry `memsys.read=*` / `memsys.write=*` as opti
 from __future__ import annotations
 
 import fnmatch
+import logging
 import re
 import threading
 import weakref
@@ -24,7 +25,9 @@ from dataclasses import dataclass
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
-from memsys.errors import DatabaseUnavailable, Protected
+from memsys.errors import DatabaseUnavailable, MemsysError, Protected
+
+log = logging.getLogger(__name__)
 
 TENANT_ROLE = "memsys_tenant"
 ALL = "*"
@@ -54,6 +57,20 @@ _current: ContextVar[Scope] = ContextVar("memsys_scope", default=ADMIN)
 
 def current() -> Scope:
     return _current.get()
+
+
+# What a caller without the admin token reads instead of a database error: that names the
+# server's database (address, port, user). The server log has it.
+UNSHOWN = "The database does not answer; the server log (or the admin token) says why"
+
+
+def shown(exc: MemsysError, scope: Scope | None) -> str:
+    """The message of `exc` as `scope`'s caller may read it (None: a caller not known, as
+    before authentication): a database error only for the admin, logged for the operator."""
+    if isinstance(exc, DatabaseUnavailable) and (scope is None or not scope.admin):
+        log.warning("database unavailable: %s", exc.message)
+        return UNSHOWN
+    return exc.message
 
 
 def may_read(namespace: str) -> bool:

@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 from starlette.routing import Match
 
-from memsys import __version__, deferred, envelope
+from memsys import __version__, deferred, envelope, tenancy
 from memsys.api import docs, graph_io, operations, system, vault
 from memsys.api.deps import (
     OriginGuardMiddleware,
@@ -69,7 +69,8 @@ def create_app(extra_hosts: list[str] | None = None, background: bool = True) ->
 
     @app.exception_handler(MemsysError)
     async def _memsys_error(request: Request, exc: MemsysError) -> JSONResponse:
-        return JSONResponse(envelope.failure(exc.message), status_code=exc.status_code)
+        message = tenancy.shown(exc, request.scope.get(tenancy.ASGI_KEY))
+        return JSONResponse(envelope.failure(message), status_code=exc.status_code)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

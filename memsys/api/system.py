@@ -10,15 +10,10 @@ from sqlalchemy.exc import DBAPIError
 from memsys import migrator, tenancy
 from memsys.db import connection_lost, session_scope
 from memsys.embeddings import model_state
-from memsys.errors import MemsysError
+from memsys.errors import DatabaseUnavailable, MemsysError
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["system"])
-# What a caller without the admin token reads instead of the database's error, which names
-# its address and user (the route answers anyone: probes carry no token).
-UNSHOWN = (
-    "The database does not answer; the server log (or this route with the admin token) says why"
-)
 
 
 @router.get("/health")
@@ -30,11 +25,11 @@ def health(request: Request) -> JSONResponse:
             session.execute(text("SELECT 1"))
         current, head = migrator.current(), migrator.head()
     except MemsysError as exc:
-        return _unavailable(request, exc.message)
+        return _unavailable(request, exc)
     except DBAPIError as exc:  # lost between the two checks: say so rather than crash
         lost = connection_lost(exc)
         return _unavailable(
-            request, lost.message if lost else str(exc.orig).strip().splitlines()[0]
+            request, lost or DatabaseUnavailable(str(exc.orig).strip().splitlines()[0])
         )
     model = model_state()
     if current != head:
@@ -49,8 +44,6 @@ def health(request: Request) -> JSONResponse:
     return JSONResponse(body, status_code=200 if status == "ok" else 503)
 
 
-def _unavailable(request: Request, message: str) -> JSONResponse:
-    if request.scope.get(tenancy.ASGI_KEY) != tenancy.ADMIN:
-        log.warning("/v1/health: %s", message)
-        message = UNSHOWN
+def _unavailable(request: Request, exc: MemsysError) -> JSONResponse:
+    message = tenancy.shown(exc, request.scope.get(tenancy.ASGI_KEY))
     return JSONResponse({"status": "unavailable", "error": message}, status_code=503)

@@ -204,7 +204,7 @@ def call(op: Operation, arguments: dict[str, Any]) -> envelope.Envelope:
     try:
         return envelope.ok(op.run(data).model_dump(mode="json", by_alias=True))
     except MemsysError as exc:
-        return envelope.failure(exc.message)
+        return envelope.failure(tenancy.shown(exc, tenancy.current()))
 
 
 def answer(op: Operation, arguments: dict[str, Any]) -> CallToolResult:

@@ -123,6 +123,26 @@ def test_the_open_health_route_tells_a_stranger_no_database_address(
     assert admin.status_code == 503 and "127.0.0.1" in admin.json()["error"]  # the operator's
 
 
+def test_a_tool_tells_a_scoped_caller_no_database_address(embedder: Any) -> None:
+    """Only /v1/health kept the database's address from a token's holder: every other
+    route and MCP tool answered a scoped caller with the driver's message (host, port)."""
+    from memsys import db, tenancy
+    from memsys.mcp.server import call
+    from memsys.operations import BY_NAME
+
+    scoped = tenancy.Scope(read=(ACME,), write=(ACME,), token_id="tok_x")
+    db.set_engine(db.make_engine("postgresql+psycopg://memsys@127.0.0.1:1/memsys"))
+    try:
+        with tenancy.using(scoped):
+            theirs = call(BY_NAME["memory_count"], {})
+        admins = call(BY_NAME["memory_count"], {})
+    finally:
+        db.set_engine(None)
+    assert not theirs["success"] and "127.0.0.1" not in theirs["error"], theirs
+    assert "server log" in theirs["error"]
+    assert not admins["success"] and "127.0.0.1" in admins["error"]  # the operator's
+
+
 def test_revoke_reads_a_pasted_token_id_and_refuses_a_blank_one(embedder: Any) -> None:
     """`memsys token revoke ""` said "Token not found: (…)", and an id pasted from the
     list with a space was not found."""
