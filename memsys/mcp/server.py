@@ -272,6 +272,7 @@ async def _flag_when_cancelled(cancelled: threading.Event, done: threading.Event
 class MemsysMCPServer(MCPServer):
     accepted: dict[str, frozenset[str]]
     in_flight: int = 0  # tool calls running now
+    stopping: threading.Timer | None = None  # the stop stdin's closing set (stdin_closed)
 
     async def call_tool(self, name, arguments, context=None):  # type: ignore[no-untyped-def]
         if arguments and UNREADABLE in arguments:  # a line the SDK could not read (stdio)
@@ -302,6 +303,11 @@ class MemsysMCPServer(MCPServer):
                         watch.cancel_scope.cancel()
         finally:
             self.in_flight -= 1
+            if not self.in_flight and self.stopping is not None:
+                # The calls ended within the grace: the serving ends as it does, and the
+                # stop (a second drain, racing its cleanup, os._exit) is not to come.
+                self.stopping.cancel()
+                self.stopping = None
 
     async def _run_tool(self, name: str, arguments: Any, context: Any) -> Any:
         try:
@@ -320,11 +326,13 @@ class MemsysMCPServer(MCPServer):
     def stdin_closed(self) -> None:
         """stdin closed: the client went away. The SDK cancels the calls in flight (each rolls
         back at its commit); if one has not ended within STDIN_GRACE_S (a statement waiting
-        for a lock), the process stops as on SIGTERM and the call ends uncommitted."""
+        for a lock), the process stops as on SIGTERM and the call ends uncommitted. The stop
+        is called off when the last of them ends (call_tool). Runs on the event loop, as
+        call_tool's count of the calls in flight does."""
         if self.in_flight:
-            stop = threading.Timer(STDIN_GRACE_S, _stop_stdio, args=(signal.SIGTERM, None))
-            stop.daemon = True  # gone with the process when the calls end in time
-            stop.start()
+            self.stopping = threading.Timer(STDIN_GRACE_S, _stop_stdio, args=(signal.SIGTERM, None))
+            self.stopping.daemon = True
+            self.stopping.start()
 
     async def run_stdio_async(self) -> None:
         """The SDK's stdio serving, reading stdin through memsys.mcp.stdio (a call whose JSON

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
 from sqlalchemy import Connection
 
 from tests.conftest import lock_waiters, table_counts, until
@@ -122,6 +123,34 @@ def test_a_finished_call_still_leaves_its_trace(embedder: object) -> None:
     anyio.run(calls)
     assert deferred.settle()
     assert table_counts()["query_trace"] == 1
+
+
+def test_calls_that_end_within_the_grace_call_off_the_stop(
+    embedder: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """stdin closed while a call ran: the stop STDIN_GRACE_S later was never called off,
+    so a shutdown taking longer (its drain of the deferred writes) was stopped mid-way by a
+    second drain and os._exit. The call ending in time calls it off."""
+    import anyio
+
+    from memsys.mcp import server as module
+
+    stops: list[int] = []
+    monkeypatch.setattr(module, "_stop_stdio", lambda signum, frame: stops.append(signum))
+    monkeypatch.setattr(module, "STDIN_GRACE_S", 0.5)
+    server = module.build_server()
+
+    async def call_then_close() -> None:
+        async with anyio.create_task_group() as calls:
+            calls.start_soon(server.call_tool, "memory_count", {})
+            while not server.in_flight:
+                await anyio.sleep(0)
+            server.stdin_closed()  # as the last line of stdin is read
+        assert server.in_flight == 0
+
+    anyio.run(call_then_close)
+    time.sleep(1.0)  # past the grace
+    assert stops == []
 
 
 def test_a_client_that_closes_its_end_of_stdout_stops_the_server_cleanly() -> None:
