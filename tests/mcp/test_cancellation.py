@@ -89,7 +89,12 @@ def test_a_call_cancelled_before_it_commits_writes_nothing() -> None:
 
 def test_stdin_closing_cancels_the_calls_in_flight_and_the_process_exits() -> None:
     """The client goes away (stdin closes) while a call waits for a lock: the process went
-    on waiting, and committed the call once the lock was free; only SIGTERM stopped it."""
+    on waiting, and committed the call once the lock was free; only SIGTERM stopped it.
+    The lock goes well within STDIN_GRACE_S, so the call itself must hear the cancel (the
+    stop after the grace would end it uncommitted whatever the call did)."""
+    from memsys.mcp.server import STDIN_GRACE_S
+
+    assert STDIN_GRACE_S >= 2.0
     server = Raw()
     try:
         server.initialize()
@@ -98,7 +103,9 @@ def test_stdin_closing_cancels_the_calls_in_flight_and_the_process_exits() -> No
             assert until(lambda: lock_waiters() == 1, 60)
             assert server.proc.stdin is not None
             server.proc.stdin.close()
-            assert server.proc.wait(timeout=20) == 0  # the lock is still held
+            time.sleep(1.0)  # stdin's end is read; the call still waits for the lock
+            assert server.proc.poll() is None
+        assert server.proc.wait(timeout=20) == 0
         assert until(lambda: lock_waiters() == 0 and _others_busy() == 0, 30)
         assert table_counts()["preference"] == 0
     finally:
