@@ -132,6 +132,35 @@ def test_a_finished_call_still_leaves_its_trace(embedder: object) -> None:
     assert table_counts()["query_trace"] == 1
 
 
+def test_a_cancel_after_the_answer_leaves_the_trace_written(embedder: object) -> None:
+    """A cancel that comes after a retrieval answered (its flag set while its trace waits
+    in memsys.deferred's writer) changes nothing: the writer's transaction runs under a copy
+    of the call's context, flag included, and is exempt (db._check_cancelled). The trace's
+    insert is held on a lock until the flag is set, so it commits after the cancel."""
+    import threading
+
+    from memsys import db, deferred, runner
+    from memsys.schemas import MemoryRecallIn
+    from memsys.services import memories
+    from tests.factories import store
+
+    store("Backups run every night at two")
+    assert deferred.settle()
+    cancelled = threading.Event()
+    holder = db.get_engine().connect()
+    try:
+        holder.exec_driver_sql("LOCK TABLE query_trace IN EXCLUSIVE MODE")
+        with db.cancellable(cancelled):
+            runner.execute(memories.recall, MemoryRecallIn, {"query": "when do backups run"})
+        assert until(lambda: lock_waiters() == 1, 30)  # the writer, at the trace's insert
+        cancelled.set()
+    finally:
+        holder.rollback()
+        holder.close()
+    assert deferred.settle()
+    assert table_counts()["query_trace"] == 1
+
+
 def test_calls_that_end_within_the_grace_call_off_the_stop(
     embedder: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
