@@ -58,8 +58,9 @@ log = logging.getLogger(__name__)
 # still running then (a statement waiting for a lock) ends with the process, uncommitted.
 STDIN_GRACE_S = 3.0
 # The largest POST body /mcp reads: a memory_store_batch at its limits (1,000 memories of
-# 32,000 characters and 64 KiB of metadata) fits; the SDK's 4 MiB refused one of 80
-# memories that stdio and REST store. Bigger: 413.
+# 32,000 characters and 64 KiB of metadata) fits when its text is ASCII (not always when it
+# is not: up to 4 bytes a character in UTF-8, 12 escaped as \ud83d\ude00); the SDK's
+# 4 MiB refused one of 80 memories that stdio and REST store. Bigger: 413.
 MAX_HTTP_BODY = 128 * 1024 * 1024
 GRAPH_RESOURCE = "memory://knowledge-graph"  # as the official memory server names it
 CORE_RESOURCE = "memory://core"  # CORE.md (S003), for a client to load at session start
