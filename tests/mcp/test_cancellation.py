@@ -8,6 +8,7 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -187,6 +188,77 @@ def test_calls_that_end_within_the_grace_call_off_the_stop(
     anyio.run(call_then_close)
     time.sleep(1.0)  # past the grace
     assert stops == []
+
+
+def test_a_cancelled_index_directory_stops_before_its_next_file(
+    embedder: object, tmp_path: Path
+) -> None:
+    """A cancelled index_directory went on through every file of the folder (thousands,
+    holding its connection and the namespace's lock) only to roll back at its commit: it
+    stops at the next file."""
+    import threading
+
+    from memsys import db
+    from memsys.errors import Cancelled
+    from memsys.schemas import IndexDirectoryIn
+    from memsys.services import indexing
+
+    for i in range(3):
+        (tmp_path / f"note{i}.md").write_text(
+            f"# Note {i}\nThe build cache lives in /var/cache/{i}\n"
+        )
+    cancelled, read = threading.Event(), []
+    with pytest.raises(Cancelled), db.cancellable(cancelled), db.session_scope() as session:
+        cancelled.set()  # after the call's transaction began
+        with pytest.raises(Cancelled):
+            indexing.index_directory(
+                session,
+                IndexDirectoryIn(dir_path=str(tmp_path)),
+                progress=lambda step, n, total: read.append(n),
+            )
+    assert read == []
+    assert table_counts()["document"] == 0
+
+
+def test_a_cancelled_import_stops_before_its_next_batch(
+    embedder: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancelled vault import went on writing batch after batch, only to roll back at
+    its commit: it stops before the next batch (here: the edges, after the memories)."""
+    import threading
+
+    from memsys import db
+    from memsys.errors import Cancelled
+    from memsys.vault import apply, files, importer
+    from tests.vault.test_import_batches import memory, write_jsonl
+
+    records: list[dict[str, Any]] = [
+        memory(1, "The staging database is reset every Monday"),
+        memory(2, "Staging resets are announced in the ops channel"),
+        {
+            "kind": "edge",
+            "namespace": "global",
+            "type": "relates_to",
+            "from_id": f"mem_{2:016x}",
+            "to_id": f"mem_{1:016x}",
+            "created": "2026-01-01T00:00:00+00:00",
+        },
+    ]
+    write_jsonl(tmp_path / "snap.jsonl", records)
+    cancelled = threading.Event()
+    finish, edges = apply.Plan.finish, []
+
+    def finish_then_cancel(plan: apply.Plan) -> None:
+        finish(plan)
+        cancelled.set()  # the client cancels while the memories are written
+
+    monkeypatch.setattr(apply.Plan, "finish", finish_then_cancel)
+    monkeypatch.setattr(apply.Plan, "edges", lambda plan, batch: edges.append(batch))
+    snapshot = files.open_snapshot(tmp_path / "snap.jsonl")
+    with pytest.raises(Cancelled), db.cancellable(cancelled), db.session_scope() as session:
+        importer.run(session, snapshot)  # without the check, Cancelled came at the commit
+    assert edges == []
+    assert table_counts()["chunk"] == 0
 
 
 def test_a_client_that_closes_its_end_of_stdout_stops_the_server_cleanly() -> None:
