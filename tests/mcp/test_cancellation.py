@@ -113,6 +113,24 @@ def test_stdin_closing_cancels_the_calls_in_flight_and_the_process_exits() -> No
         server.stop()
 
 
+def test_a_call_still_waiting_after_the_grace_ends_with_the_process() -> None:
+    """stdin closed while a call waits for a lock that never goes: the process stops
+    STDIN_GRACE_S later (as on SIGTERM), the lock still held, and the call is not written."""
+    server = Raw()
+    try:
+        server.initialize()
+        with preferences_locked():
+            server.send({"id": 2, "method": "tools/call", "params": SET_EDITOR})
+            assert until(lambda: lock_waiters() == 1, 60)
+            assert server.proc.stdin is not None
+            server.proc.stdin.close()
+            assert server.proc.wait(timeout=20) == 0  # the lock is still held
+        assert until(lambda: lock_waiters() == 0 and _others_busy() == 0, 30)
+        assert table_counts()["preference"] == 0
+    finally:
+        server.stop()
+
+
 def test_a_finished_call_still_leaves_its_trace(embedder: object) -> None:
     """A retrieval's trace is written after its answer, under a copy of the call's context
     (memsys.deferred): that copy carried the call's cancellation flag, which the call's end
