@@ -235,6 +235,12 @@ def _check_cancelled() -> None:
         raise Cancelled("The call was cancelled before it committed; nothing of it was written")
 
 
+def raise_if_cancelled() -> None:
+    """For a long call's loop (a folder's files, an import's batches): raise Cancelled now
+    if the call was cancelled, rather than run on to its commit to roll back there."""
+    _check_cancelled()
+
+
 @contextmanager
 def session_scope() -> Iterator[Session]:
     """One transaction: commit when the block succeeds, roll back when it raises or when

@@ -43,6 +43,7 @@ from pydantic import (
     create_model,
 )
 from pydantic.fields import FieldInfo
+from starlette.datastructures import Headers
 from starlette.routing import Route
 
 from memsys import __version__, db, envelope, tenancy
@@ -57,8 +58,9 @@ log = logging.getLogger(__name__)
 # still running then (a statement waiting for a lock) ends with the process, uncommitted.
 STDIN_GRACE_S = 3.0
 # The largest POST body /mcp reads: a memory_store_batch at its limits (1,000 memories of
-# 32,000 characters and 64 KiB of metadata) fits; the SDK's 4 MiB refused one of 80
-# memories that stdio and REST store. Bigger: 413.
+# 32,000 characters and 64 KiB of metadata) fits when its text is ASCII (not always when it
+# is not: up to 4 bytes a character in UTF-8, 12 escaped as \ud83d\ude00); the SDK's
+# 4 MiB refused one of 80 memories that stdio and REST store. Bigger: 413.
 MAX_HTTP_BODY = 128 * 1024 * 1024
 GRAPH_RESOURCE = "memory://knowledge-graph"  # as the official memory server names it
 CORE_RESOURCE = "memory://core"  # CORE.md (S003), for a client to load at session start
@@ -271,6 +273,7 @@ async def _flag_when_cancelled(cancelled: threading.Event, done: threading.Event
 class MemsysMCPServer(MCPServer):
     accepted: dict[str, frozenset[str]]
     in_flight: int = 0  # tool calls running now
+    stopping: threading.Timer | None = None  # the stop stdin's closing set (stdin_closed)
 
     async def call_tool(self, name, arguments, context=None):  # type: ignore[no-untyped-def]
         if arguments and UNREADABLE in arguments:  # a line the SDK could not read (stdio)
@@ -301,6 +304,11 @@ class MemsysMCPServer(MCPServer):
                         watch.cancel_scope.cancel()
         finally:
             self.in_flight -= 1
+            if not self.in_flight and self.stopping is not None:
+                # The calls ended within the grace: the serving ends as it does, and the
+                # stop (a second drain, racing its cleanup, os._exit) is not to come.
+                self.stopping.cancel()
+                self.stopping = None
 
     async def _run_tool(self, name: str, arguments: Any, context: Any) -> Any:
         try:
@@ -319,11 +327,13 @@ class MemsysMCPServer(MCPServer):
     def stdin_closed(self) -> None:
         """stdin closed: the client went away. The SDK cancels the calls in flight (each rolls
         back at its commit); if one has not ended within STDIN_GRACE_S (a statement waiting
-        for a lock), the process stops as on SIGTERM and the call ends uncommitted."""
+        for a lock), the process stops as on SIGTERM and the call ends uncommitted. The stop
+        is called off when the last of them ends (call_tool). Runs on the event loop, as
+        call_tool's count of the calls in flight does."""
         if self.in_flight:
-            stop = threading.Timer(STDIN_GRACE_S, _stop_stdio, args=(signal.SIGTERM, None))
-            stop.daemon = True  # gone with the process when the calls end in time
-            stop.start()
+            self.stopping = threading.Timer(STDIN_GRACE_S, _stop_stdio, args=(signal.SIGTERM, None))
+            self.stopping.daemon = True
+            self.stopping.start()
 
     async def run_stdio_async(self) -> None:
         """The SDK's stdio serving, reading stdin through memsys.mcp.stdio (a call whose JSON
@@ -458,13 +468,16 @@ class ReadableBodies:
     """The /mcp endpoint with each POST body read as `memsys mcp` reads a line of stdin
     (memsys.mcp.stdio.readable): a call whose JSON gives a key twice, which the SDK would
     read keeping the last, is answered with the tool's error naming the key. A body past
-    `limit` (the SDK's, which answers it 413) is passed on as it comes, never held whole."""
+    `limit` (the SDK's, which answers it 413) is never held whole: one whose Content-Length
+    says so is passed on unread, one found so as it comes is passed on then. The read of a
+    body (a parse of up to `limit` bytes) runs on a worker thread: on the event loop, a
+    69 MB batch stalled every other request for seconds."""
 
     def __init__(self, app: Any, limit: int) -> None:
         self.app, self.limit = app, limit
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
+        if scope["type"] != "http" or scope["method"] != "POST" or self._declared_past(scope):
             await self.app(scope, receive, send)
             return
         chunks, size, more = [], 0, True
@@ -478,16 +491,27 @@ class ReadableBodies:
             if size > self.limit:  # for the SDK to refuse: what came so far, then the rest
                 await self.app(scope, _replayed(chunks, more, receive), send)
                 return
-        body = b"".join(chunks)
-        text = body.decode("utf-8", "surrogateescape")
-        line = readable(text, _sdk_reads)
-        if line is not text:
-            body = line.encode("utf-8", "surrogateescape")
+        body = await anyio.to_thread.run_sync(_readable_body, b"".join(chunks))
         await self.app(scope, _replayed([body], False, receive), send)
+
+    def _declared_past(self, scope: Any) -> bool:
+        """Whether the request's Content-Length is past the limit (the SDK answers 413)."""
+        declared = Headers(scope=scope).get("content-length")
+        try:
+            return declared is not None and int(declared) > self.limit
+        except ValueError:  # not a number: the body is read as it comes
+            return False
+
+
+def _readable_body(body: bytes) -> bytes:
+    text = body.decode("utf-8", "surrogateescape")
+    line = readable(text, _sdk_reads)
+    return body if line is text else line.encode("utf-8", "surrogateescape")
 
 
 def _replayed(chunks: list[bytes], more: bool, receive: Any) -> Any:
-    """An ASGI receive giving what was already read of a body as one message, then on."""
+    """An ASGI receive giving what was already read of a body as one message, then on
+    (one chunk is given as it is: bytes.join of one returns it, no copy)."""
     replayed = False
 
     async def replay() -> Any:

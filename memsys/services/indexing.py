@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from memsys import background, chunking, ids, tenancy
 from memsys.config import get_settings
-from memsys.db import session_scope, take_turns
+from memsys.db import raise_if_cancelled, session_scope, take_turns
 from memsys.embeddings import get_embedder
 from memsys.errors import OUTSIDE_ROOTS, InvalidInput, MemsysError, NotFound, encodable
 from memsys.ids import content_hash
@@ -364,6 +364,7 @@ def index_directory(
     failed: list[FailedFile] = []
     new_chunk_ids: list[str] = []
     for n, path in enumerate(files, start=1):
+        raise_if_cancelled()  # a cancelled call stops here, not after thousands of files
         if encodable(str(path)) != str(path):  # a byte of its name is not UTF-8
             failed.append(FailedFile(file=encodable(str(path)), error=NOT_UTF8_NAME))
             continue

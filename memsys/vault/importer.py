@@ -19,7 +19,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from memsys import deferred, tenancy
-from memsys.db import session_scope
+from memsys.db import raise_if_cancelled, session_scope
 from memsys.errors import Protected
 from memsys.services import namespaces
 from memsys.vault import apply, records
@@ -388,6 +388,7 @@ def run(
             if rec["kind"] == "memory" and rec["id"] not in seen.bad:
                 batch.append(rec)
                 if len(batch) >= BATCH:
+                    raise_if_cancelled()  # a cancelled import stops between batches
                     plan.memories(batch)
                     batch = []
                     if not analyzed and plan.written >= ANALYZE_EARLY:
@@ -396,12 +397,14 @@ def run(
             elif rec["kind"] == "preference":
                 plan.preference(rec)
         if batch:
+            raise_if_cancelled()
             plan.memories(batch)
         plan.finish()  # every memory written before the edges that name them
         kept: list[Record] = [
             rec for key, (rec, _) in sorted(seen.edges.items()) if key not in seen.bad
         ]
         for start in range(0, len(kept), BATCH):
+            raise_if_cancelled()
             plan.edges(kept[start : start + BATCH])
     if len(report.problems) > checked and not partial:
         if point is not None:

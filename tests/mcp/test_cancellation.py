@@ -8,8 +8,10 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import Connection
 
 from tests.conftest import lock_waiters, table_counts, until
@@ -88,7 +90,32 @@ def test_a_call_cancelled_before_it_commits_writes_nothing() -> None:
 
 def test_stdin_closing_cancels_the_calls_in_flight_and_the_process_exits() -> None:
     """The client goes away (stdin closes) while a call waits for a lock: the process went
-    on waiting, and committed the call once the lock was free; only SIGTERM stopped it."""
+    on waiting, and committed the call once the lock was free; only SIGTERM stopped it.
+    The lock goes well within STDIN_GRACE_S, so the call itself must hear the cancel (the
+    stop after the grace would end it uncommitted whatever the call did)."""
+    from memsys.mcp.server import STDIN_GRACE_S
+
+    assert STDIN_GRACE_S >= 2.0
+    server = Raw()
+    try:
+        server.initialize()
+        with preferences_locked():
+            server.send({"id": 2, "method": "tools/call", "params": SET_EDITOR})
+            assert until(lambda: lock_waiters() == 1, 60)
+            assert server.proc.stdin is not None
+            server.proc.stdin.close()
+            time.sleep(1.0)  # stdin's end is read; the call still waits for the lock
+            assert server.proc.poll() is None
+        assert server.proc.wait(timeout=20) == 0
+        assert until(lambda: lock_waiters() == 0 and _others_busy() == 0, 30)
+        assert table_counts()["preference"] == 0
+    finally:
+        server.stop()
+
+
+def test_a_call_still_waiting_after_the_grace_ends_with_the_process() -> None:
+    """stdin closed while a call waits for a lock that never goes: the process stops
+    STDIN_GRACE_S later (as on SIGTERM), the lock still held, and the call is not written."""
     server = Raw()
     try:
         server.initialize()
@@ -122,6 +149,134 @@ def test_a_finished_call_still_leaves_its_trace(embedder: object) -> None:
     anyio.run(calls)
     assert deferred.settle()
     assert table_counts()["query_trace"] == 1
+
+
+def test_a_cancel_after_the_answer_leaves_the_trace_written(embedder: object) -> None:
+    """A cancel that comes after a retrieval answered (its flag set while its trace waits
+    in memsys.deferred's writer) changes nothing: the writer's transaction runs under a copy
+    of the call's context, flag included, and is exempt (db._check_cancelled). The trace's
+    insert is held on a lock until the flag is set, so it commits after the cancel."""
+    import threading
+
+    from memsys import db, deferred, runner
+    from memsys.schemas import MemoryRecallIn
+    from memsys.services import memories
+    from tests.factories import store
+
+    store("Backups run every night at two")
+    assert deferred.settle()
+    cancelled = threading.Event()
+    holder = db.get_engine().connect()
+    try:
+        holder.exec_driver_sql("LOCK TABLE query_trace IN EXCLUSIVE MODE")
+        with db.cancellable(cancelled):
+            runner.execute(memories.recall, MemoryRecallIn, {"query": "when do backups run"})
+        assert until(lambda: lock_waiters() == 1, 30)  # the writer, at the trace's insert
+        cancelled.set()
+    finally:
+        holder.rollback()
+        holder.close()
+    assert deferred.settle()
+    assert table_counts()["query_trace"] == 1
+
+
+def test_calls_that_end_within_the_grace_call_off_the_stop(
+    embedder: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """stdin closed while a call ran: the stop STDIN_GRACE_S later was never called off,
+    so a shutdown taking longer (its drain of the deferred writes) was stopped mid-way by a
+    second drain and os._exit. The call ending in time calls it off."""
+    import anyio
+
+    from memsys.mcp import server as module
+
+    stops: list[int] = []
+    monkeypatch.setattr(module, "_stop_stdio", lambda signum, frame: stops.append(signum))
+    monkeypatch.setattr(module, "STDIN_GRACE_S", 0.5)
+    server = module.build_server()
+
+    async def call_then_close() -> None:
+        async with anyio.create_task_group() as calls:
+            calls.start_soon(server.call_tool, "memory_count", {})
+            while not server.in_flight:
+                await anyio.sleep(0)
+            server.stdin_closed()  # as the last line of stdin is read
+        assert server.in_flight == 0
+
+    anyio.run(call_then_close)
+    time.sleep(1.0)  # past the grace
+    assert stops == []
+
+
+def test_a_cancelled_index_directory_stops_before_its_next_file(
+    embedder: object, tmp_path: Path
+) -> None:
+    """A cancelled index_directory went on through every file of the folder (thousands,
+    holding its connection and the namespace's lock) only to roll back at its commit: it
+    stops at the next file."""
+    import threading
+
+    from memsys import db
+    from memsys.errors import Cancelled
+    from memsys.schemas import IndexDirectoryIn
+    from memsys.services import indexing
+
+    for i in range(3):
+        (tmp_path / f"note{i}.md").write_text(
+            f"# Note {i}\nThe build cache lives in /var/cache/{i}\n"
+        )
+    cancelled, read = threading.Event(), []
+    with pytest.raises(Cancelled), db.cancellable(cancelled), db.session_scope() as session:
+        cancelled.set()  # after the call's transaction began
+        with pytest.raises(Cancelled):
+            indexing.index_directory(
+                session,
+                IndexDirectoryIn(dir_path=str(tmp_path)),
+                progress=lambda step, n, total: read.append(n),
+            )
+    assert read == []
+    assert table_counts()["document"] == 0
+
+
+def test_a_cancelled_import_stops_before_its_next_batch(
+    embedder: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancelled vault import went on writing batch after batch, only to roll back at
+    its commit: it stops before the next batch (here: the edges, after the memories)."""
+    import threading
+
+    from memsys import db
+    from memsys.errors import Cancelled
+    from memsys.vault import apply, files, importer
+    from tests.vault.test_import_batches import memory, write_jsonl
+
+    records: list[dict[str, Any]] = [
+        memory(1, "The staging database is reset every Monday"),
+        memory(2, "Staging resets are announced in the ops channel"),
+        {
+            "kind": "edge",
+            "namespace": "global",
+            "type": "relates_to",
+            "from_id": f"mem_{2:016x}",
+            "to_id": f"mem_{1:016x}",
+            "created": "2026-01-01T00:00:00+00:00",
+        },
+    ]
+    write_jsonl(tmp_path / "snap.jsonl", records)
+    cancelled = threading.Event()
+    finish, edges = apply.Plan.finish, []
+
+    def finish_then_cancel(plan: apply.Plan) -> None:
+        finish(plan)
+        cancelled.set()  # the client cancels while the memories are written
+
+    monkeypatch.setattr(apply.Plan, "finish", finish_then_cancel)
+    monkeypatch.setattr(apply.Plan, "edges", lambda plan, batch: edges.append(batch))
+    snapshot = files.open_snapshot(tmp_path / "snap.jsonl")
+    with pytest.raises(Cancelled), db.cancellable(cancelled), db.session_scope() as session:
+        importer.run(session, snapshot)  # without the check, Cancelled came at the commit
+    assert edges == []
+    assert table_counts()["chunk"] == 0
 
 
 def test_a_client_that_closes_its_end_of_stdout_stops_the_server_cleanly() -> None:

@@ -140,7 +140,20 @@ def test_a_body_past_the_limit_is_refused_without_being_held_whole(embedder: obj
         if message["type"] == "http.response.start":
             statuses.append(message["status"])
 
-    scope = {
+    scope = post_scope()
+
+    async def post() -> None:
+        async with app.router.lifespan_context(app):
+            with anyio.fail_after(60):
+                await app(scope, receive, send)
+
+    anyio.run(post)
+    assert statuses == [413] and pulled <= most
+
+
+def post_scope(*headers: tuple[bytes, bytes]) -> dict[str, Any]:
+    """The ASGI scope of a POST to /mcp opening a session, with these headers added."""
+    return {
         "type": "http",
         "asgi": {"version": "3.0", "spec_version": "2.3"},
         "http_version": "1.1",
@@ -154,10 +167,33 @@ def test_a_body_past_the_limit_is_refused_without_being_held_whole(embedder: obj
             (b"host", b"127.0.0.1:8700"),
             (b"content-type", b"application/json"),
             (b"accept", ACCEPT.encode()),
+            *headers,
         ],
         "client": ("127.0.0.1", 50000),
         "server": ("127.0.0.1", 8700),
     }
+
+
+def test_a_body_declared_past_the_limit_is_refused_unread(embedder: object) -> None:
+    """A POST whose Content-Length was past the limit had its body read (up to the limit,
+    128 MiB held) before the SDK answered 413 for the size it had declared: it is refused
+    with nothing of it read."""
+    import anyio
+
+    app = create_app(background=False)
+    pulled = 0
+    statuses: list[int] = []
+
+    async def receive() -> dict[str, Any]:
+        nonlocal pulled
+        pulled += 1
+        return {"type": "http.request", "body": b" " * (1024 * 1024), "more_body": True}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
+
+    scope = post_scope((b"content-length", str(MAX_HTTP_BODY + 1).encode()))
 
     async def post() -> None:
         async with app.router.lifespan_context(app):
@@ -165,7 +201,32 @@ def test_a_body_past_the_limit_is_refused_without_being_held_whole(embedder: obj
                 await app(scope, receive, send)
 
     anyio.run(post)
-    assert statuses == [413] and pulled <= most
+    assert statuses == [413] and pulled == 0
+
+
+def test_a_body_is_read_off_the_event_loop(base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """/mcp read each POST body (a JSON parse of up to 128 MiB) on the event loop: a 69 MB
+    batch stalled every other request for seconds. The read runs on a worker thread."""
+    import asyncio
+
+    from memsys.mcp import server
+
+    read = server.readable
+    on_loop: list[bool] = []
+
+    def readable(line: str, sdk_reads: Any) -> str:
+        try:
+            asyncio.get_running_loop()
+            on_loop.append(True)
+        except RuntimeError:  # a worker thread: no event loop runs here
+            on_loop.append(False)
+        return read(line, sdk_reads)
+
+    monkeypatch.setattr(server, "readable", readable)
+    mcp = Http(base)
+    ok = mcp.call(1, "memory_store", '{"content":"read off the event loop"}')["result"]
+    assert ok["structuredContent"]["success"] is True
+    assert on_loop and not any(on_loop)
 
 
 def test_a_batch_within_the_tool_s_limits_is_not_refused_for_its_size(base: str) -> None:
