@@ -255,7 +255,7 @@ def raw_connection():  # type: ignore[no-untyped-def]
 def copy_rows(conn: Any, texts: list[str], vectors: np.ndarray) -> list[str]:
     """COPY the texts as memories; returns their ids."""
     from memsys import ids
-    from memsys.services.memory_batch import content_hash
+    from memsys.ids import content_hash
     from memsys.tokens import count_tokens_batch
 
     tokens = count_tokens_batch(texts)

@@ -60,7 +60,7 @@ def bulk_load(session: Session, ns: str, corpus: Corpus, vectors: np.ndarray) ->
     from memsys import ids
     from memsys.models import Chunk
     from memsys.services import mentions, namespaces
-    from memsys.services.memory_batch import content_hash
+    from memsys.ids import content_hash
     from memsys.tokens import count_tokens_batch
 
     texts = corpus.texts

@@ -62,3 +62,23 @@ def test_only_one_module_imports_the_mcp_sdk() -> None:
         if violates(imports_of(p), ("mcp",))
     ]
     assert users == ["mcp/server.py"]
+
+
+def test_every_name_the_benchmarks_import_from_memsys_exists() -> None:
+    """The benchmark scripts import memsys inside their functions, so a name moved in the
+    package broke `bench_retrieval.py` only minutes into a run (content_hash, moved to ids)."""
+    import importlib
+
+    benchmarks = Path(memsys.__file__).resolve().parents[1] / "benchmarks"
+    missing = []
+    for script in sorted(benchmarks.glob("*.py")):
+        for node in ast.walk(ast.parse(script.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("memsys"):
+                module = importlib.import_module(node.module or "")
+                for alias in node.names:
+                    if not hasattr(module, alias.name):
+                        try:
+                            importlib.import_module(f"{node.module}.{alias.name}")
+                        except ImportError:
+                            missing.append(f"{script.name}: {node.module}.{alias.name}")
+    assert missing == []
