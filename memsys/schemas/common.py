@@ -67,6 +67,7 @@ INVISIBLE = (
 _SHOWN = re.compile(f"[^{INVISIBLE}]")
 _SHOWN_WITH_MARKS = re.compile(f"[^{INVISIBLE.removesuffix(COMBINING)}]")
 VISIBLE_PATTERN = rf"^[^\x00]*[^{INVISIBLE}][^\x00]*$"
+STORED_VISIBLE_PATTERN = rf"^[^\x00]*[^{INVISIBLE.removesuffix(COMBINING)}][^\x00]*$"
 # C0 and C1 control characters (a tab, \x1f), and the bidirectional controls that reorder
 # what a reader sees ("Trojan Source"): never in a name.
 CONTROL_CHARS = r"\x00-\x1f\x7f-\x9f"
@@ -138,10 +139,10 @@ class ErrorOut(BaseModel):
     error: str = Field(description="What went wrong and what to do instead")
 
 
-def parse(model: type[M], data: dict[str, Any]) -> M:
+def parse(model: type[M], data: dict[str, Any], context: dict[str, Any] | None = None) -> M:
     """Validate `data` as `model`; on failure raise InvalidInput with a one-line reason."""
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context=context)
     except ValidationError as exc:
         raise InvalidInput(describe_validation_error(exc, model.model_fields)) from None
 
@@ -220,6 +221,7 @@ def one_way(ways: Iterable[tuple[str, bool]], wording: str) -> None:
 
 NOT_BLANK = Rule(minLength=1, pattern=NON_BLANK_PATTERN)  # "… cannot be empty" (after strip)
 VISIBLE_TEXT = Rule(minLength=1, pattern=VISIBLE_PATTERN)  # "… has no visible character"
+STORED_TEXT = Rule(minLength=1, pattern=STORED_VISIBLE_PATTERN)  # as stored_content_text
 
 
 def check_namespace(value: str) -> str:

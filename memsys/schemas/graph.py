@@ -13,6 +13,7 @@ from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, model_va
 from memsys import keys, relations
 from memsys.schemas.common import (
     NOT_BLANK,
+    STORED_TEXT,
     VISIBLE_TEXT,
     AsOf,
     Input,
@@ -21,7 +22,7 @@ from memsys.schemas.common import (
     QueryText,
     Rule,
 )
-from memsys.schemas.memories import content_text
+from memsys.schemas.memories import content_text_in, stored_content_text
 from memsys.schemas.observations import canonical_text, looks_like_envelope, parse_envelope
 
 MAX_ITEMS = 1000
@@ -45,13 +46,13 @@ def _name(v: str, info: ValidationInfo) -> str:
     return v
 
 
-def _observation(v: str) -> str:
+def _observation(v: str, info: ValidationInfo) -> str:
     v = v.strip()
     if not v:
         raise ValueError("An observation cannot be empty")
     if looks_like_envelope(v):  # S000: an envelope is validated before it is written
         v = canonical_text(parse_envelope(v))
-    return content_text(v)  # stored as a memory: its limits
+    return content_text_in(v, info)  # stored as a memory: its limits (an import's as stored)
 
 
 def _items(v: list[object]) -> list[object]:
@@ -128,17 +129,18 @@ class RelationRef(Input):
 
 def _observation_ref(v: str) -> str:
     """An observation named to delete it: an envelope is read as written (canonical when it
-    still parses; one of a type S000 no longer has is matched as given)."""
+    still parses; one of a type S000 no longer has is matched as given), its text as stored
+    (one of combining marks only, stored before they counted as no visible character)."""
     v = v.strip()
     if not v:
         raise ValueError("An observation cannot be empty")
     if looks_like_envelope(v):
         with contextlib.suppress(ValueError):
             v = canonical_text(parse_envelope(v))
-    return content_text(v)
+    return stored_content_text(v)
 
 
-ObservationRef = Annotated[str, AfterValidator(_observation_ref), VISIBLE_TEXT]
+ObservationRef = Annotated[str, AfterValidator(_observation_ref), STORED_TEXT]
 
 
 class ObservationsIn(Input):

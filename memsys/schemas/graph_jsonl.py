@@ -15,6 +15,7 @@ from memsys import jsonvalue
 from memsys.errors import InvalidInput
 from memsys.schemas.common import Input, parse
 from memsys.schemas.graph import MAX_ITEMS, CreateEntitiesIn, CreateRelationsIn, GraphOut
+from memsys.schemas.memories import STORED
 
 M = TypeVar("M", CreateEntitiesIn, CreateRelationsIn)
 
@@ -74,13 +75,14 @@ def _parts(lines: list[tuple[int, dict[str, Any]]]) -> list[list[tuple[int, dict
 def _call(
     model: type[M], field: str, part: list[tuple[int, dict[str, Any]]], scope: dict[str, Any]
 ) -> M:
-    """One call's input; a line it refuses is named by its line number in the file."""
+    """One call's input; a line it refuses is named by its line number in the file. Its text
+    is read as stored (STORED): a server's own export imports again."""
     try:
-        return parse(model, {field: [item for _, item in part], **scope})
+        return parse(model, {field: [item for _, item in part], **scope}, STORED)
     except InvalidInput:
         for n, item in part:  # the first line that is wrong on its own
             try:
-                parse(model, {field: [item], **scope})
+                parse(model, {field: [item], **scope}, STORED)
             except InvalidInput as exc:
                 raise InvalidInput(f"line {n}: {exc.message}") from None
         raise  # wrong only together (a namespace), as the message says

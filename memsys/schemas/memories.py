@@ -8,7 +8,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from memsys import ids
 from memsys.config import get_settings
@@ -77,6 +84,15 @@ def stored_content_text(v: str) -> str:
     return content_text(v, stored=True)
 
 
+# Validation context of text a database may hold: a file it exported, imported again.
+STORED = {"stored": True}
+
+
+def content_text_in(v: str, info: ValidationInfo) -> str:
+    """content_text, read as stored text (stored_content_text) under the STORED context."""
+    return content_text(v, stored=bool(info.context and info.context.get("stored")))
+
+
 def tag_list(v: list[str]) -> list[str]:
     """Tags trimmed, deduplicated and sorted; a blank one is dropped, one with a control
     character refused (a tag is a name: a newline or tab in one would not show)."""
@@ -104,7 +120,7 @@ def metadata_map(v: dict[str, Any]) -> dict[str, Any]:
 class MemoryStoreIn(Input):
     content: Annotated[
         str,
-        AfterValidator(content_text),
+        AfterValidator(content_text_in),
         VISIBLE_TEXT,
         Field(description="The memory content text"),
     ]

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field, model_validator
 
 from memsys import keys, relations
+from memsys.jsonvalue import KeyTwice
 from memsys.schemas.common import Input, Output, SecretWarnings
 from memsys.schemas.graph import GraphNamespace
 from memsys.schemas.memories import content_text
@@ -18,13 +19,20 @@ MAX_LINKS = 50
 
 def _composed(value: Any) -> Any:
     """Every text of a JSON value in Unicode's composed form (NFC), keys included: the
-    envelope's stable key is built from it and graph names are read composed."""
+    envelope's stable key is built from it and graph names are read composed. Two keys of
+    one object that compose alike are refused, as a key given twice is everywhere else."""
     if isinstance(value, str):
         return unicodedata.normalize("NFC", value)
     if isinstance(value, list):
         return [_composed(v) for v in value]
     if isinstance(value, dict):
-        return {_composed(k): _composed(v) for k, v in value.items()}
+        composed: dict[str, Any] = {}
+        for key, item in value.items():
+            name = _composed(key)
+            if name in composed:  # "cafe\u0301" and "caf\u00e9": one key, a value lost
+                raise KeyTwice(f"the key {name[:80]!r} is given twice (in two Unicode forms)")
+            composed[name] = _composed(item)
+        return composed
     return value
 
 

@@ -25,7 +25,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, text, tuple_, update
+from sqlalchemy import exists, select, text, tuple_, update
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -71,33 +71,42 @@ def candidates(
 ) -> tuple[list[Chunk], bool]:
     """The next memories after `since`, oldest first, up to the first one of a namespace where
     a memory still waits on the embedding queue for its vector (it, or a neighbour the nearest
-    search cannot see yet), and whether the list stopped at one: the watermark moves past
-    whatever is returned, so such a memory is left for a later run, never skipped, and the run
-    is not complete."""
+    search cannot see yet), and whether more are left for a later run: the list stopped at
+    one, or memories stamped after the horizon (_HORIZON) wait. The watermark moves past
+    whatever is returned, so such a memory is left for a later run, never skipped, and the
+    run is not complete."""
     live = (Chunk.doc_type == "memory", Chunk.valid_to.is_(None))
-    stmt = select(Chunk).where(*live)
+    after = [*live]
     queued = select(Chunk.namespace).distinct().where(*live, Chunk.embedding.is_(None))
     if since is not None:
-        stmt = stmt.where(tuple_(Chunk.created_at, Chunk.id) > since)
-    horizon = session.scalar(_HORIZON)
-    if horizon is not None:  # none newer than a write still in flight (see _HORIZON)
-        stmt = stmt.where(Chunk.created_at < horizon)
+        after.append(tuple_(Chunk.created_at, Chunk.id) > since)
     if namespace:
-        stmt = stmt.where(Chunk.namespace == namespace)
+        after.append(Chunk.namespace == namespace)
         queued = queued.where(Chunk.namespace == namespace)
+    session.execute(text("SELECT pg_stat_clear_snapshot()"))  # not one read earlier
+    horizon = session.scalar(_HORIZON)  # none newer than a write that may be in flight
+    stmt = select(Chunk).where(*after, Chunk.created_at < horizon)
     rows = list(session.scalars(stmt.order_by(Chunk.created_at, Chunk.id).limit(size)))
     waiting_in = set(session.scalars(queued)) if rows else set()
     waiting = next((n for n, c in enumerate(rows) if c.namespace in waiting_in), None)
-    return (rows, False) if waiting is None else (rows[:waiting], True)
+    if waiting is not None:
+        return rows[:waiting], True
+    later = len(rows) < size and session.scalar(
+        select(exists().where(*after, Chunk.created_at >= horizon))
+    )
+    return rows, bool(later)
 
 
-# When the oldest transaction of another client began. A memory is stamped when its row is
-# written, and may commit long after (a batch embedding 500 texts): a run that took newer
-# memories committed meanwhile would move the watermark past it, and it would never be looked
-# at. Memories from then on wait for a later run.
+# When the oldest transaction of another client began, or now when none is open. A memory
+# is stamped when its row is written, and may commit long after (a batch embedding 500
+# texts): a run that took newer memories committed meanwhile would move the watermark past
+# it, and it would never be looked at. Memories from then on wait for a later run. Without
+# another transaction open the bound is the clock: a writer beginning right after this read
+# stamps its memory later. (pg_stat_activity is read once per transaction: candidates clears
+# that snapshot first.)
 _HORIZON = text(
     """
-    SELECT min(xact_start) FROM pg_stat_activity
+    SELECT least(min(xact_start), clock_timestamp()) FROM pg_stat_activity
     WHERE datname = current_database() AND backend_type = 'client backend'
       AND pid <> pg_backend_pid() AND xact_start IS NOT NULL
     """

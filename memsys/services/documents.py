@@ -47,9 +47,21 @@ def live_document(session: Session, namespace: str, source: str) -> Document | N
     ).first()
 
 
-def close_document(session: Session, doc: Document) -> int:
-    """Close a document and its live chunks; returns how many chunks were closed."""
-    closed = rowcount(
+def close_document(session: Session, doc: Document) -> int | None:
+    """Close a live document and its live chunks; returns how many chunks were closed, None
+    when another writer closed the document first (nothing is closed again)."""
+    if not rowcount(
+        session,
+        update(Document)
+        .where(
+            Document.namespace == doc.namespace,
+            Document.id == doc.id,
+            Document.valid_to.is_(None),
+        )
+        .values(valid_to=func.now()),
+    ):
+        return None
+    return rowcount(
         session,
         update(Chunk)
         .where(
@@ -59,9 +71,6 @@ def close_document(session: Session, doc: Document) -> int:
         )
         .values(valid_to=func.now()),
     )
-    doc.valid_to = func.now()
-    session.flush()
-    return closed
 
 
 def delete_chunks(session: Session, params: DeleteChunksIn) -> DeleteChunksOut:
@@ -108,7 +117,10 @@ def delete_file(session: Session, params: DeleteFileIn) -> DeleteFileOut:
     namespaces.share(session, sorted({d.namespace for d in docs}))  # after any import
     deleted = 0
     for doc in docs:
-        deleted += close_document(session, doc)
+        closed = close_document(session, doc)
+        if closed is None:  # a concurrent delete closed it first
+            continue
+        deleted += closed
         events.record(
             session,
             namespace=doc.namespace,

@@ -209,6 +209,9 @@ def inspect(session: Session, params: MemoryInspectIn) -> MemoryInspectOut:
     reached = 0
     truncated = False
     for hop in range(1, params.max_depth + 1):
+        # MAX_EDGES + 1 suffice though a hop ("both") fetches edges seen before: those are at
+        # most len(edges), so a full fetch holds more new edges than there is room for, and
+        # the loop meets one with no room (truncated).
         found = _edges_from(session, ns, frontier, params, MAX_EDGES + 1)
         reached_now: dict[str, str] = {}
         for edge in found:

@@ -209,7 +209,7 @@ def index_file(
             document_id=existing.id,
         )
 
-    replaced = close_document(session, existing) if existing is not None else 0
+    replaced = (close_document(session, existing) or 0) if existing is not None else 0
     texts = [p.content for p in pieces]
     vectors = read.vectors
     if vectors is None and embed_now and texts:  # changed since it was read, or called directly
@@ -330,7 +330,11 @@ def drop_deleted(session: Session, params: IndexDirectoryIn, root: Path) -> tupl
         if not _wanted(name) or not _gone(doc.source_file):
             continue
         take_turns(session, params.namespace, doc.source_file)
-        closed += close_document(session, doc)
+        # Read again in its turn: a writer that had it may have closed or replaced it.
+        live = live_document(session, params.namespace, doc.source_file)
+        if live is None or live.id != doc.id:
+            continue
+        closed += close_document(session, doc) or 0
         removed.append(doc.source_file)
         events.record(
             session,

@@ -27,6 +27,7 @@ from memsys.embeddings import get_embedder
 from memsys.models import Chunk, Edge, Entity
 from memsys.models.chunk import AGED
 from memsys.schemas import MemoryStoreIn
+from memsys.schemas.memories import STORED
 from memsys.services import history, memory_batch
 
 OBSERVATION_OF = "observation_of"
@@ -156,10 +157,18 @@ def link(
         present[entity_id].update(fresh)
         pending += [(entity_id, c) for c in fresh]
         for content in fresh:
+            # Checked by the input that brought it (Observation: new text, or an import's
+            # as stored), so read as stored here.
             memories.setdefault(
                 content,
-                MemoryStoreIn(
-                    content=content, memory_type="fact", namespace=ns, metadata={"entity": name}
+                MemoryStoreIn.model_validate(
+                    {
+                        "content": content,
+                        "memory_type": "fact",
+                        "namespace": ns,
+                        "metadata": {"entity": name},
+                    },
+                    context=STORED,
                 ),
             )
         added.append(fresh)

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import functools
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import select
 
 from memsys import runner
-from memsys.db import session_scope
+from memsys.db import session_scope, take_turns
 from memsys.errors import InvalidInput, NotFound
-from memsys.models import Chunk, Document
+from memsys.models import Chunk, Document, Event
 from memsys.schemas import (
     ClearIndexIn,
     DeleteChunksIn,
@@ -21,7 +23,7 @@ from memsys.schemas import (
 )
 from memsys.services import documents, index_stats, indexing, namespaces
 from memsys.services import search as search_service
-from tests.conftest import table_counts
+from tests.conftest import lock_waiters, table_counts, until
 from tests.factories import index, queue_for_embedding, store, write_docs, write_pdf
 
 
@@ -305,6 +307,33 @@ def test_a_file_deleted_while_its_folder_is_indexed_is_dropped_not_failed(
     assert out.failed_files == []
     assert out.removed_files == [str(files["deploy"].resolve())]
     assert out.skipped_duplicates == 3 and out.files_indexed == 0
+
+
+def test_a_deleted_file_another_writer_closed_meanwhile_is_not_dropped_again(
+    tmp_path, embedder
+) -> None:
+    """drop_deleted read the live documents, then waited for the file's turn and closed the
+    one it had read: a document another writer closed meanwhile was closed again (its
+    valid_to overwritten, a second delete event, the file listed in removed_files)."""
+    files = write_docs(tmp_path)
+    index_dir(tmp_path, async_mode=False)
+    files["deploy"].unlink()
+    source = str(files["deploy"].resolve())
+    out: list[Any] = []
+    with session_scope() as s:  # the other writer: holds the file's turn, closes it
+        take_turns(s, "default", source)
+        doc = documents.live_document(s, "default", source)
+        assert doc is not None
+        documents.close_document(s, doc)
+        run = threading.Thread(target=lambda: out.append(index_dir(tmp_path)))
+        run.start()
+        assert until(lambda: lock_waiters() == 1, 30)
+    run.join(30)
+    assert out and out[0].removed_files == [] and out[0].removed_chunks == 0
+    with session_scope() as s:
+        closed = s.scalars(select(Document.valid_to).where(Document.source_file == source))
+        assert len(closed.all()) == 1
+        assert not s.scalars(select(Event.id).where(Event.operation == "index_directory")).all()
 
 
 def test_async_mode_queues_embeddings_and_full_text_works_at_once(tmp_path, embedder) -> None:

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 
+from memsys import ids, runner
 from memsys.db import session_scope
-from memsys.models import Edge, Entity
-from memsys.services import observation_links
+from memsys.models import Chunk, Edge, Entity
+from memsys.schemas.graph import GraphOut
+from memsys.schemas.graph_jsonl import parse_jsonl, render_jsonl
+from memsys.services import graph_io, observation_links
 from tests.services.test_edges import fails, op
 
 DECOMPOSED, COMPOSED = "Cafe\u0301 Central", "Caf\u00e9 Central"
@@ -206,4 +209,31 @@ def test_the_s002_reads_of_a_fresh_install_find_nothing(embedder: Any) -> None:
     )
     assert "Namespace not found: elsewhere" in fails(
         "query_graph", query="auth.ts", namespace="elsewhere"
+    )
+
+
+def test_an_observation_of_combining_marks_only_stored_before_can_be_deleted_and_moved(
+    embedder: Any,
+) -> None:
+    """Text of combining marks only ("\u0301") is refused as content now, and the rule was
+    applied to deletes too: an observation stored before it could never be deleted by its
+    text, nor the server's own export imported again."""
+    op("create_entities", entities=[{"name": "Legacy", "entityType": "note"}])
+    with session_scope() as s:
+        entity = s.scalars(select(Entity).where(Entity.name == "Legacy")).one()
+        observation_links.link(s, "global", [(entity.id, "Legacy", ["placeholder"])], {})
+        s.execute(  # as an older memsys stored it
+            update(Chunk)
+            .where(Chunk.content == "placeholder")
+            .values(content="\u0301", content_hash=ids.content_hash("\u0301"))
+        )
+    assert op("open_nodes", names=["Legacy"])["entities"][0]["observations"] == ["\u0301"]
+    exported = render_jsonl(GraphOut.model_validate(op("read_graph")))
+    runner.run(graph_io.import_graph, parse_jsonl(exported, "copy"))
+    copied = op("open_nodes", names=["Legacy"], namespace="copy")["entities"]
+    assert copied[0]["observations"] == ["\u0301"]
+    op("delete_observations", deletions=[{"entityName": "Legacy", "observations": ["\u0301"]}])
+    assert op("open_nodes", names=["Legacy"])["entities"][0]["observations"] == []
+    assert "no visible character" in fails(
+        "add_observations", observations=[{"entityName": "Legacy", "contents": ["\u0301"]}]
     )

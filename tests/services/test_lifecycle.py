@@ -9,7 +9,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select, text, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session
 
 from memsys import deferred, runner
@@ -693,6 +693,26 @@ def test_a_memory_committed_after_a_run_passed_its_time_is_still_consolidated(
         worker.start()
         worker.join(60)
         assert not worker.is_alive() and out[0].merged == 0
+    assert maintain.run(now=days(0)).merged == 1
+
+
+def test_a_run_with_no_other_transaction_open_still_stops_at_its_own_time(
+    embedder: Any,
+) -> None:
+    """With no other transaction open the horizon was NULL and bound nothing: a memory stamped
+    after the run's clock (by a writer that began meanwhile) was taken, the watermark moved
+    past it, and a memory stamped before it but committed later was passed over for good.
+    The bound is now the run's clock at most, and the run says memories are left."""
+    store("The deploy script lives in tools/deploy.sh", memory_type="fact")
+    later = store("Grafana dashboards are provisioned from JSON", namespace="project:ops").id
+    with session_scope() as s:  # stamped after the next run's clock
+        s.execute(
+            update(Chunk)
+            .where(Chunk.id == later)
+            .values(created_at=func.now() + timedelta(minutes=10))
+        )
+    assert not maintain.run(now=days(0)).complete  # it waits for a later run
+    store("The deploy script lives in tools/deploy.sh.", memory_type="fact")  # before `later`
     assert maintain.run(now=days(0)).merged == 1
 
 

@@ -212,3 +212,11 @@ def test_an_envelope_typed_decomposed_files_under_the_composed_key(embedder: Any
     assert not again["created"] and not again["observation_added"]
     opened = op("open_nodes", names=[first["entity"], "dep#caf\u00e9@1.0"])["entities"]
     assert len(opened) == 2
+
+
+def test_an_envelope_with_a_key_in_two_unicode_forms_is_refused(embedder: Any) -> None:
+    """Keys are read composed: a context giving "cafe\u0301" and "caf\u00e9" kept one of
+    the two values without a word; a key given twice is refused, naming it."""
+    context = {"cafe\u0301": "decomposed", "caf\u00e9": "composed"}
+    shown = fails("memory_observe", envelope={**ERROR, "context": context})
+    assert "the key 'caf\u00e9' is given twice" in shown
