@@ -58,9 +58,9 @@ def bulk_load(session: Session, ns: str, corpus: Corpus, vectors: np.ndarray) ->
     memory at a time would hold, without paying for a write path per text. No dedup, so every
     text keeps its own id."""
     from memsys import ids
+    from memsys.ids import content_hash
     from memsys.models import Chunk
     from memsys.services import mentions, namespaces
-    from memsys.ids import content_hash
     from memsys.tokens import count_tokens_batch
 
     texts = corpus.texts
