@@ -3,7 +3,8 @@
 from alembic import context
 from sqlalchemy import text
 
-from memsys.db import check_pgvector, get_engine
+from memsys.db import get_engine
+from memsys.dberrors import check_pgvector
 from memsys.models import Base
 
 config = context.config

@@ -9,7 +9,8 @@ import psycopg
 import pytest
 from sqlalchemy import text
 
-from memsys.db import check_pgvector, get_engine, pgvector_problem
+from memsys.db import get_engine
+from memsys.dberrors import check_pgvector, pgvector_problem
 from memsys.errors import DatabaseUnavailable
 
 
@@ -100,7 +101,8 @@ def test_a_server_that_went_away_is_reported_by_every_front_end(server_gone: Non
 def test_a_query_error_is_not_mistaken_for_a_lost_connection() -> None:
     from sqlalchemy.exc import DBAPIError
 
-    from memsys.db import connection_lost, session_scope
+    from memsys.db import session_scope
+    from memsys.dberrors import connection_lost
 
     with pytest.raises(DBAPIError) as raised, session_scope() as session:
         session.execute(text("SELECT 1 / 0"))

@@ -8,7 +8,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
 from memsys import migrator, tenancy
-from memsys.db import connection_lost, session_scope
+from memsys.db import session_scope
+from memsys.dberrors import connection_lost
 from memsys.embeddings import model_state
 from memsys.errors import DatabaseUnavailable, MemsysError
 

@@ -151,7 +151,7 @@ def _database_error(exc: Exception) -> typer.Exit | None:
         return None
     from sqlalchemy.exc import DBAPIError, OperationalError
 
-    from memsys.db import timed_out
+    from memsys.dberrors import timed_out
 
     if _no_schema(exc):
         return fail(
