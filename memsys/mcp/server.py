@@ -11,7 +11,6 @@ dropped.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import io
 import json
@@ -20,13 +19,9 @@ import os
 import signal
 import sys
 import threading
-import types
-from collections.abc import Iterable
-from datetime import date, datetime
 from types import FrameType
-from typing import Annotated, Any, Union, cast, get_args, get_origin
+from typing import Any, cast
 
-import annotated_types
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
@@ -34,24 +29,17 @@ from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent, ToolAnnotations, jsonrpc_message_adapter
 from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    Strict,
     ValidationError,
-    create_model,
 )
-from pydantic.fields import FieldInfo
-from starlette.datastructures import Headers
 from starlette.routing import Route
 
 from memsys import __version__, db, envelope, tenancy
 from memsys.config import allowed_hosts, allowed_origins
 from memsys.errors import MemsysError, bounded, clauses
-from memsys.mcp.stdio import UNREADABLE, ReadableLines, lines_of, readable
+from memsys.mcp.bodies import ReadableBodies
+from memsys.mcp.signatures import plain, tool_signature
+from memsys.mcp.stdio import UNREADABLE, ReadableLines, lines_of
 from memsys.operations import BY_NAME, OPERATIONS, Operation
-from memsys.schemas.common import Rule
 
 log = logging.getLogger(__name__)
 # How long `memsys mcp` lets the calls in flight end, rolled back, once stdin closes; a call
@@ -85,122 +73,6 @@ def to_result(env: envelope.Envelope, is_error: bool | None = None) -> CallToolR
 # ------------------------------------------------------------------ schemas from the models
 
 
-def shown(metadata: Iterable[Any], base: Any) -> list[Rule]:
-    """The JSON Schema keywords of memsys's rules and of pydantic's constraints, published
-    without their checks (memsys runs those itself, with its own messages): clients see
-    the bounds OpenAPI shows. `base` is the type they constrain."""
-    many = "Items" if _is_list(base) else "Length"
-    keywords: dict[str, Any] = {}
-    for m in metadata:
-        if isinstance(m, Rule):
-            keywords |= m.keywords
-        elif isinstance(m, FieldInfo) and isinstance(m.json_schema_extra, dict):
-            keywords |= m.json_schema_extra  # a nested type's own keywords
-        elif isinstance(m, annotated_types.MaxLen):
-            keywords[f"max{many}"] = m.max_length
-        elif isinstance(m, annotated_types.MinLen):
-            keywords[f"min{many}"] = m.min_length
-        elif isinstance(m, annotated_types.Ge):
-            keywords["minimum"] = m.ge
-        elif isinstance(m, annotated_types.Le):
-            keywords["maximum"] = m.le
-    return [Rule(None, **keywords)] if keywords else []
-
-
-def _is_list(annotation: Any) -> bool:
-    """Whether a (possibly optional, possibly annotated) type is a list."""
-    while get_origin(annotation) is Annotated:
-        annotation = get_args(annotation)[0]
-    if get_origin(annotation) in (Union, types.UnionType):
-        return any(_is_list(a) for a in get_args(annotation) if a is not type(None))
-    return get_origin(annotation) is list
-
-
-def field_type(info: FieldInfo, required: bool = False) -> Any:
-    """A field's type as the MCP schema publishes it: bare, with its bounds and description."""
-    rules = shown(info.metadata, info.annotation)
-    return Annotated[(bare(info.annotation), *rules, published(info, required))]
-
-
-def bare(annotation: Any) -> Any:
-    """The type without memsys's validators (kept for the memsys-side validation), its
-    rules' keywords still published."""
-    origin = get_origin(annotation)
-    if origin is Annotated:
-        inner, *metadata = get_args(annotation)
-        rules = shown(metadata, inner)
-        return Annotated[(bare(inner), *rules)] if rules else bare(inner)
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return bare_model(annotation)
-    if origin in (Union, types.UnionType):
-        return Union[tuple(bare(a) for a in get_args(annotation))]  # noqa: UP007
-    if origin in (list, dict):
-        return origin[tuple(bare(a) for a in get_args(annotation))]
-    if annotation is int:  # JSON Schema's integer includes 5.0, as REST takes it; no "5"
-        return Annotated[int, BeforeValidator(_integral), Strict()]
-    if annotation in (float, bool):  # JSON types as given: no "5" for 5, no 1 for true
-        return Annotated[annotation, Strict()]
-    if annotation in (datetime, date):
-        # A string for memsys to read (ISO 8601): the SDK's own reading would make 123 a
-        # time in 1970 before memsys saw it, where REST refuses.
-        kind = "date-time" if annotation is datetime else "date"
-        return Annotated[str, Field(json_schema_extra={"format": kind})]
-    return annotation
-
-
-def _integral(value: Any) -> Any:
-    """5.0 as 5 (a JSON number without a fraction is an integer); anything else as given,
-    for the strict check to refuse ("5", true, 5.5)."""
-    return int(value) if isinstance(value, float) and value.is_integer() else value
-
-
-def published(info: FieldInfo, required: bool = False) -> FieldInfo:
-    """What the JSON schema shows of a field: description, bounds, default."""
-    schema: dict[str, Any] = {"description": info.description}
-    if info.alias:
-        schema["alias"] = info.alias
-    if isinstance(info.json_schema_extra, dict):
-        schema["json_schema_extra"] = info.json_schema_extra
-    if not required and not info.is_required():
-        schema["default"] = info.default
-    return Field(**schema)  # type: ignore[no-any-return]
-
-
-@functools.cache
-def bare_model(model: type[BaseModel]) -> type[BaseModel]:
-    fields: dict[str, Any] = {
-        name: (field_type(info), info.default) for name, info in model.model_fields.items()
-    }
-    return create_model(model.__name__, __config__=ConfigDict(extra="forbid"), **fields)
-
-
-def tool_signature(op: Operation) -> inspect.Signature:
-    params = []
-    fields = op.input.model_fields if op.input else {}
-    for name, info in fields.items():
-        if name in op.mcp_hidden:
-            continue
-        required = info.is_required() or name in op.mcp_required
-        params.append(
-            inspect.Parameter(
-                name,
-                inspect.Parameter.KEYWORD_ONLY,
-                default=inspect.Parameter.empty if required else info.default,
-                annotation=field_type(info, required),
-            )
-        )
-    return inspect.Signature(params, return_annotation=CallToolResult)
-
-
-def plain(value: Any) -> Any:
-    """Arguments as JSON-like data (the SDK hands nested objects over as models)."""
-    if isinstance(value, BaseModel):
-        return value.model_dump(by_alias=True, exclude_unset=True)
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    return value
-
-
 def call(op: Operation, arguments: dict[str, Any]) -> envelope.Envelope:
     data = {k: plain(v) for k, v in arguments.items()}
     try:
@@ -228,7 +100,7 @@ def make_tool(op: Operation) -> Any:
     def tool(**arguments: Any) -> CallToolResult:
         return answer(op, arguments)
 
-    signature = tool_signature(op)
+    signature = tool_signature(op, CallToolResult)
     tool.__signature__ = signature  # type: ignore[attr-defined]
     tool.__annotations__ = {
         **{name: p.annotation for name, p in signature.parameters.items()},
@@ -460,68 +332,8 @@ def http_routes(server: MemsysMCPServer, extra_hosts: list[str] | None = None): 
     limit = server.session_manager.max_request_body_size
     for route in app.routes:
         if isinstance(route, Route) and route.path == "/mcp":
-            route.app = ReadableBodies(route.app, limit)
+            route.app = ReadableBodies(route.app, limit, _sdk_reads)
     return app.routes, server.session_manager
-
-
-class ReadableBodies:
-    """The /mcp endpoint with each POST body read as `memsys mcp` reads a line of stdin
-    (memsys.mcp.stdio.readable): a call whose JSON gives a key twice, which the SDK would
-    read keeping the last, is answered with the tool's error naming the key. A body past
-    `limit` (the SDK's, which answers it 413) is never held whole: one whose Content-Length
-    says so is passed on unread, one found so as it comes is passed on then. The read of a
-    body (a parse of up to `limit` bytes) runs on a worker thread: on the event loop, a
-    69 MB batch stalled every other request for seconds."""
-
-    def __init__(self, app: Any, limit: int) -> None:
-        self.app, self.limit = app, limit
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST" or self._declared_past(scope):
-            await self.app(scope, receive, send)
-            return
-        chunks, size, more = [], 0, True
-        while more:
-            message = await receive()
-            if message["type"] != "http.request":  # the client left: nobody to answer
-                return
-            chunks.append(message.get("body", b""))
-            size += len(chunks[-1])
-            more = message.get("more_body", False)
-            if size > self.limit:  # for the SDK to refuse: what came so far, then the rest
-                await self.app(scope, _replayed(chunks, more, receive), send)
-                return
-        body = await anyio.to_thread.run_sync(_readable_body, b"".join(chunks))
-        await self.app(scope, _replayed([body], False, receive), send)
-
-    def _declared_past(self, scope: Any) -> bool:
-        """Whether the request's Content-Length is past the limit (the SDK answers 413)."""
-        declared = Headers(scope=scope).get("content-length")
-        try:
-            return declared is not None and int(declared) > self.limit
-        except ValueError:  # not a number: the body is read as it comes
-            return False
-
-
-def _readable_body(body: bytes) -> bytes:
-    text = body.decode("utf-8", "surrogateescape")
-    line = readable(text, _sdk_reads)
-    return body if line is text else line.encode("utf-8", "surrogateescape")
-
-
-def _replayed(chunks: list[bytes], more: bool, receive: Any) -> Any:
-    """An ASGI receive giving what was already read of a body as one message, then on
-    (one chunk is given as it is: bytes.join of one returns it, no copy)."""
-    replayed = False
-
-    async def replay() -> Any:
-        nonlocal replayed
-        if replayed:
-            return await receive()
-        replayed = True
-        return {"type": "http.request", "body": b"".join(chunks), "more_body": more}
-
-    return replay
 
 
 def _stop_stdio(signum: int, frame: FrameType | None) -> None:

@@ -209,9 +209,9 @@ def test_a_body_is_read_off_the_event_loop(base: str, monkeypatch: pytest.Monkey
     batch stalled every other request for seconds. The read runs on a worker thread."""
     import asyncio
 
-    from memsys.mcp import server
+    from memsys.mcp import bodies
 
-    read = server.readable
+    read = bodies.readable
     on_loop: list[bool] = []
 
     def readable(line: str, sdk_reads: Any) -> str:
@@ -222,7 +222,7 @@ def test_a_body_is_read_off_the_event_loop(base: str, monkeypatch: pytest.Monkey
             on_loop.append(False)
         return read(line, sdk_reads)
 
-    monkeypatch.setattr(server, "readable", readable)
+    monkeypatch.setattr(bodies, "readable", readable)
     mcp = Http(base)
     ok = mcp.call(1, "memory_store", '{"content":"read off the event loop"}')["result"]
     assert ok["structuredContent"]["success"] is True
