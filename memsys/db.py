@@ -225,18 +225,15 @@ def cancellable(cancelled: threading.Event) -> Iterator[None]:
         _cancelled.reset(token)
 
 
-def _check_cancelled() -> None:
+def raise_if_cancelled() -> None:
+    """Raise Cancelled if this call was cancelled: session_scope asks before and at its
+    commit; a long call's loop (a folder's files, an import's batches) asks as it goes, so
+    as not to run on to its commit only to roll back there."""
     cancelled = _cancelled.get()
     # The writes a committed call left (memsys.deferred) run under a copy of its context,
     # flag included; that call is done, and a cancel that came after it changes nothing.
     if cancelled is not None and cancelled.is_set() and not deferred.writing():
         raise Cancelled("The call was cancelled before it committed; nothing of it was written")
-
-
-def raise_if_cancelled() -> None:
-    """For a long call's loop (a folder's files, an import's batches): raise Cancelled now
-    if the call was cancelled, rather than run on to its commit to roll back there."""
-    _check_cancelled()
 
 
 @contextmanager
@@ -245,7 +242,7 @@ def session_scope() -> Iterator[Session]:
     its call was cancelled (`cancellable`). It first waits for the deferred writes (traces,
     access counts) of the calls this process has answered (memsys.deferred.settle: not on
     the writer's thread, not inside `not_waiting`, at most SETTLE_SECONDS)."""
-    _check_cancelled()
+    raise_if_cancelled()
     deferred.settle()
     get_engine()
     assert _sessionmaker is not None
@@ -253,7 +250,7 @@ def session_scope() -> Iterator[Session]:
     try:
         tenancy.apply(session)  # a scoped caller's namespaces, for this transaction only
         yield session
-        _check_cancelled()  # the last moment a cancel is heard: after it, the commit stands
+        raise_if_cancelled()  # the last moment a cancel is heard: after it, the commit stands
         session.commit()
     except DBAPIError as exc:
         lost = connection_lost(exc)

@@ -154,7 +154,7 @@ def test_a_finished_call_still_leaves_its_trace(embedder: object) -> None:
 def test_a_cancel_after_the_answer_leaves_the_trace_written(embedder: object) -> None:
     """A cancel that comes after a retrieval answered (its flag set while its trace waits
     in memsys.deferred's writer) changes nothing: the writer's transaction runs under a copy
-    of the call's context, flag included, and is exempt (db._check_cancelled). The trace's
+    of the call's context, flag included, and is exempt (db.raise_if_cancelled). The trace's
     insert is held on a lock until the flag is set, so it commits after the cancel."""
     import threading
 
