@@ -10,12 +10,11 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from memsys.api.app import create_app
 from memsys.mcp.server import MAX_HTTP_BODY
-from tests.api.test_rest import free_port
 from tests.conftest import table_counts
+from tests.security.helpers import http_server
 
 ACCEPT = "application/json, text/event-stream"
 
@@ -63,20 +62,8 @@ class Http:
 
 @pytest.fixture(scope="module")
 def base(embedder: object) -> Iterator[str]:
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(background=False), host="127.0.0.1", port=port, log_level="warning"
-        )
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
+    with http_server() as url:
+        yield url
 
 
 def test_a_key_given_twice_is_refused_naming_it(base: str) -> None:
