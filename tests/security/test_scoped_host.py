@@ -5,9 +5,7 @@ filters rows; a file or the schema is shared by every tenant, so each is checked
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -17,23 +15,10 @@ from tests.security.helpers import (
     BETA,
     SECRET,
     Tenants,
-    http_server,
     mcp_calls,
     run,
-    seed,
     token,
 )
-
-
-@pytest.fixture
-def tenants(embedder: Any, tmp_path: Path) -> Tenants:
-    return seed(tmp_path)
-
-
-@pytest.fixture(scope="module")
-def base() -> Iterator[str]:
-    with http_server() as url:
-        yield url
 
 
 def as_token(base: str, secret: str) -> httpx.Client:

@@ -7,7 +7,6 @@ namespaces. PostgreSQL's row-level security is what holds this, not the services
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +20,11 @@ from tests.security.helpers import (
     SECRET,
     Answer,
     Tenants,
-    http_server,
     mcp_calls,
     namespaces_in_use,
     rest_call,
     rows_of,
     run,
-    seed,
     token,
 )
 
@@ -173,17 +170,6 @@ def attacks(t: Tenants) -> list[tuple[str, dict[str, Any]]]:
     missing = {op.name for op in OPERATIONS} - set(table)
     assert not missing, f"operations without a leakage case: {sorted(missing)}"
     return [(name, args) for name, cases in table.items() for args in cases]
-
-
-@pytest.fixture
-def tenants(embedder: Any, tmp_path: Path) -> Tenants:
-    return seed(tmp_path)
-
-
-@pytest.fixture(scope="module")
-def base() -> Iterator[str]:
-    with http_server() as url:
-        yield url
 
 
 def check_no_leak(
