@@ -349,3 +349,29 @@ def test_a_read_only_caller_reads_an_archived_memory_as_it_is_stored(embedder: A
         True,
         content,
     )
+
+
+def test_a_memory_read_back_says_when_it_happened_on_every_front_end(client: TestClient) -> None:
+    """A memory stored with a reference_time came back from memory_get, memory_list and
+    memory_recall without it (only memory_query and the vault showed it): a caller could not
+    tell an incident of last May from one stored today."""
+    may = "2026-05-12T10:00:00+00:00"
+    stored = op("memory_store", content="The billing outage was a full disk", reference_time=may)
+    today = op("memory_store", content="The billing dashboard moved to Grafana")
+    happened = {
+        stored["id"]: datetime.fromisoformat(may),
+        today["id"]: None,  # no reference_time: when it was stored
+    }
+
+    def check(memory: dict[str, Any]) -> None:
+        when = datetime.fromisoformat(memory["happened_at"])
+        want = happened[memory["id"]]
+        assert when == (want or datetime.fromisoformat(memory["created_at"])), memory
+
+    check(op("memory_get", memory_id=stored["id"]))
+    for memory in client.get("/v1/memories").json()["memories"]:
+        check(memory)
+    recalled = run_json("recall", "billing outage")["memories"]
+    assert recalled and recalled[0]["id"] == stored["id"]
+    for memory in recalled:
+        check(memory)

@@ -232,12 +232,18 @@ class MemoryFields(Output):
     importance: float
 
 
+# When the remembered thing happened: the reference_time it was stored with, else when it
+# was stored (as memory_query's happened_at and the vault's `happened` read it).
+HAPPENED = "When it happened: the reference_time it was stored with, else when it was stored"
+
+
 class MemoryHit(MemoryFields):
     score: float
     similarity: float | None = None
     tags: list[str] = []
     metadata: dict[str, Any] = {}
     created_at: datetime
+    happened_at: datetime | None = Field(default=None, description=HAPPENED)
 
 
 class MemoryRecallOut(Output):
@@ -359,6 +365,7 @@ class MemoryItem(MemoryFields):
     access_count: int
     created_at: datetime
     updated_at: datetime
+    happened_at: datetime = Field(description=HAPPENED)
 
 
 class MemoryListOut(Output):

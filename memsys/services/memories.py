@@ -125,6 +125,7 @@ def _hit(h: search.Hit) -> MemoryHit:
         tags=h.tags,
         metadata=h.metadata,
         created_at=h.created_at,
+        happened_at=h.happened_at,
     )
 
 
@@ -323,6 +324,7 @@ def item(c: Chunk, access_count: int) -> MemoryItem:
         access_count=access_count,
         created_at=c.created_at,
         updated_at=c.updated_at,
+        happened_at=c.occurred_at or c.created_at,
     )
 
 
