@@ -12,6 +12,15 @@ from memsys import runner
 from memsys.schemas import IndexFileIn, MemoryStoreIn, MemoryStoreOut, PreferenceSetIn
 from memsys.services import indexing, memories, preferences
 
+# A workflow long enough for maintenance to age it to a summary (40 days unread).
+RELEASE_WORKFLOW = (
+    "Release candidates are cut from main on the first Monday of the month. "
+    "A candidate soaks in staging for a week before it is promoted. "
+    "Hotfixes skip the soak but need two approvals from the on-call rota. "
+    "Release notes are drafted by the author of the largest change in the candidate. "
+    "A failed soak sends the candidate back to main with the failing checks attached."
+)
+
 
 def store(content: str, **fields: Any) -> MemoryStoreOut:
     return runner.execute(memories.store, MemoryStoreIn, {"content": content, **fields})

@@ -18,7 +18,7 @@ from memsys.schemas.lifecycle import HealthIn, MemoryGetIn
 from memsys.services import health, maintain, memory_get
 from tests.cli.helpers import fails, run, run_json
 from tests.conftest import table_counts
-from tests.factories import queue_for_embedding, store
+from tests.factories import RELEASE_WORKFLOW, queue_for_embedding, store
 
 BASE = "http://127.0.0.1:8700"
 
@@ -329,13 +329,7 @@ def test_get_reads_one_memory_counts_the_access_and_rekindles_it(client: TestCli
 
 
 def test_a_read_only_caller_reads_an_archived_memory_as_it_is_stored(embedder: Any) -> None:
-    content = (
-        "Release candidates are cut from main on the first Monday of the month. "
-        "A candidate soaks in staging for a week before it is promoted. "
-        "Hotfixes skip the soak but need two approvals from the on-call rota. "
-        "Release notes are drafted by the author of the largest change in the candidate. "
-        "A failed soak sends the candidate back to main with the failing checks attached."
-    )
+    content = RELEASE_WORKFLOW
     memory = store(content, memory_type="workflow").id
     maintain.run(now=datetime.now(UTC) + timedelta(days=40))
     reader = tenancy.Scope(read=("*",), write=(), token_id="tok_reader")

@@ -193,15 +193,10 @@ def test_a_read_only_token_rehydrating_an_archived_memory_is_refused() -> None:
     from memsys.errors import Protected
     from memsys.schemas.lifecycle import RehydrateIn
     from memsys.services import lifecycle, maintain
+    from tests.factories import RELEASE_WORKFLOW
     from tests.security.helpers import run
 
-    content = (
-        "Release candidates are cut from main on the first Monday of the month. "
-        "A candidate soaks in staging for a week before it is promoted. "
-        "Hotfixes skip the soak but need two approvals from the on-call rota. "
-        "Release notes are drafted by the author of the largest change in the candidate. "
-        "A failed soak sends the candidate back to main with the failing checks attached."
-    )
+    content = RELEASE_WORKFLOW
     memory = run("memory_store", content=content, namespace="project:acme", memory_type="workflow")
     maintain.run(now=datetime.now(UTC) + timedelta(days=40))
     reader = tenancy.Scope(read=("project:a*",), write=(), token_id="tok_r")
