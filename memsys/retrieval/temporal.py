@@ -218,11 +218,28 @@ def _may_is_a_month(m: re.Match[str]) -> bool:
     said = m.group(0)
     if said.startswith(("on ", "the ")):
         return True
-    before = re.findall(r"[a-z0-9']+", m.string[: m.start()])
-    after = re.match(r"\s*([a-z0-9']+)", m.string[m.end() :])
-    if not before or before[-1] in _DATE_BEFORE:
+    before = _word_before(m.string, m.start())
+    after = _WORD_AFTER.match(m.string, m.end())
+    if before is None or before in _DATE_BEFORE:
         return True
     return after is None or after.group(1) in _DATE_AFTER
+
+
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789'")
+_WORD_AFTER = re.compile(r"\s*([a-z0-9']+)")
+
+
+def _word_before(text: str, at: int) -> str | None:
+    """The last word of `text` before `at`, read backwards from there: only the characters
+    between it and `at` (the whole text before, read for each "7 may", made a long query's
+    reading quadratic)."""
+    end = at
+    while end and text[end - 1] not in _WORD_CHARS:
+        end -= 1
+    start = end
+    while start and text[start - 1] in _WORD_CHARS:
+        start -= 1
+    return text[start:end] or None
 
 
 def _resolve(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime, datetime] | None:

@@ -262,3 +262,26 @@ def test_a_memory_waiting_for_its_vector_is_found_by_its_time(embedder) -> None:
         found = pipeline.retrieve(s, "what happened last May?", limit=3, now=NOW)
     assert found.channels["temporal"]["hits"] == [waiting.id]
     assert found.hits[0].id == waiting.id and found.hits[0].similarity is None
+
+
+class _CountingText(str):
+    """A query text that counts the characters read from it by slicing and indexing."""
+
+    read = 0
+
+    def __getitem__(self, key):  # type: ignore[no-untyped-def]
+        piece = super().__getitem__(key)
+        _CountingText.read += len(piece)
+        return piece
+
+
+def test_telling_the_month_may_from_the_verb_reads_only_the_words_around_it() -> None:
+    """ "version 7 may break": the words just before and after "7 may" tell the verb from the
+    month. All the text before it was read (and all the text after it copied) for each
+    "<number> may", so a long query full of them took quadratic time (1M characters: ~10 s)."""
+    query = _CountingText("notes " * 200_000 + "version 7 may break the build")
+    found = next(p for kind, p in temporal._PATTERNS if kind == "day_month").search(query)
+    assert found is not None and found.group(0) == "7 may"
+    _CountingText.read = 0
+    assert temporal._may_is_a_month(found) is False  # the verb
+    assert _CountingText.read < 100
