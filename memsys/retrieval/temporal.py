@@ -13,7 +13,10 @@ benchmark's last session date):
 - "last 7 days" / "the past 2 weeks": that long back from now;
 - relative to another expression: "the week/day/month after …", "the week/day/month
   before …", "since …" (to now), "before …" (from year 1), "until …" (it included),
-  "after …" (to now), "between … and …" / "from … to (until) …" (in either order).
+  "after …" (to now), "between … and …" / "from … to (until) …" (in either order);
+- ranges of years and months: "from 2023 to 2024", "2022-2023", "between January and March"
+  (without a year: the most recent such range whose first month has begun, as "in May"),
+  "Jan-Mar 2023", "from November to February" (across the new year).
 
 A memory happened at its `occurred_at` (memory_store's `reference_time`), or when it was
 written if none was given. `search` returns the memories inside the ranges, nearest to the
@@ -65,10 +68,30 @@ _NUM = r"(?P<num>\d+|" + "|".join(sorted(NUMBERS, key=len, reverse=True)) + r")"
 _WEEKDAY = r"(?P<weekday>" + "|".join(WEEKDAYS) + r")"
 _PART = r"(?:(?P<part>early|mid|late)[- ](?:in )?)?"
 
+
+def _named(pattern: str, suffix: str) -> str:
+    """`pattern` with its groups renamed (`month` -> `month2`): one expression may name two."""
+    return re.sub(r"\(\?P<([a-z]+)>", rf"(?P<\g<1>{suffix}>", pattern)
+
+
+# The words that join the two ends of a range: "and" only after "between"; the others with
+# or without "from" before ("Jan-Mar", "January through March", "2023 to 2024").
+_CONN = r" ?(?P<conn>and|to|until|till|through|thru|\.\.|-|–|—) ?"
+_OPENER = r"(?:(?P<word>between|from) )?"
+# the second month of a range, perhaps with a day ("between January and March 5") and a year
+_MONTH_END = (
+    rf"{_named(_MONTH, '2')}(?: {_named(_DAY, '2')}\b(?!:))?"
+    rf"(?:,? (?:of )?{_named(_YEAR, '2')})?"
+)
+
+
 # One pattern per kind of expression, tried in this order; a later one may not overlap an
 # earlier match. Month names alone need context ("may" is also a verb).
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("iso", re.compile(r"\b(?P<y>\d{4})-(?P<m>\d\d)-(?P<d>\d\d)(?:\b|(?=t\d))")),
+    ("year_range", re.compile(rf"\b{_OPENER}(?:the years )?{_YEAR}{_CONN}{_named(_YEAR, '2')}\b")),
+    ("month_range", re.compile(rf"\b{_OPENER}{_MONTH}(?:,? (?:of )?{_YEAR})?{_CONN}{_MONTH_END}"
+                               rf"\b(?! ?[0-3]?\d\b)")),
     ("day_month_year", re.compile(rf"\b{_DAY} (?:of )?{_MONTH},? {_YEAR}\b")),
     ("month_day_year", re.compile(rf"\b{_MONTH} {_DAY},? {_YEAR}\b")),
     ("month_year", re.compile(rf"\b{_PART}{_MONTH},? (?:of )?{_YEAR}\b")),
@@ -242,12 +265,47 @@ def _word_before(text: str, at: int) -> str | None:
     return text[start:end] or None
 
 
+def _month_range(g: dict[str, Any], now: datetime) -> tuple[datetime, datetime]:
+    """ "between January and March", "Jan-Mar 2023", "from November 2022 to February": a year
+    named on one end places the other next to it (November before February, across the new
+    year); with none, the range is the latest whose first month has begun, as "in May" is."""
+    first, last = MONTHS[g["month"]], MONTHS[g["month2"]]
+    if g["year"] and g["year2"]:
+        start, end = _month_start(int(g["year"]), first), _month_start(int(g["year2"]), last)
+        start, end = min(start, end), max(start, end)
+    elif g["year2"]:
+        end = _month_start(int(g["year2"]), last)
+        start = _month_start(end.year - (first > last), first)
+    else:
+        start = (
+            _month_start(int(g["year"]), first)
+            if g["year"]
+            else _recent_month(first, now, strictly_before=False)
+        )
+        end = _month_start(start.year + (last < first), last)
+    if g["day2"]:  # "between January and March 5"
+        return start, end.replace(day=int(g["day2"])) + timedelta(days=1)
+    return start, end + relativedelta(months=1)
+
+
+def _ranged(g: dict[str, Any]) -> bool:
+    """The two ends of a range expression are joined: "and" only after "between"."""
+    return bool(g["conn"] != "and" or g["word"] == "between")
+
+
 def _resolve(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime, datetime] | None:
     g = m.groupdict()
     today = _day(now)
     if kind == "iso":
         start = datetime(int(g["y"]), int(g["m"]), int(g["d"]), tzinfo=UTC)
         return start, start + timedelta(days=1)
+    if kind.endswith("_range") and not _ranged(g):
+        return None  # "2023 and 2024 were busy": two years, no range asked
+    if kind == "year_range":
+        first, last = sorted((int(g["year"]), int(g["year2"])))
+        return datetime(first, 1, 1, tzinfo=UTC), datetime(last + 1, 1, 1, tzinfo=UTC)
+    if kind == "month_range":
+        return _month_range(g, now)
     if kind == "day_month" and g["month"] == "may" and not _may_is_a_month(m):
         return None  # "version 7 may break the build": the verb
     if kind in ("day_month_year", "month_day_year", "month_day", "day_month"):

@@ -264,6 +264,48 @@ def test_a_memory_waiting_for_its_vector_is_found_by_its_time(embedder) -> None:
     assert found.hits[0].id == waiting.id and found.hits[0].similarity is None
 
 
+@pytest.mark.parametrize(
+    ("query", "text", "start", "end"),
+    [
+        # were the first year alone ("from 2023") or nothing
+        ("what did we ship from 2023 to 2024", "from 2023 to 2024", day(2023, 1, 1),
+         day(2025, 1, 1)),
+        ("between 2021 and 2023", "between 2021 and 2023", day(2021, 1, 1), day(2024, 1, 1)),
+        ("in 2022-2023", "2022-2023", day(2022, 1, 1), day(2024, 1, 1)),
+        # a month range without a year is the latest one that has begun, as "in May" is
+        ("between January and March", "between january and march", day(2024, 1, 1),
+         day(2024, 4, 1)),
+        ("from May to July", "from may to july", day(2023, 5, 1), day(2023, 8, 1)),
+        ("from November to February", "from november to february", day(2023, 11, 1),
+         day(2024, 3, 1)),
+        ("Jan-Mar 2023", "jan-mar 2023", day(2023, 1, 1), day(2023, 4, 1)),
+        ("between Jan and Mar 2023", "between jan and mar 2023", day(2023, 1, 1),
+         day(2023, 4, 1)),
+        ("from November 2022 through February", "from november 2022 through february",
+         day(2022, 11, 1), day(2023, 3, 1)),
+        # a day named after the second month keeps the two dates a range of days
+        ("between January and March 5", "between january and march 5", day(2024, 1, 1),
+         day(2024, 3, 6)),
+    ],
+)  # fmt: skip
+def test_ranges_of_years_and_of_months(
+    query: str, text: str, start: datetime, end: datetime
+) -> None:
+    spans = temporal.find(query, NOW)
+    assert [(s.text, s.start, s.end) for s in spans] == [(text, start, end)]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "2023 and 2024 were busy years for the team",  # two years named, no range asked
+        "I may - or may not - go",
+    ],
+)
+def test_more_words_that_are_not_dates_are_left_alone(query: str) -> None:
+    assert temporal.find(query, NOW) == []
+
+
 class _CountingText(str):
     """A query text that counts the characters read from it by slicing and indexing."""
 
