@@ -3,20 +3,24 @@
 `find(query, now)` resolves the time expressions of a query to half-open UTC ranges
 [start, end) relative to a reference `now` (the caller's clock, the `as_of` of a replay, or a
 benchmark's last session date):
-- days: "today", "yesterday", "the day before yesterday", "3 days ago", "last Tuesday",
-  "on Friday" (the most recent one), "May 7", "7 May 2023", "2023-05-07";
-- weeks, months, years: "last week", "this month", "two weeks ago", "last May", "in May"
-  (the most recent May that has begun), "May 2023", "in 2023", "last year" (the calendar
-  year before this), "the past year" / "in the last month" (that long back from now),
-  "last weekend";
+- days: "today", "yesterday", "the day before yesterday", "3 days ago", "2 days back",
+  "last Tuesday", "on Friday" (the most recent one), "May 7", "7 May 2023", "2023-05-07",
+  "2023/05/07", "on the 14th" (the most recent 14th), "the 5th of last month";
+- weeks, months, quarters, years: "last week", "this month", "two weeks ago", "couple weeks
+  ago", "the week before last", "last May", "in May" (the most recent May that has begun),
+  "May 2023", "2023-05", "in Q3" (the most recent Q3 that has begun), "Q3 2023", "the third
+  quarter of 2023", "last quarter", "in 2023", "last year" (the calendar year before this),
+  "the past year" / "in the last month" (that long back from now), "last weekend", "over the
+  weekend" (the most recent one that has begun);
 - "early/mid/late" narrow a month or year to its thirds ("late last month" too);
-- "last 7 days" / "the past 2 weeks": that long back from now;
+- "last 7 days" / "the past few weeks" / "the last 24 hours": that long back from now;
+- ranges: "from 2023 to 2024", "between January and March" (without a year: the most recent
+  such range whose first month has begun, as "in May"), "Jan-Mar 2023", "from November to
+  February" (across the new year), "March 3-5", "3rd to 5th of May";
 - relative to another expression: "the week/day/month after …", "the week/day/month
   before …", "since …" (to now), "before …" (from year 1), "until …" (it included),
-  "after …" (to now), "between … and …" / "from … to (until) …" (in either order);
-- ranges of years and months: "from 2023 to 2024", "2022-2023", "between January and March"
-  (without a year: the most recent such range whose first month has begun, as "in May"),
-  "Jan-Mar 2023", "from November to February" (across the new year).
+  "after …" (to now), "between … and …" / "from … to (until) …" (in either order), and
+  "… to …", "… through …", "… - …", "…..…" between two dates ("2024-03-01..2024-03-15").
 
 A memory happened at its `occurred_at` (memory_store's `reference_time`), or when it was
 written if none was given. `search` returns the memories inside the ranges, nearest to the
@@ -58,8 +62,10 @@ WEEKDAYS = {d: i for i, d in enumerate(("monday", "tuesday", "wednesday", "thurs
                                         "saturday", "sunday"))}  # fmt: skip
 NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
            "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
-           "a couple of": 2, "a few": 3, "several": 3}  # fmt: skip
-UNITS = {"day": "days", "week": "weeks", "month": "months", "year": "years"}
+           "a couple of": 2, "a couple": 2, "couple of": 2, "couple": 2, "a few": 3, "few": 3,
+           "several": 3}  # fmt: skip
+QUARTERS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2, "3rd": 3,
+            "4th": 4}  # fmt: skip
 
 _MONTH = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
@@ -67,6 +73,7 @@ _YEAR = r"(?P<year>(?:19|20)\d\d)"
 _NUM = r"(?P<num>\d+|" + "|".join(sorted(NUMBERS, key=len, reverse=True)) + r")"
 _WEEKDAY = r"(?P<weekday>" + "|".join(WEEKDAYS) + r")"
 _PART = r"(?:(?P<part>early|mid|late)[- ](?:in )?)?"
+_UNIT = r"(?P<unit>day|week|month|quarter|year)"
 
 
 def _named(pattern: str, suffix: str) -> str:
@@ -88,31 +95,54 @@ _MONTH_END = (
 # One pattern per kind of expression, tried in this order; a later one may not overlap an
 # earlier match. Month names alone need context ("may" is also a verb).
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("iso", re.compile(r"\b(?P<y>\d{4})-(?P<m>\d\d)-(?P<d>\d\d)(?:\b|(?=t\d))")),
+    ("iso", re.compile(r"\b(?P<y>\d{4})(?P<sep>[-/])(?P<m>\d\d)(?P=sep)(?P<d>\d\d)"
+                       r"(?:\b|(?=t\d))")),
+    ("iso_month", re.compile(r"(?<![\w/-])(?P<y>(?:19|20)\d\d)-(?P<m>0[1-9]|1[0-2])(?![\w/-])")),
     ("year_range", re.compile(rf"\b{_OPENER}(?:the years )?{_YEAR}{_CONN}{_named(_YEAR, '2')}\b")),
+    ("month_day_range", re.compile(rf"\b{_OPENER}{_MONTH} {_DAY}{_CONN}(?:the )?"
+                                   rf"{_named(_DAY, '2')}\b(?!:)(?:,? {_YEAR}\b)?")),
+    ("day_month_range", re.compile(rf"\b{_OPENER}(?:the )?{_DAY}{_CONN}(?:the )?"
+                                   rf"{_named(_DAY, '2')} (?:of )?{_MONTH}\b(?:,? {_YEAR}\b)?")),
     ("month_range", re.compile(rf"\b{_OPENER}{_MONTH}(?:,? (?:of )?{_YEAR})?{_CONN}{_MONTH_END}"
                                rf"\b(?! ?[0-3]?\d\b)")),
+    ("quarter", re.compile(rf"\bq(?P<q>[1-4])(?:,? (?:of )?{_YEAR})?\b|\b(?:the )?(?P<nth>"
+                           rf"first|second|third|fourth|1st|2nd|3rd|4th) quarter,? (?:of )?"
+                           rf"{_named(_YEAR, '2')}\b")),
     ("day_month_year", re.compile(rf"\b{_DAY} (?:of )?{_MONTH},? {_YEAR}\b")),
     ("month_day_year", re.compile(rf"\b{_MONTH} {_DAY},? {_YEAR}\b")),
     ("month_year", re.compile(rf"\b{_PART}{_MONTH},? (?:of )?{_YEAR}\b")),
     ("month_day", re.compile(rf"\b{_MONTH} {_DAY}\b(?!:)")),
     ("day_month", re.compile(rf"\b(?:on )?(?:the )?{_DAY} (?:of )?{_MONTH}\b")),
+    # a day of the month alone, where nothing but a date can follow ("on the 2nd attempt" is
+    # no date); "the 5th of this / last month"
+    ("day_of_month", re.compile(r"\b(?:on )?the (?P<day>[0-3]?\d)(?:st|nd|rd|th) of "
+                                r"(?P<rel>this|last) month\b|\bon the (?P<day2>[0-3]?\d)"
+                                r"(?:st|nd|rd|th)(?=$|[,.;:!?)]| (?:at|we|i|you|they|he|she|"
+                                r"when|while|did|was|were)\b)")),
     ("day_before_yesterday", re.compile(r"\bthe day before yesterday\b")),
     ("today", re.compile(r"\b(?P<word>today|tonight|this morning|this afternoon|this evening)\b")),
     ("yesterday", re.compile(r"\b(?:yesterday|last night)\b")),
-    ("ago", re.compile(rf"\b{_NUM} (?P<unit>day|week|month|year)s? ago\b")),
+    ("ago", re.compile(rf"\b{_NUM} {_UNIT}s? (?:ago|back)\b")),
     ("past_n", re.compile(rf"\b(?:(?:in|over|during) )?(?:the )?(?:past|last) {_NUM} "
-                          rf"(?P<unit>day|week|month|year)s\b(?! of\b)")),
+                          rf"(?P<unit>hour|day|week|month|quarter|year)s\b(?! of\b)")),
     # "the past year", "in the last month", "past week": the unit back from now, not the
     # calendar one before this ("last year" is 2025 in 2026; "the past year" is 12 months)
     # ("the last week of May", "the last day of the sprint": a part of something else)
-    ("past_one", re.compile(r"\b(?:(?:in|over|during) )?(?:the )?past (?P<unit>day|week|month|year)"
-                            r"\b(?! of\b)|\b(?:(?:in|over|during) )?the last "
-                            r"(?P<unit2>day|week|month|year)\b(?! of\b)")),
-    ("weekend", re.compile(r"\b(?P<rel>last|this|past) weekend\b")),
-    ("earlier", re.compile(r"\bearlier this (?P<unit>week|month|year)\b")),
-    ("rel_unit", re.compile(rf"\b{_PART}(?P<rel>last|this|previous) (?P<unit>week|month|year)\b")),
-    ("rel_weekday", re.compile(rf"\b(?:(?P<rel>last|this|past|on) ){_WEEKDAY}\b")),
+    ("past_one", re.compile(r"\b(?:(?:in|over|during) )?(?:the )?past "
+                            r"(?P<unit>hour|day|week|month|quarter|year)\b(?! of\b)|"
+                            r"\b(?:(?:in|over|during) )?the last "
+                            r"(?P<unit2>hour|day|week|month|quarter|year)\b(?! of\b)")),
+    # "the week before last", not "the week before last May" (the week before that May)
+    ("before_last", re.compile(rf"\bthe {_UNIT} before last\b(?! (?:{'|'.join(MONTHS)}|"
+                               rf"{'|'.join(WEEKDAYS)}|day|week|weekend|month|quarter|year|"
+                               rf"night)\b)")),
+    ("weekend", re.compile(r"\b(?P<rel>last|this|past) weekend\b|\b(?:over|on|at|during) the "
+                           r"weekend\b")),
+    ("earlier", re.compile(r"\bearlier this (?P<unit>week|month|quarter|year)\b")),
+    ("rel_unit", re.compile(rf"\b{_PART}(?P<rel>last|this|previous) "
+                            r"(?P<unit>week|month|quarter|year)\b")),
+    ("rel_weekday", re.compile(rf"\b(?:(?P<rel>last|this|past|on|since|before|after|until|till) )"
+                               rf"{_WEEKDAY}\b")),
     ("rel_month", re.compile(rf"\b{_PART}(?P<rel>last|this|in|during|since|of|before|after) "
                              rf"{_MONTH}\b")),
     ("part_month", re.compile(rf"\b(?P<part>early|mid|late)[- ]{_MONTH}\b")),
@@ -124,7 +154,8 @@ _RELATIVE = re.compile(
     r"\b(?P<since>since)\s*$|\b(?P<open>before|after|until|till)\s*$"
 )
 _BETWEEN = re.compile(r"\b(?P<word>between|from)\s*$")
-_TO = frozenset({"to", "until", "till", "through"})  # "from X to Y"
+# "from X to Y"; "X to Y", "X - Y", "X..Y" without "from" too
+_TO = frozenset({"to", "until", "till", "through", "thru", "..", "-", "–", "—"})
 # Longer than the longest words _RELATIVE and _BETWEEN read before an expression ("the month
 # after "), with room for the word boundary before them.
 _LEAD_CHARS = 24
@@ -183,8 +214,15 @@ def _number(word: str) -> int:
     return int(word) if word.isdigit() else NUMBERS[word]
 
 
+def _step(unit: str, count: int) -> relativedelta:
+    """`count` hours / days / weeks / months / quarters / years."""
+    if unit == "quarter":
+        return relativedelta(months=3 * count)
+    return relativedelta(**{unit + "s": count})
+
+
 def _unit_range(anchor: datetime, unit: str) -> tuple[datetime, datetime]:
-    """The calendar day / week (Monday first) / month / year holding `anchor`."""
+    """The calendar day / week (Monday first) / month / quarter / year holding `anchor`."""
     day = _day(anchor)
     if unit == "day":
         return day, day + timedelta(days=1)
@@ -194,6 +232,9 @@ def _unit_range(anchor: datetime, unit: str) -> tuple[datetime, datetime]:
     if unit == "month":
         start = day.replace(day=1)
         return start, start + relativedelta(months=1)
+    if unit == "quarter":
+        start = day.replace(month=(day.month - 1) // 3 * 3 + 1, day=1)
+        return start, start + relativedelta(months=3)
     start = day.replace(month=1, day=1)
     return start, start + relativedelta(years=1)
 
@@ -288,6 +329,33 @@ def _month_range(g: dict[str, Any], now: datetime) -> tuple[datetime, datetime]:
     return start, end + relativedelta(months=1)
 
 
+def _day_range(g: dict[str, Any], now: datetime) -> tuple[datetime, datetime] | None:
+    """ "March 3-5", "3rd to 5th of May 2023": days of one month; without a year, the latest
+    such range whose first day has begun."""
+    month, first, last = MONTHS[g["month"]], int(g["day"]), int(g["day2"])
+    if last < first:
+        return None
+    if g["year"]:
+        start = datetime(int(g["year"]), month, first, tzinfo=UTC)
+    else:
+        start = _recent_day(month, first, now)
+    return start, start.replace(day=last) + timedelta(days=1)
+
+
+def _recent_day_of_month(day: int, now: datetime) -> datetime:
+    """ "on the 14th": the most recent 14th that has begun (a 31st: the last month with one)."""
+    this_month = _month_start(now.year, now.month)
+    for back in range(12):
+        month: datetime = this_month - relativedelta(months=back)
+        try:
+            start = month.replace(day=day)
+        except ValueError:  # no 31st in April
+            continue
+        if start <= now:
+            return start
+    raise ValueError(f"no day {day} in any month")
+
+
 def _ranged(g: dict[str, Any]) -> bool:
     """The two ends of a range expression are joined: "and" only after "between"."""
     return bool(g["conn"] != "and" or g["word"] == "between")
@@ -299,6 +367,9 @@ def _resolve(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
     if kind == "iso":
         start = datetime(int(g["y"]), int(g["m"]), int(g["d"]), tzinfo=UTC)
         return start, start + timedelta(days=1)
+    if kind == "iso_month":
+        start = _month_start(int(g["y"]), int(g["m"]))
+        return start, start + relativedelta(months=1)
     if kind.endswith("_range") and not _ranged(g):
         return None  # "2023 and 2024 were busy": two years, no range asked
     if kind == "year_range":
@@ -306,6 +377,29 @@ def _resolve(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
         return datetime(first, 1, 1, tzinfo=UTC), datetime(last + 1, 1, 1, tzinfo=UTC)
     if kind == "month_range":
         return _month_range(g, now)
+    if kind == "day_month_range" and g["month"] == "may" and not _may_is_a_month(m):
+        return None  # "tests 3-5 may fail"
+    if kind in ("month_day_range", "day_month_range"):
+        return _day_range(g, now)
+    if kind == "quarter":
+        quarter = int(g["q"]) if g["q"] else QUARTERS[g["nth"]]
+        year = g["year"] or g["year2"]
+        if year:
+            start = _month_start(int(year), 3 * quarter - 2)
+        else:  # the latest that has begun, as a bare month
+            start = _recent_month(3 * quarter - 2, now, strictly_before=False)
+        return start, start + relativedelta(months=3)
+    if kind == "before_last":
+        return _unit_range(now - _step(g["unit"], 2), g["unit"])
+    if kind == "day_of_month":
+        if g["rel"]:
+            month = _month_start(now.year, now.month) - relativedelta(
+                months=1 if g["rel"] == "last" else 0
+            )
+            start = month.replace(day=int(g["day"]))
+        else:
+            start = _recent_day_of_month(int(g["day2"]), now)
+        return start, start + timedelta(days=1)
     if kind == "day_month" and g["month"] == "may" and not _may_is_a_month(m):
         return None  # "version 7 may break the build": the verb
     if kind in ("day_month_year", "month_day_year", "month_day", "day_month"):
@@ -325,12 +419,12 @@ def _resolve(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
     if kind == "yesterday":
         return today - timedelta(days=1), today
     if kind == "ago":
-        back = now - relativedelta(**{UNITS[g["unit"]]: _number(g["num"])})
+        back = now - _step(g["unit"], _number(g["num"]))
         return _unit_range(back, g["unit"])
     if kind == "past_n":
-        return now - relativedelta(**{UNITS[g["unit"]]: _number(g["num"])}), now
+        return now - _step(g["unit"], _number(g["num"])), now
     if kind == "past_one":
-        return now - relativedelta(**{UNITS[g["unit"] or g["unit2"]]: 1}), now
+        return now - _step(g["unit"] or g["unit2"], 1), now
     if kind == "weekend":
         monday = today - timedelta(days=today.weekday())
         saturday = monday + timedelta(days=5)
@@ -340,7 +434,7 @@ def _resolve(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
     if kind == "rel_unit":
         unit = g["unit"]
         back = 0 if g["rel"] == "this" else 1
-        start, end = _unit_range(now - relativedelta(**{UNITS[unit]: back}), unit)
+        start, end = _unit_range(now - _step(unit, back), unit)
         return _part(start, end, g["part"])
     if kind == "earlier":
         start, _ = _unit_range(now, g["unit"])
@@ -350,7 +444,7 @@ def _resolve(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
         if g["rel"] == "last" and delta == 0:
             delta = 7
         start = today - timedelta(days=delta)
-        return start, start + timedelta(days=1)
+        return _open(g["rel"], start, start + timedelta(days=1), now)  # "since Monday" to now
     if kind in ("rel_month", "part_month"):
         rel = g.get("rel")
         month = MONTHS[g["month"]]
@@ -411,16 +505,17 @@ def find(query: str, now: datetime | None = None) -> list[Span]:
         # read (the whole text before each expression made a long query's reading quadratic).
         near = max(0, a - _LEAD_CHARS)
         opened = _BETWEEN.search(text_, near, a)
-        if opened and i + 1 < len(found):
+        if i + 1 < len(found):
             gap = text_[b : found[i + 1][0] + 1]
-            joined = (
-                " and " in gap
-                if opened.group("word") == "between"
-                else gap[:-1].strip() in _TO  # "from May 1 we moved to …" is no range
-            )
+            # "2024-03-01 to 2024-03-05", "May 7 - June 2" are ranges without "from" too;
+            # "from May 1 we moved to …" is none
+            joined = gap[:-1].strip() in _TO
+            if opened and opened.group("word") == "between":
+                joined = " and " in gap
             if joined:
                 _, b2, start2, end2 = found[i + 1]  # in either order
-                spans.append(Span(text_[opened.start() : b2], min(start, start2), max(end, end2)))
+                a = opened.start() if opened else a
+                spans.append(Span(text_[a:b2], min(start, start2), max(end, end2)))
                 i += 2
                 continue
         rel = _RELATIVE.search(text_, near, a)
@@ -431,7 +526,7 @@ def find(query: str, now: datetime | None = None) -> list[Span]:
             elif rel.group("open"):  # "before 2024-03-01", "after May 7"
                 start, end = _open(rel.group("open"), start, end, now)
             else:
-                step = relativedelta(**{UNITS[rel.group("unit")]: 1})
+                step = _step(rel.group("unit"), 1)
                 try:
                     start, end = (
                         (end, end + step) if rel.group("dir") == "after" else (start - step, start)

@@ -300,10 +300,64 @@ def test_ranges_of_years_and_of_months(
     [
         "2023 and 2024 were busy years for the team",  # two years named, no range asked
         "I may - or may not - go",
+        "tests 3-5 may fail on CI",
+        "on the 2nd attempt it worked",
     ],
 )
 def test_more_words_that_are_not_dates_are_left_alone(query: str) -> None:
     assert temporal.find(query, NOW) == []
+
+
+@pytest.mark.parametrize(
+    ("query", "text", "start", "end"),
+    [
+        # quarters: a bare one is the latest that has begun, as a bare month is
+        ("revenue in Q3", "q3", day(2023, 7, 1), day(2023, 10, 1)),
+        ("Q1 2024 goals", "q1 2024", day(2024, 1, 1), day(2024, 4, 1)),
+        ("the third quarter of 2022", "the third quarter of 2022", day(2022, 7, 1),
+         day(2022, 10, 1)),
+        ("what did we close last quarter", "last quarter", day(2023, 10, 1), day(2024, 1, 1)),
+        ("this quarter", "this quarter", day(2024, 1, 1), day(2024, 4, 1)),
+        # the latest weekend that has begun
+        ("what did I do over the weekend", "over the weekend", day(2024, 3, 9),
+         day(2024, 3, 11)),
+        # counts without "a" and "back" for "ago"
+        ("couple weeks ago", "couple weeks ago", day(2024, 2, 26), day(2024, 3, 4)),
+        ("few days ago", "few days ago", day(2024, 3, 10), day(2024, 3, 11)),
+        ("2 days back", "2 days back", day(2024, 3, 11), day(2024, 3, 12)),
+        ("in the past few days", "in the past few days", datetime(2024, 3, 10, 15, 30,
+         tzinfo=UTC), NOW),
+        ("the last couple of weeks", "the last couple of weeks", datetime(2024, 2, 28, 15, 30,
+         tzinfo=UTC), NOW),
+        ("errors in the last 24 hours", "in the last 24 hours", datetime(2024, 3, 12, 15, 30,
+         tzinfo=UTC), NOW),
+        ("the week before last", "the week before last", day(2024, 2, 26), day(2024, 3, 4)),
+        ("the month before last", "the month before last", day(2024, 1, 1), day(2024, 2, 1)),
+        ("since Monday", "since monday", day(2024, 3, 11), NOW),
+        # ISO dates with slashes, ISO months, and ranges of dates without "from"
+        ("on 2024/03/05", "2024/03/05", day(2024, 3, 5), day(2024, 3, 6)),
+        ("the 2024-02 invoices", "2024-02", day(2024, 2, 1), day(2024, 3, 1)),
+        ("logs 2024-03-01..2024-03-05", "2024-03-01..2024-03-05", day(2024, 3, 1),
+         day(2024, 3, 6)),
+        ("2024-03-01 to 2024-03-05", "2024-03-01 to 2024-03-05", day(2024, 3, 1),
+         day(2024, 3, 6)),
+        ("May 7 through June 2", "may 7 through june 2", day(2023, 5, 7), day(2023, 6, 3)),
+        # days of one month
+        ("the offsite March 3rd–5th", "march 3rd–5th", day(2024, 3, 3), day(2024, 3, 6)),
+        ("Feb 3-5 2023", "feb 3-5 2023", day(2023, 2, 3), day(2023, 2, 6)),
+        ("between March 3 and 5", "between march 3 and 5", day(2024, 3, 3), day(2024, 3, 6)),
+        ("3-5 May", "3-5 may", day(2023, 5, 3), day(2023, 5, 6)),
+        ("from the 3rd to the 5th of March", "from the 3rd to the 5th of march",
+         day(2024, 3, 3), day(2024, 3, 6)),
+        # a day of the month alone: the latest one that has begun
+        ("what happened on the 14th?", "on the 14th", day(2024, 2, 14), day(2024, 2, 15)),
+        ("on the 2nd we met", "on the 2nd", day(2024, 3, 2), day(2024, 3, 3)),
+        ("the 5th of last month", "the 5th of last month", day(2024, 2, 5), day(2024, 2, 6)),
+    ],
+)  # fmt: skip
+def test_common_phrases_people_write(query: str, text: str, start: datetime, end: datetime) -> None:
+    spans = temporal.find(query, NOW)
+    assert [(s.text, s.start, s.end) for s in spans] == [(text, start, end)]
 
 
 class _CountingText(str):
