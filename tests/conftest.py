@@ -51,6 +51,13 @@ def pytest_configure(config: pytest.Config) -> None:
     # Tests index files under the temporary folder (tmp_path) and the checkout.
     roots = [tempfile.gettempdir(), str(Path(__file__).resolve().parents[1])]
     os.environ["MEMSYS_INDEX_ROOTS"] = os.pathsep.join(roots)
+    # Subprocesses (`.venv/bin/memsys mcp`, `serve`) import the checkout under test, not
+    # whichever checkout the virtualenv's editable install points at (a git worktree shares
+    # the main checkout's .venv).
+    checkout = str(Path(__file__).resolve().parents[1])
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [checkout, *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
     os.environ["MEMSYS_DATABASE_URL"] = _prepare_database()
     from memsys.config import get_settings
 
