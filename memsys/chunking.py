@@ -256,13 +256,27 @@ def _title(text: str) -> str:
 
 
 def _frontmatter(lines: list[str]) -> int:
-    """How many lines at the top are YAML frontmatter (`---` ... `---` or `...`); 0 if none."""
+    """How many lines at the top are YAML frontmatter (`---` ... `---` or `...`); 0 if none.
+
+    A `---` first line is frontmatter only when a `---` or `...` line closes it and what is
+    between reads as a YAML mapping: a note opening with a `---` rule had its text, down to
+    the next rule, read as frontmatter (its headings lost, its code fences not seen)."""
     if not lines or lines[0].rstrip() != "---":
         return 0
-    for number, line in enumerate(lines[1:], start=1):
-        if line.rstrip() in ("---", "..."):
-            return number + 1
-    return 0
+    end = next((n for n, line in enumerate(lines[1:], 1) if line.rstrip() in ("---", "...")), 0)
+    return end + 1 if end and _yaml_mapping("\n".join(lines[1:end])) else 0
+
+
+def _yaml_mapping(text: str) -> bool:
+    """Whether text reads as a YAML mapping (`key: value` lines), by the vault's safe loader."""
+    import yaml
+
+    from memsys.vault.markdown import SafeLoader  # aliases past its limit: no mapping
+
+    try:
+        return isinstance(yaml.load(text, Loader=SafeLoader), dict)  # a safe loader
+    except yaml.YAMLError:
+        return False
 
 
 def _with_heading(lines: list[str], heading: int, max_tokens: int, named: bool) -> list[str]:
