@@ -32,7 +32,7 @@ CORE_OPERATIONS: tuple[Operation, ...] = (
         service="indexing:index_directory",
         input=s.IndexDirectoryIn,
         output=s.IndexDirectoryOut,
-        effect="idempotent",
+        effect="destructive",  # it drops the files gone from the folder
         rest=(Rest("POST", "/documents/index-directory"),),
         cli=Cli("index-directory", command=f"{DOCUMENT_CLI}:index_directory"),
         after="memsys.operations.spec:wake_worker",
