@@ -22,7 +22,7 @@ import numpy as np
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
-from memsys import background, chunking, ids, tenancy
+from memsys import background, chunking, ids, regular_files, tenancy
 from memsys.config import get_settings
 from memsys.db import raise_if_cancelled, session_scope, take_turns
 from memsys.embeddings import get_embedder
@@ -96,13 +96,21 @@ def _read(path: Path, display: str) -> tuple[bytes, str]:
     try:
         size = path.stat().st_size
         if size > limit:
-            raise InvalidInput(
-                f"Failed to read file: {size} bytes is over the {limit}-byte limit "
-                "(MEMSYS_MAX_FILE_BYTES)"
-            )
-        return path.read_bytes(), kind
+            raise _too_large(f"{size} bytes", limit)
+        # Never more than the limit allows, and one byte to tell: a file still being written
+        # may have grown past it since it was measured.
+        data = regular_files.read_bytes(path, display, limit + 1)
     except OSError as exc:
         raise InvalidInput(f"Failed to read file: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise _too_large(f"more than {limit} bytes", limit)
+    return data, kind
+
+
+def _too_large(size: str, limit: int) -> InvalidInput:
+    return InvalidInput(
+        f"Failed to read file: {size} is over the {limit}-byte limit (MEMSYS_MAX_FILE_BYTES)"
+    )
 
 
 @dataclass(frozen=True)

@@ -195,6 +195,31 @@ def test_files_over_the_size_limit_are_refused(tmp_path, monkeypatch) -> None:
         index(big)
 
 
+def test_a_file_growing_past_the_size_limit_while_read_is_refused(tmp_path, monkeypatch) -> None:
+    """The size was checked by stat() and then the whole file read: a log still being
+    written could grow past MEMSYS_MAX_FILE_BYTES in between, and all of it was indexed.
+    At most one byte past the limit is read now, and that byte refuses the file."""
+    from memsys.config import get_settings
+
+    monkeypatch.setattr(get_settings(), "max_file_bytes", 100)
+    log = tmp_path / "growing.txt"
+    log.write_text("x" * 60)
+    target, measure = log.resolve(), Path.stat
+    measured = measure(log)
+
+    def measured_before_it_grew(path: Path, **kwargs: Any) -> Any:
+        # What stat() told memsys when it looked; a writer appended right after.
+        return measured if path == target else measure(path, **kwargs)
+
+    with open(log, "a") as out:
+        out.write("y" * 60)
+    monkeypatch.setattr(Path, "stat", measured_before_it_grew)
+    before = table_counts()
+    with pytest.raises(InvalidInput, match="over the 100-byte limit"):
+        index(log)
+    assert table_counts() == before
+
+
 def test_index_directory_continues_past_bad_files(tmp_path, embedder) -> None:
     files = write_docs(tmp_path)
     (tmp_path / "bad.txt").write_bytes(b"\xc3\x28bad")  # not UTF-8 (nor a UTF-16 BOM)
