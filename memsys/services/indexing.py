@@ -313,10 +313,10 @@ def _gone(path: str) -> bool:
     return False
 
 
-def drop_deleted(session: Session, params: IndexDirectoryIn, root: Path) -> tuple[list[str], int]:
-    """Close the documents of files this run would have indexed, had they still been there:
+def _deleted(session: Session, params: IndexDirectoryIn, root: Path) -> list[Document]:
+    """The live documents of files this run would have indexed, had they still been there:
     under root (directly, unless recursive), of a supported type, outside hidden and
-    dependency folders, and gone from the disk. Returns their paths and the chunks closed."""
+    dependency folders, and gone from the disk."""
     docs = session.scalars(
         select(Document)
         .where(
@@ -326,8 +326,7 @@ def drop_deleted(session: Session, params: IndexDirectoryIn, root: Path) -> tupl
         )
         .order_by(Document.source_file)
     ).all()
-    removed: list[str] = []
-    closed = 0
+    deleted: list[Document] = []
     for doc in docs:
         path = Path(doc.source_file)
         if not path.is_relative_to(root):
@@ -335,11 +334,20 @@ def drop_deleted(session: Session, params: IndexDirectoryIn, root: Path) -> tupl
         *folders, name = path.relative_to(root).parts
         if (folders and not params.recursive) or not all(map(_walked, folders)):
             continue
-        if not _wanted(name) or not _gone(doc.source_file):
-            continue
-        take_turns(session, params.namespace, doc.source_file)
+        if _wanted(name) and _gone(doc.source_file):
+            deleted.append(doc)
+    return deleted
+
+
+def drop_deleted(session: Session, docs: list[Document]) -> tuple[list[str], int]:
+    """Close the documents of files gone from the folder (_deleted). Returns their paths and
+    the chunks closed."""
+    removed: list[str] = []
+    closed = 0
+    for doc in docs:
+        take_turns(session, doc.namespace, doc.source_file)
         # Read again in its turn: a writer that had it may have closed or replaced it.
-        live = live_document(session, params.namespace, doc.source_file)
+        live = live_document(session, doc.namespace, doc.source_file)
         if live is None or live.id != doc.id:
             continue
         closed += close_document(session, doc) or 0
@@ -356,11 +364,20 @@ def drop_deleted(session: Session, params: IndexDirectoryIn, root: Path) -> tupl
     return removed, closed
 
 
+def _kept_warning(kept: int, shown: str) -> str:
+    return (
+        f"Kept {kept} file(s) indexed from {shown} before: the folder holds no file to index "
+        "now (a disk not mounted?). If you deleted them all, index it again with force=true "
+        "to drop them."
+    )
+
+
 def index_directory(
     session: Session, params: IndexDirectoryIn, progress: Progress | None = None
 ) -> IndexDirectoryOut:
     """Index every supported file below a folder, continuing past files that fail; the
-    files indexed from it before and deleted since are dropped (drop_deleted)."""
+    files indexed from it before and deleted since are dropped (drop_deleted), but not all
+    of them when the folder holds none at all, unless params.force says so."""
     root = resolve_path(params.dir_path)
     check_root(root, params.dir_path)
     if not root.exists():
@@ -401,7 +418,13 @@ def index_directory(
                 new_chunk_ids.extend(result.chunk_ids)
         if progress:
             progress("read", n, len(files))
-    removed, removed_chunks = drop_deleted(session, params, root)
+    # A folder with nothing in it looks like one whose files were all deleted: a mount point
+    # whose disk is not mounted would lose its whole index. Then they are kept unless forced.
+    deleted = _deleted(session, params, root)
+    kept: list[str] = []
+    if deleted and not files and not params.force:
+        kept, deleted = [d.source_file for d in deleted], []
+    removed, removed_chunks = drop_deleted(session, deleted)
 
     done = 0
     if not params.async_mode:
@@ -423,4 +446,6 @@ def index_directory(
         namespace=params.namespace,
         removed_files=removed,
         removed_chunks=removed_chunks,
+        kept_files=kept,
+        warning=_kept_warning(len(kept), params.dir_path) if kept else None,
     )

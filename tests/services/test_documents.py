@@ -309,6 +309,34 @@ def test_reindexing_a_folder_drops_the_files_deleted_from_it(tmp_path, embedder)
     assert str(files["deploy"].resolve()) not in {h.metadata["source_file"] for h in hits.results}
 
 
+def test_a_folder_found_empty_keeps_its_files_unless_forced(tmp_path, embedder) -> None:
+    """A folder with no file in it looked like one whose files were all deleted: indexing
+    a mount point whose disk was not mounted dropped its whole index. Its files are kept
+    now, named with a warning; `force` drops them, as a folder really emptied wants."""
+    root = tmp_path / "mnt"
+    files = write_docs(root)
+    first = index_dir(root, async_mode=False)
+    for path in files.values():  # the disk goes away: an empty mount point is left
+        path.unlink()
+    (root / "guides").rmdir()
+    before = table_counts()
+    out = index_dir(root, async_mode=False)
+    assert out.removed_files == [] and out.removed_chunks == 0
+    assert out.kept_files == sorted(str(p.resolve()) for p in files.values())
+    assert out.warning and "force" in out.warning and str(root) in out.warning
+    assert table_counts() == before
+    assert runner.execute_bare(index_stats.stats).unique_sources == len(files)
+
+    (root / "unrelated.png").write_bytes(b"png")  # no file to index still
+    forced = index_dir(root, force=True, async_mode=False)
+    assert forced.removed_files == out.kept_files and forced.kept_files == []
+    assert forced.removed_chunks == first.total_chunks and forced.warning is None
+    assert index_dir(root).model_dump(include={"kept_files", "warning"}) == {
+        "kept_files": [],
+        "warning": None,
+    }
+
+
 def test_a_file_deleted_while_its_folder_is_indexed_is_dropped_not_failed(
     tmp_path, embedder
 ) -> None:
