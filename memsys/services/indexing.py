@@ -38,7 +38,12 @@ from memsys.schemas import (
     IndexFileOut,
 )
 from memsys.services import events, mentions, namespaces
-from memsys.services.documents import close_document, live_document, resolve_path
+from memsys.services.documents import (
+    close_document,
+    live_document,
+    resolve_path,
+    source_path,
+)
 from memsys.services.embedding_queue import embed_pending, within_budget
 from memsys.tokens import count_tokens_batch
 
@@ -83,7 +88,9 @@ def check_root(path: Path, display: str) -> None:
         raise InvalidInput(f"{display} {OUTSIDE_ROOTS} ({where}; MEMSYS_INDEX_ROOTS)")
 
 
-def _read(path: Path, display: str) -> tuple[bytes, str]:
+def _read(path: Path, display: str, suffix: str) -> tuple[bytes, str]:
+    """The bytes of the file at path (a link's target) and its kind, by the suffix of the
+    name it is indexed under."""
     check_root(path, display)
     if not path.exists():
         raise NotFound(f"File not found: {display}")
@@ -91,7 +98,7 @@ def _read(path: Path, display: str) -> tuple[bytes, str]:
         raise InvalidInput(f"Not a file: {display} (use index_directory for folders)")
     if not path.is_file():  # a FIFO would block the read forever; a device never ends
         raise InvalidInput(f"Not a regular file: {display} (a pipe, socket or device)")
-    kind = chunking.file_type(path.suffix)
+    kind = chunking.file_type(suffix)
     limit = get_settings().max_file_bytes
     try:
         size = path.stat().st_size
@@ -126,15 +133,15 @@ class ReadFile:
 
 
 def read_file(params: IndexFileIn, embed: bool) -> ReadFile:
-    path = resolve_path(params.file_path)
-    data, kind = _read(path, params.file_path)
+    source = str(source_path(params.file_path))  # a link: its own path, its target read
+    data, kind = _read(resolve_path(params.file_path), params.file_path, Path(source).suffix)
     digest = hashlib.sha256(data).hexdigest()
     if not embed:
-        return ReadFile(str(path), kind, data, digest, None, None)
+        return ReadFile(source, kind, data, digest, None, None)
     pieces = _chunk(data, kind)
-    if _unchanged(params.namespace, str(path), digest, pieces):
-        return ReadFile(str(path), kind, data, digest, pieces, None)
-    return ReadFile(str(path), kind, data, digest, pieces, _embed_now([p.content for p in pieces]))
+    if _unchanged(params.namespace, source, digest, pieces):
+        return ReadFile(source, kind, data, digest, pieces, None)
+    return ReadFile(source, kind, data, digest, pieces, _embed_now([p.content for p in pieces]))
 
 
 def _embed_now(texts: list[str]) -> np.ndarray | None:

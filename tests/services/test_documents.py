@@ -510,6 +510,43 @@ def test_pipes_devices_and_symlink_loops_are_refused_without_hanging(tmp_path, e
     assert sorted(Path(f.file).name for f in out.failed_files) == ["loop.md", "pipe.md", "zero.txt"]
 
 
+def test_a_symlinked_file_is_indexed_under_the_path_its_folder_holds(tmp_path, embedder) -> None:
+    """A link's chunks were stored under its target's path: deleting or filtering by the
+    path the user's folder holds found nothing, and removing the link from the folder left
+    its chunks in the index for good (the target is not under the folder). Every front door
+    now knows the file by the link's own path; the target is what is read."""
+    shared = tmp_path / "shared" / "plan.md"
+    shared.parent.mkdir()
+    shared.write_text("# Plan\n\nThe migration window opens on Sunday at dawn.\n")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "own.md").write_text("# Own\n\nA note of the folder's own.\n")
+    link = notes / "plan.md"
+    link.symlink_to(shared)
+    shown = str(link)  # tmp_path is resolved: the path the user sees
+
+    first = index_dir(notes, async_mode=False)
+    assert first.files_indexed == 2
+    sources = runner.execute_bare(index_stats.stats).source_files
+    assert shown in sources and str(shared) not in sources
+    again = index(link)
+    assert again.skipped_unchanged and again.source_file == shown
+    hits = runner.execute(
+        search_service.search_with_filters,
+        SearchWithFiltersIn,
+        {"query": "migration window", "filters": {"source_file": shown}},
+    )
+    assert hits.results and {h.metadata["source_file"] for h in hits.results} == {shown}
+    gone = runner.execute(documents.delete_file, DeleteFileIn, {"source_file": shown})
+    assert gone.source_file == shown and gone.deleted_count == 1
+
+    assert index_dir(notes, async_mode=False).files_indexed == 1  # back again
+    link.unlink()  # the link leaves the folder: so do its chunks
+    out = index_dir(notes, async_mode=False)
+    assert out.removed_files == [shown] and out.removed_chunks == 1
+    assert runner.execute_bare(index_stats.stats).source_files == [str(notes / "own.md")]
+
+
 def test_concurrent_reindexing_of_a_changed_file_lets_the_last_writer_win(
     tmp_path, embedder
 ) -> None:
