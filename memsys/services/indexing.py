@@ -1,15 +1,18 @@
 """Indexing: a file becomes one `document` row plus its chunks; a folder, every supported
 file below it.
 
-Re-indexing an unchanged file (same SHA-256, and the chunks today's chunker makes of it)
-does nothing; a changed file closes its old chunks and writes new ones in one transaction.
-`index_directory` also drops the files gone from its folder, and writes chunks without
-embeddings first (full text finds them at once) and then embeds them in batches — in this
-call, or in the background when async_mode is on (memsys.services.embedding_queue).
+Re-indexing an unchanged file (same SHA-256, and the chunks today's chunker makes of it:
+known without chunking it again from the chunker fingerprint its event recorded) does
+nothing; a changed file closes its old chunks and writes new ones in one transaction.
+`index_directory` also drops the files gone from its folder (not all of them from a folder
+found empty, unless forced), and writes chunks without embeddings first (full text finds
+them at once) and then embeds them in batches — in this call, or in the background when
+async_mode is on (memsys.services.embedding_queue).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from collections.abc import Callable, Iterator
@@ -28,7 +31,7 @@ from memsys.db import raise_if_cancelled, session_scope, take_turns
 from memsys.embeddings import get_embedder
 from memsys.errors import OUTSIDE_ROOTS, InvalidInput, MemsysError, NotFound, encodable
 from memsys.ids import content_hash
-from memsys.models import Chunk, Document
+from memsys.models import Chunk, Document, Event
 from memsys.runner import before_transaction
 from memsys.schemas import (
     FailedFile,
@@ -55,6 +58,7 @@ SYNC_EMBED_BLOCK = 256
 MIN_EMBED_BLOCK = 32
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
+Pieces = Callable[[], list[chunking.Piece]]  # a file's pieces, made when first asked for
 
 # A file whose name holds a byte that is not UTF-8: no path memsys can store or answer with.
 NOT_UTF8_NAME = "its name is not UTF-8 text: rename the file"
@@ -138,9 +142,15 @@ def read_file(params: IndexFileIn, embed: bool) -> ReadFile:
     digest = hashlib.sha256(data).hexdigest()
     if not embed:
         return ReadFile(source, kind, data, digest, None, None)
-    pieces = _chunk(data, kind)
-    if _unchanged(params.namespace, source, digest, pieces):
-        return ReadFile(source, kind, data, digest, pieces, None)
+    made: list[list[chunking.Piece]] = []  # the pieces, once _unchanged asked for them
+
+    def make() -> list[chunking.Piece]:
+        made[:] = made or [_chunk(data, kind)]
+        return made[0]
+
+    if _unchanged(params.namespace, source, digest, make):  # chunked only if compared
+        return ReadFile(source, kind, data, digest, made[0] if made else None, None)
+    pieces = make()
     return ReadFile(source, kind, data, digest, pieces, _embed_now([p.content for p in pieces]))
 
 
@@ -160,35 +170,65 @@ def _chunk(data: bytes, kind: str) -> list[chunking.Piece]:
     return chunking.pieces_from_bytes(data, kind, get_settings().chunk_max_tokens)
 
 
-def _unchanged(namespace: str, source: str, digest: str, pieces: list[chunking.Piece]) -> bool:
+def _maker(data: bytes, kind: str, pieces: list[chunking.Piece] | None = None) -> Pieces:
+    """The file's pieces, made on the first call only (and only if asked for)."""
+    return functools.cache(lambda: _chunk(data, kind) if pieces is None else pieces)
+
+
+def _unchanged(namespace: str, source: str, digest: str, made: Pieces) -> bool:
     """A short read of its own: is this exact file already indexed? (No embedding then.)"""
     with session_scope() as session:
         doc = live_document(session, namespace, source)
-        return doc is not None and _current(session, doc, digest, pieces) is not None
+        return doc is not None and _current(session, doc, digest, made)[0] is not None
 
 
 def _current(
-    session: Session, doc: Document, digest: str, pieces: list[chunking.Piece]
-) -> list[str] | None:
+    session: Session, doc: Document, digest: str, made: Pieces
+) -> tuple[list[str] | None, bool]:
     """The live chunk ids of an indexed file, in order, when they hold what today's chunker
     makes of the same bytes; None when the file changed, when delete_chunks closed some of
     its chunks (indexing the unchanged file again then restores them, not skips it) or when
     an older memsys chunked it otherwise (a Windows file's \\r kept, a heading not read as one:
-    the file's bytes alone would keep those chunks until the file was edited)."""
+    the file's bytes alone would keep those chunks until the file was edited).
+
+    A document whose chunks today's chunker made (its fingerprint, stored with it) is not
+    chunked again to tell: that cost as much as indexing it. The flag says whether the
+    fingerprint told; when it did not, `made` was called and the chunks compared."""
     if doc.sha256 != digest:
-        return None
+        return None, False
+    live = (Chunk.namespace == doc.namespace, Chunk.document_id == doc.id, Chunk.valid_to.is_(None))
+    fingerprint = _fingerprint()
+    if fingerprint is not None and _chunked_by(session, doc) == fingerprint:
+        ids = session.scalars(select(Chunk.id).where(*live).order_by(Chunk.chunk_index)).all()
+        if len(ids) == doc.chunk_count:  # none closed by delete_chunks
+            return list(ids), True
     chunks = session.execute(
         select(Chunk.id, Chunk.content, Chunk.header_path, Chunk.meta)
-        .where(
-            Chunk.namespace == doc.namespace,
-            Chunk.document_id == doc.id,
-            Chunk.valid_to.is_(None),
-        )
+        .where(*live)
         .order_by(Chunk.chunk_index)
     ).all()
     stored = [(c.content, c.header_path, c.meta or {}) for c in chunks]
-    made = [(p.content, p.header_path, p.metadata) for p in pieces]
-    return [c.id for c in chunks] if stored == made else None
+    made_now = [(p.content, p.header_path, p.metadata) for p in made()]
+    return ([c.id for c in chunks] if stored == made_now else None), False
+
+
+def _fingerprint() -> str | None:
+    return chunking.fingerprint(get_settings().chunk_max_tokens)
+
+
+def _chunked_by(session: Session, doc: Document) -> str | None:
+    """The fingerprint of the chunker that made a document's chunks, as its last index_file
+    event recorded it; None when none did (an older memsys)."""
+    return session.scalar(
+        select(Event.payload["chunker"].astext)
+        .where(
+            Event.namespace == doc.namespace,
+            Event.subject_id == doc.id,
+            Event.operation == "index_file",
+        )
+        .order_by(Event.id.desc())
+        .limit(1)
+    )
 
 
 @before_transaction(lambda params: read_file(params, embed=True))
@@ -211,9 +251,20 @@ def index_file(
     # (or skips it when unchanged) instead of failing on the live-document unique index.
     take_turns(session, params.namespace, source)
     existing = live_document(session, params.namespace, source)
-    pieces = read.pieces if read.pieces is not None else _chunk(read.data, read.kind)
-    kept = None if existing is None else _current(session, existing, digest, pieces)
+    made = _maker(read.data, read.kind, read.pieces)
+    kept, told = (None, False) if existing is None else _current(session, existing, digest, made)
     if existing is not None and kept is not None:
+        if not told and (fingerprint := _fingerprint()) is not None:
+            # Compared and found current: noted, so the next index need not chunk it again.
+            events.record(
+                session,
+                namespace=params.namespace,
+                event_type="maintenance",
+                operation="index_file",
+                subject_kind="document",
+                subject_id=existing.id,
+                payload={"source_file": source, "chunker": fingerprint, "reason": "chunks current"},
+            )
         return IndexFileOut(
             chunks_created=0,
             source_file=source,
@@ -225,6 +276,7 @@ def index_file(
         )
 
     replaced = (close_document(session, existing) or 0) if existing is not None else 0
+    pieces = made()
     texts = [p.content for p in pieces]
     vectors = read.vectors
     if vectors is None and embed_now and texts:  # changed since it was read, or called directly
@@ -274,7 +326,12 @@ def index_file(
         operation="index_file",
         subject_kind="document",
         subject_id=doc_id,
-        payload={"source_file": source, "sha256": digest, "chunks": len(pieces)},
+        payload={
+            "source_file": source,
+            "sha256": digest,
+            "chunks": len(pieces),
+            "chunker": _fingerprint(),
+        },
     )
     return IndexFileOut(
         chunks_created=len(pieces),

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
-from memsys import runner
+from memsys import chunking, runner
 from memsys.db import session_scope, take_turns
 from memsys.errors import InvalidInput, NotFound
 from memsys.models import Chunk, Document, Event
@@ -144,6 +144,7 @@ def test_reindexing_a_file_chunked_by_an_older_chunker_rechunks_it(tmp_path, emb
             chunk.content = chunk.content.replace("\n", "\r\n")
         for chunk in s.scalars(select(Chunk).where(Chunk.id.in_(first[1].chunk_ids))):
             chunk.header_path = None
+        forget_the_chunker(s, [out.document_id for out in first])  # none said which it was
     again = index(crlf), index(setext)
     assert not any(out.skipped_unchanged for out in again)
     assert [out.replaced_chunks for out in again] == [out.chunks_created for out in first]
@@ -153,6 +154,61 @@ def test_reindexing_a_file_chunked_by_an_older_chunker_rechunks_it(tmp_path, emb
     out = index_dir(tmp_path, async_mode=False)  # now current: skipped, by a folder too
     assert out.skipped_duplicates == 2 and out.files_indexed == 0
     assert index(crlf).skipped_unchanged
+
+
+def forget_the_chunker(session: Any, document_ids: list[str]) -> None:
+    """As an older memsys left its documents: no chunker fingerprint in their events."""
+    session.execute(
+        update(Event)
+        .where(Event.subject_id.in_(document_ids))
+        .values(payload=Event.payload.op("-")("chunker"))
+    )
+
+
+def never_chunk(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    def refuse(*args: Any) -> Any:
+        raise AssertionError("chunked again")
+
+    monkeypatch.setattr(chunking, "pieces_from_bytes", refuse)
+
+
+def test_reindexing_an_unchanged_file_does_not_chunk_it_again(
+    tmp_path, monkeypatch, embedder
+) -> None:
+    """Telling an unchanged file's chunks current meant chunking it again to compare: as
+    slow as indexing it (~370 KB/s). The fingerprint of the chunker that made them (its
+    code, the libraries it reads with, MEMSYS_CHUNK_MAX_TOKENS) is kept with the document;
+    while it is today's, the file is skipped unchunked."""
+    files = write_docs(tmp_path)
+    first = index_dir(tmp_path, async_mode=False)
+    alone = index(files["auth"])
+    never_chunk(monkeypatch)
+    before = table_counts()
+    again = index(files["auth"])
+    assert again.skipped_unchanged and again.chunk_ids == alone.chunk_ids
+    out = index_dir(tmp_path, async_mode=False)
+    assert out.skipped_duplicates == first.files_indexed and out.files_indexed == 0
+    assert table_counts() == before
+
+
+def test_a_new_chunk_size_rechunks_unchanged_files(tmp_path, monkeypatch, embedder) -> None:
+    """Under another MEMSYS_CHUNK_MAX_TOKENS (or another chunker) the stored fingerprint is
+    not today's: the file is chunked again and compared, replaced when its chunks differ,
+    and noted as current when they do not (the next index then skips it unchunked)."""
+    from memsys.config import get_settings
+
+    long = tmp_path / "long.md"
+    long.write_text("# Guide\n\n" + "Rotate the keys and then restart every worker. " * 60)
+    short = tmp_path / "short.md"
+    short.write_text("# Short\n\nOne line.\n")
+    first = index(long), index(short)
+    monkeypatch.setattr(get_settings(), "chunk_max_tokens", 64)
+    again = index(long), index(short)
+    assert not again[0].skipped_unchanged
+    assert again[0].replaced_chunks == first[0].chunks_created < again[0].chunks_created
+    assert again[1].skipped_unchanged and again[1].chunk_ids == first[1].chunk_ids
+    never_chunk(monkeypatch)
+    assert index(long).skipped_unchanged and index(short).skipped_unchanged
 
 
 @pytest.mark.parametrize(
