@@ -13,7 +13,9 @@ from sqlalchemy import select, update
 from memsys import chunking, runner
 from memsys.db import session_scope, take_turns
 from memsys.errors import InvalidInput, NotFound
+from memsys.mcp.server import call
 from memsys.models import Chunk, Document, Event
+from memsys.operations import BY_NAME
 from memsys.schemas import (
     ClearIndexIn,
     DeleteChunksIn,
@@ -382,6 +384,9 @@ def test_a_folder_found_empty_keeps_its_files_unless_forced(tmp_path, embedder) 
     assert out.warning and "force" in out.warning and str(root) in out.warning
     assert table_counts() == before
     assert runner.execute_bare(index_stats.stats).unique_sources == len(files)
+    mcp = call(BY_NAME["index_directory"], {"dir_path": str(root)})  # the tool says so too
+    assert mcp["success"] and mcp["data"]["warning"] == out.warning
+    assert mcp["data"]["kept_files"] == out.kept_files
 
     (root / "unrelated.png").write_bytes(b"png")  # no file to index still
     forced = index_dir(root, force=True, async_mode=False)
