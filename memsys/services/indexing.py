@@ -12,7 +12,6 @@ async_mode is on (memsys.services.embedding_queue).
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 from collections.abc import Callable, Iterator
@@ -142,15 +141,10 @@ def read_file(params: IndexFileIn, embed: bool) -> ReadFile:
     digest = hashlib.sha256(data).hexdigest()
     if not embed:
         return ReadFile(source, kind, data, digest, None, None)
-    made: list[list[chunking.Piece]] = []  # the pieces, once _unchanged asked for them
-
-    def make() -> list[chunking.Piece]:
-        made[:] = made or [_chunk(data, kind)]
-        return made[0]
-
-    if _unchanged(params.namespace, source, digest, make):  # chunked only if compared
-        return ReadFile(source, kind, data, digest, made[0] if made else None, None)
-    pieces = make()
+    lazy = LazyPieces(data, kind)
+    if _unchanged(params.namespace, source, digest, lazy):  # chunked only if compared
+        return ReadFile(source, kind, data, digest, lazy.made, None)
+    pieces = lazy()
     return ReadFile(source, kind, data, digest, pieces, _embed_now([p.content for p in pieces]))
 
 
@@ -170,9 +164,18 @@ def _chunk(data: bytes, kind: str) -> list[chunking.Piece]:
     return chunking.pieces_from_bytes(data, kind, get_settings().chunk_max_tokens)
 
 
-def _maker(data: bytes, kind: str, pieces: list[chunking.Piece] | None = None) -> Pieces:
-    """The file's pieces, made on the first call only (and only if asked for)."""
-    return functools.cache(lambda: _chunk(data, kind) if pieces is None else pieces)
+@dataclass
+class LazyPieces:
+    """A file's pieces, made when first asked for: an unchanged file may never need them."""
+
+    data: bytes
+    kind: str
+    made: list[chunking.Piece] | None = None
+
+    def __call__(self) -> list[chunking.Piece]:
+        if self.made is None:
+            self.made = _chunk(self.data, self.kind)
+        return self.made
 
 
 def _unchanged(namespace: str, source: str, digest: str, made: Pieces) -> bool:
@@ -251,7 +254,7 @@ def index_file(
     # (or skips it when unchanged) instead of failing on the live-document unique index.
     take_turns(session, params.namespace, source)
     existing = live_document(session, params.namespace, source)
-    made = _maker(read.data, read.kind, read.pieces)
+    made = LazyPieces(read.data, read.kind, read.pieces)
     kept, told = (None, False) if existing is None else _current(session, existing, digest, made)
     if existing is not None and kept is not None:
         if not told and (fingerprint := _fingerprint()) is not None:
