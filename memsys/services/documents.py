@@ -37,6 +37,18 @@ def resolve_path(path: str) -> Path:
         ) from None
 
 
+def source_path(path: str) -> Path:
+    """The path a file's document is stored under: its folder resolved as resolve_path
+    resolves it, its own name kept. A symlinked file is known by the path the folder holds,
+    the one its user sees, indexes, deletes and filters by; its target was stored, so that
+    a re-index or delete by the link's path found nothing, and deleting the link left its
+    chunks in the index. (What is read, and held to the allowed roots, is the target.)"""
+    given = Path(os.path.expanduser(path))
+    if given.name in ("", ".", ".."):  # no name of its own: the path resolved
+        return resolve_path(path)
+    return resolve_path(str(given.parent)) / given.name
+
+
 def live_document(session: Session, namespace: str, source: str) -> Document | None:
     return session.scalars(
         select(Document).where(
@@ -105,7 +117,7 @@ def delete_chunks(session: Session, params: DeleteChunksIn) -> DeleteChunksOut:
 def delete_file(session: Session, params: DeleteFileIn) -> DeleteFileOut:
     """Close every chunk indexed from one source file."""
     namespaces.require(session, params.namespace)
-    source = str(resolve_path(params.source_file))
+    source = str(source_path(params.source_file))
     stmt = select(Document).where(
         Document.source_file.in_([source, params.source_file]), Document.valid_to.is_(None)
     )

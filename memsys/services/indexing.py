@@ -1,11 +1,13 @@
 """Indexing: a file becomes one `document` row plus its chunks; a folder, every supported
 file below it.
 
-Re-indexing an unchanged file (same SHA-256, and the chunks today's chunker makes of it)
-does nothing; a changed file closes its old chunks and writes new ones in one transaction.
-`index_directory` also drops the files gone from its folder, and writes chunks without
-embeddings first (full text finds them at once) and then embeds them in batches — in this
-call, or in the background when async_mode is on (memsys.services.embedding_queue).
+Re-indexing an unchanged file (same SHA-256, and the chunks today's chunker makes of it:
+known without chunking it again from the chunker fingerprint its event recorded) does
+nothing; a changed file closes its old chunks and writes new ones in one transaction.
+`index_directory` also drops the files gone from its folder (not all of them from a folder
+found empty, unless forced), and writes chunks without embeddings first (full text finds
+them at once) and then embeds them in batches — in this call, or in the background when
+async_mode is on (memsys.services.embedding_queue).
 """
 
 from __future__ import annotations
@@ -22,13 +24,13 @@ import numpy as np
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
-from memsys import background, chunking, ids, tenancy
+from memsys import background, chunking, ids, regular_files, tenancy
 from memsys.config import get_settings
 from memsys.db import raise_if_cancelled, session_scope, take_turns
 from memsys.embeddings import get_embedder
 from memsys.errors import OUTSIDE_ROOTS, InvalidInput, MemsysError, NotFound, encodable
 from memsys.ids import content_hash
-from memsys.models import Chunk, Document
+from memsys.models import Chunk, Document, Event
 from memsys.runner import before_transaction
 from memsys.schemas import (
     FailedFile,
@@ -38,7 +40,12 @@ from memsys.schemas import (
     IndexFileOut,
 )
 from memsys.services import events, mentions, namespaces
-from memsys.services.documents import close_document, live_document, resolve_path
+from memsys.services.documents import (
+    close_document,
+    live_document,
+    resolve_path,
+    source_path,
+)
 from memsys.services.embedding_queue import embed_pending, within_budget
 from memsys.tokens import count_tokens_batch
 
@@ -50,6 +57,7 @@ SYNC_EMBED_BLOCK = 256
 MIN_EMBED_BLOCK = 32
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
+Pieces = Callable[[], list[chunking.Piece]]  # a file's pieces, made when first asked for
 
 # A file whose name holds a byte that is not UTF-8: no path memsys can store or answer with.
 NOT_UTF8_NAME = "its name is not UTF-8 text: rename the file"
@@ -83,7 +91,9 @@ def check_root(path: Path, display: str) -> None:
         raise InvalidInput(f"{display} {OUTSIDE_ROOTS} ({where}; MEMSYS_INDEX_ROOTS)")
 
 
-def _read(path: Path, display: str) -> tuple[bytes, str]:
+def _read(path: Path, display: str, suffix: str) -> tuple[bytes, str]:
+    """The bytes of the file at path (a link's target) and its kind, by the suffix of the
+    name it is indexed under."""
     check_root(path, display)
     if not path.exists():
         raise NotFound(f"File not found: {display}")
@@ -91,18 +101,26 @@ def _read(path: Path, display: str) -> tuple[bytes, str]:
         raise InvalidInput(f"Not a file: {display} (use index_directory for folders)")
     if not path.is_file():  # a FIFO would block the read forever; a device never ends
         raise InvalidInput(f"Not a regular file: {display} (a pipe, socket or device)")
-    kind = chunking.file_type(path.suffix)
+    kind = chunking.file_type(suffix)
     limit = get_settings().max_file_bytes
     try:
         size = path.stat().st_size
         if size > limit:
-            raise InvalidInput(
-                f"Failed to read file: {size} bytes is over the {limit}-byte limit "
-                "(MEMSYS_MAX_FILE_BYTES)"
-            )
-        return path.read_bytes(), kind
+            raise _too_large(f"{size} bytes", limit)
+        # Never more than the limit allows, and one byte to tell: a file still being written
+        # may have grown past it since it was measured.
+        data = regular_files.read_bytes(path, display, limit + 1)
     except OSError as exc:
         raise InvalidInput(f"Failed to read file: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise _too_large(f"more than {limit} bytes", limit)
+    return data, kind
+
+
+def _too_large(size: str, limit: int) -> InvalidInput:
+    return InvalidInput(
+        f"Failed to read file: {size} is over the {limit}-byte limit (MEMSYS_MAX_FILE_BYTES)"
+    )
 
 
 @dataclass(frozen=True)
@@ -118,15 +136,16 @@ class ReadFile:
 
 
 def read_file(params: IndexFileIn, embed: bool) -> ReadFile:
-    path = resolve_path(params.file_path)
-    data, kind = _read(path, params.file_path)
+    source = str(source_path(params.file_path))  # a link: its own path, its target read
+    data, kind = _read(resolve_path(params.file_path), params.file_path, Path(source).suffix)
     digest = hashlib.sha256(data).hexdigest()
     if not embed:
-        return ReadFile(str(path), kind, data, digest, None, None)
-    pieces = _chunk(data, kind)
-    if _unchanged(params.namespace, str(path), digest, pieces):
-        return ReadFile(str(path), kind, data, digest, pieces, None)
-    return ReadFile(str(path), kind, data, digest, pieces, _embed_now([p.content for p in pieces]))
+        return ReadFile(source, kind, data, digest, None, None)
+    lazy = LazyPieces(data, kind)
+    if _unchanged(params.namespace, source, digest, lazy):  # chunked only if compared
+        return ReadFile(source, kind, data, digest, lazy.made, None)
+    pieces = lazy()
+    return ReadFile(source, kind, data, digest, pieces, _embed_now([p.content for p in pieces]))
 
 
 def _embed_now(texts: list[str]) -> np.ndarray | None:
@@ -145,35 +164,74 @@ def _chunk(data: bytes, kind: str) -> list[chunking.Piece]:
     return chunking.pieces_from_bytes(data, kind, get_settings().chunk_max_tokens)
 
 
-def _unchanged(namespace: str, source: str, digest: str, pieces: list[chunking.Piece]) -> bool:
+@dataclass
+class LazyPieces:
+    """A file's pieces, made when first asked for: an unchanged file may never need them."""
+
+    data: bytes
+    kind: str
+    made: list[chunking.Piece] | None = None
+
+    def __call__(self) -> list[chunking.Piece]:
+        if self.made is None:
+            self.made = _chunk(self.data, self.kind)
+        return self.made
+
+
+def _unchanged(namespace: str, source: str, digest: str, made: Pieces) -> bool:
     """A short read of its own: is this exact file already indexed? (No embedding then.)"""
     with session_scope() as session:
         doc = live_document(session, namespace, source)
-        return doc is not None and _current(session, doc, digest, pieces) is not None
+        return doc is not None and _current(session, doc, digest, made)[0] is not None
 
 
 def _current(
-    session: Session, doc: Document, digest: str, pieces: list[chunking.Piece]
-) -> list[str] | None:
+    session: Session, doc: Document, digest: str, made: Pieces
+) -> tuple[list[str] | None, bool]:
     """The live chunk ids of an indexed file, in order, when they hold what today's chunker
     makes of the same bytes; None when the file changed, when delete_chunks closed some of
     its chunks (indexing the unchanged file again then restores them, not skips it) or when
     an older memsys chunked it otherwise (a Windows file's \\r kept, a heading not read as one:
-    the file's bytes alone would keep those chunks until the file was edited)."""
+    the file's bytes alone would keep those chunks until the file was edited).
+
+    A document whose chunks today's chunker made (its fingerprint, stored with it) is not
+    chunked again to tell: that cost as much as indexing it. The flag says whether the
+    fingerprint told; when it did not, `made` was called and the chunks compared."""
     if doc.sha256 != digest:
-        return None
+        return None, False
+    live = (Chunk.namespace == doc.namespace, Chunk.document_id == doc.id, Chunk.valid_to.is_(None))
+    fingerprint = _fingerprint()
+    if fingerprint is not None and _chunked_by(session, doc) == fingerprint:
+        ids = session.scalars(select(Chunk.id).where(*live).order_by(Chunk.chunk_index)).all()
+        if len(ids) == doc.chunk_count:  # none closed by delete_chunks
+            return list(ids), True
     chunks = session.execute(
         select(Chunk.id, Chunk.content, Chunk.header_path, Chunk.meta)
-        .where(
-            Chunk.namespace == doc.namespace,
-            Chunk.document_id == doc.id,
-            Chunk.valid_to.is_(None),
-        )
+        .where(*live)
         .order_by(Chunk.chunk_index)
     ).all()
     stored = [(c.content, c.header_path, c.meta or {}) for c in chunks]
-    made = [(p.content, p.header_path, p.metadata) for p in pieces]
-    return [c.id for c in chunks] if stored == made else None
+    made_now = [(p.content, p.header_path, p.metadata) for p in made()]
+    return ([c.id for c in chunks] if stored == made_now else None), False
+
+
+def _fingerprint() -> str | None:
+    return chunking.fingerprint(get_settings().chunk_max_tokens)
+
+
+def _chunked_by(session: Session, doc: Document) -> str | None:
+    """The fingerprint of the chunker that made a document's chunks, as its last index_file
+    event recorded it; None when none did (an older memsys)."""
+    return session.scalar(
+        select(Event.payload["chunker"].astext)
+        .where(
+            Event.namespace == doc.namespace,
+            Event.subject_id == doc.id,
+            Event.operation == "index_file",
+        )
+        .order_by(Event.id.desc())
+        .limit(1)
+    )
 
 
 @before_transaction(lambda params: read_file(params, embed=True))
@@ -196,9 +254,20 @@ def index_file(
     # (or skips it when unchanged) instead of failing on the live-document unique index.
     take_turns(session, params.namespace, source)
     existing = live_document(session, params.namespace, source)
-    pieces = read.pieces if read.pieces is not None else _chunk(read.data, read.kind)
-    kept = None if existing is None else _current(session, existing, digest, pieces)
+    made = LazyPieces(read.data, read.kind, read.pieces)
+    kept, told = (None, False) if existing is None else _current(session, existing, digest, made)
     if existing is not None and kept is not None:
+        if not told and (fingerprint := _fingerprint()) is not None:
+            # Compared and found current: noted, so the next index need not chunk it again.
+            events.record(
+                session,
+                namespace=params.namespace,
+                event_type="maintenance",
+                operation="index_file",
+                subject_kind="document",
+                subject_id=existing.id,
+                payload={"source_file": source, "chunker": fingerprint, "reason": "chunks current"},
+            )
         return IndexFileOut(
             chunks_created=0,
             source_file=source,
@@ -210,6 +279,7 @@ def index_file(
         )
 
     replaced = (close_document(session, existing) or 0) if existing is not None else 0
+    pieces = made()
     texts = [p.content for p in pieces]
     vectors = read.vectors
     if vectors is None and embed_now and texts:  # changed since it was read, or called directly
@@ -259,7 +329,12 @@ def index_file(
         operation="index_file",
         subject_kind="document",
         subject_id=doc_id,
-        payload={"source_file": source, "sha256": digest, "chunks": len(pieces)},
+        payload={
+            "source_file": source,
+            "sha256": digest,
+            "chunks": len(pieces),
+            "chunker": _fingerprint(),
+        },
     )
     return IndexFileOut(
         chunks_created=len(pieces),
@@ -305,10 +380,10 @@ def _gone(path: str) -> bool:
     return False
 
 
-def drop_deleted(session: Session, params: IndexDirectoryIn, root: Path) -> tuple[list[str], int]:
-    """Close the documents of files this run would have indexed, had they still been there:
+def _deleted(session: Session, params: IndexDirectoryIn, root: Path) -> list[Document]:
+    """The live documents of files this run would have indexed, had they still been there:
     under root (directly, unless recursive), of a supported type, outside hidden and
-    dependency folders, and gone from the disk. Returns their paths and the chunks closed."""
+    dependency folders, and gone from the disk."""
     docs = session.scalars(
         select(Document)
         .where(
@@ -318,8 +393,7 @@ def drop_deleted(session: Session, params: IndexDirectoryIn, root: Path) -> tupl
         )
         .order_by(Document.source_file)
     ).all()
-    removed: list[str] = []
-    closed = 0
+    deleted: list[Document] = []
     for doc in docs:
         path = Path(doc.source_file)
         if not path.is_relative_to(root):
@@ -327,11 +401,20 @@ def drop_deleted(session: Session, params: IndexDirectoryIn, root: Path) -> tupl
         *folders, name = path.relative_to(root).parts
         if (folders and not params.recursive) or not all(map(_walked, folders)):
             continue
-        if not _wanted(name) or not _gone(doc.source_file):
-            continue
-        take_turns(session, params.namespace, doc.source_file)
+        if _wanted(name) and _gone(doc.source_file):
+            deleted.append(doc)
+    return deleted
+
+
+def drop_deleted(session: Session, docs: list[Document]) -> tuple[list[str], int]:
+    """Close the documents of files gone from the folder (_deleted). Returns their paths and
+    the chunks closed."""
+    removed: list[str] = []
+    closed = 0
+    for doc in docs:
+        take_turns(session, doc.namespace, doc.source_file)
         # Read again in its turn: a writer that had it may have closed or replaced it.
-        live = live_document(session, params.namespace, doc.source_file)
+        live = live_document(session, doc.namespace, doc.source_file)
         if live is None or live.id != doc.id:
             continue
         closed += close_document(session, doc) or 0
@@ -348,11 +431,20 @@ def drop_deleted(session: Session, params: IndexDirectoryIn, root: Path) -> tupl
     return removed, closed
 
 
+def _kept_warning(kept: int, shown: str) -> str:
+    return (
+        f"Kept {kept} file(s) indexed from {shown} before: the folder holds no file to index "
+        "now (a disk not mounted?). If you deleted them all, index it again with force=true "
+        "to drop them."
+    )
+
+
 def index_directory(
     session: Session, params: IndexDirectoryIn, progress: Progress | None = None
 ) -> IndexDirectoryOut:
     """Index every supported file below a folder, continuing past files that fail; the
-    files indexed from it before and deleted since are dropped (drop_deleted)."""
+    files indexed from it before and deleted since are dropped (drop_deleted), but not all
+    of them when the folder holds none at all, unless params.force says so."""
     root = resolve_path(params.dir_path)
     check_root(root, params.dir_path)
     if not root.exists():
@@ -393,7 +485,13 @@ def index_directory(
                 new_chunk_ids.extend(result.chunk_ids)
         if progress:
             progress("read", n, len(files))
-    removed, removed_chunks = drop_deleted(session, params, root)
+    # A folder with nothing in it looks like one whose files were all deleted: a mount point
+    # whose disk is not mounted would lose its whole index. Then they are kept unless forced.
+    deleted = _deleted(session, params, root)
+    kept: list[str] = []
+    if deleted and not files and not params.force:
+        kept, deleted = [d.source_file for d in deleted], []
+    removed, removed_chunks = drop_deleted(session, deleted)
 
     done = 0
     if not params.async_mode:
@@ -415,4 +513,6 @@ def index_directory(
         namespace=params.namespace,
         removed_files=removed,
         removed_chunks=removed_chunks,
+        kept_files=kept,
+        warning=_kept_warning(len(kept), params.dir_path) if kept else None,
     )

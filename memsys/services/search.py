@@ -177,12 +177,12 @@ def search_with_filters(session: Session, params: SearchWithFiltersIn) -> Search
 
 def indexed_file(filters: dict[str, Any]) -> dict[str, Any]:
     """Filters whose `source_file` names a file as indexing stored it and delete_file reads
-    it: a relative or ~ path, or one through a link, is the resolved absolute path (a
-    relative one matched nothing)."""
+    it: a relative or ~ path, or one through a linked folder, is the resolved absolute path
+    (a relative one matched nothing); a linked file is its own path (documents.source_path)."""
     given = filters.get("source_file")
     if given is None:
         return filters
-    return {**filters, "source_file": str(documents.resolve_path(given))}
+    return {**filters, "source_file": str(documents.source_path(given))}
 
 
 @retrieval_only

@@ -205,6 +205,21 @@ def test_documents_index_search_and_delete(client: TestClient, tmp_path) -> None
     assert cleared["documents_deleted"] == 3
 
 
+def test_index_directory_of_a_folder_found_empty_keeps_its_files(
+    client: TestClient, tmp_path
+) -> None:
+    files = write_docs(tmp_path)
+    again = {"dir_path": str(tmp_path), "namespace": "mnt", "async_mode": False}
+    client.post("/v1/documents/index-directory", json=again)
+    for path in files.values():  # its disk not mounted: the folder looks emptied
+        path.unlink()
+    kept = client.post("/v1/documents/index-directory", json=again).json()
+    assert len(kept["kept_files"]) == 4 and "force=true" in kept["warning"]
+    assert kept["removed_files"] == []
+    forced = client.post("/v1/documents/index-directory", json={**again, "force": True}).json()
+    assert len(forced["removed_files"]) == 4 and forced["warning"] is None
+
+
 def test_preferences_over_rest(client: TestClient) -> None:
     first = client.put("/v1/preferences/editor", json={"value": "vim"})
     assert first.status_code == 200 and first.json()["version"] == 1

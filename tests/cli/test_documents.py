@@ -37,6 +37,22 @@ def test_index_directory_sync_then_second_run_skips_duplicates(tmp_path: Path) -
     assert run_json("stats")["unique_sources"] == len(files) - 1
 
 
+def test_index_directory_of_a_folder_found_empty_warns_and_keeps_its_files(
+    tmp_path: Path,
+) -> None:
+    files = write_docs(tmp_path / "mnt")
+    run_json("index-directory", str(tmp_path / "mnt"), "--sync")
+    for path in files.values():
+        path.unlink()
+    human = run("index-directory", str(tmp_path / "mnt"))
+    assert human.exit_code == 0 and "warning: Kept 4 file(s)" in human.stdout
+    assert f"kept: {files['auth'].resolve()}" in human.stdout
+    assert run_json("stats")["unique_sources"] == len(files)
+    forced = run_json("index-directory", str(tmp_path / "mnt"), "--force")
+    assert len(forced["removed_files"]) == len(files) and forced["warning"] is None
+    assert run_json("stats")["unique_sources"] == 0
+
+
 def test_index_directory_no_recursive(tmp_path: Path) -> None:
     write_docs(tmp_path)
     out = run_json("index-directory", str(tmp_path), "--no-recursive", "--sync")

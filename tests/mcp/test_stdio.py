@@ -117,6 +117,7 @@ READ_ONLY = {
     "memory_diff",
 }
 DESTRUCTIVE = {
+    "index_directory",  # drops the files gone from its folder
     "decay",
     "debug_prune_traces",
     "memory_forget",

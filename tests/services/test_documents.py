@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
-from memsys import runner
+from memsys import chunking, runner
 from memsys.db import session_scope, take_turns
 from memsys.errors import InvalidInput, NotFound
+from memsys.mcp.server import call
 from memsys.models import Chunk, Document, Event
+from memsys.operations import BY_NAME
 from memsys.schemas import (
     ClearIndexIn,
     DeleteChunksIn,
@@ -144,6 +146,7 @@ def test_reindexing_a_file_chunked_by_an_older_chunker_rechunks_it(tmp_path, emb
             chunk.content = chunk.content.replace("\n", "\r\n")
         for chunk in s.scalars(select(Chunk).where(Chunk.id.in_(first[1].chunk_ids))):
             chunk.header_path = None
+        forget_the_chunker(s, [out.document_id for out in first])  # none said which it was
     again = index(crlf), index(setext)
     assert not any(out.skipped_unchanged for out in again)
     assert [out.replaced_chunks for out in again] == [out.chunks_created for out in first]
@@ -153,6 +156,61 @@ def test_reindexing_a_file_chunked_by_an_older_chunker_rechunks_it(tmp_path, emb
     out = index_dir(tmp_path, async_mode=False)  # now current: skipped, by a folder too
     assert out.skipped_duplicates == 2 and out.files_indexed == 0
     assert index(crlf).skipped_unchanged
+
+
+def forget_the_chunker(session: Any, document_ids: list[str]) -> None:
+    """As an older memsys left its documents: no chunker fingerprint in their events."""
+    session.execute(
+        update(Event)
+        .where(Event.subject_id.in_(document_ids))
+        .values(payload=Event.payload.op("-")("chunker"))
+    )
+
+
+def never_chunk(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    def refuse(*args: Any) -> Any:
+        raise AssertionError("chunked again")
+
+    monkeypatch.setattr(chunking, "pieces_from_bytes", refuse)
+
+
+def test_reindexing_an_unchanged_file_does_not_chunk_it_again(
+    tmp_path, monkeypatch, embedder
+) -> None:
+    """Telling an unchanged file's chunks current meant chunking it again to compare: as
+    slow as indexing it (~370 KB/s). The fingerprint of the chunker that made them (its
+    code, the libraries it reads with, MEMSYS_CHUNK_MAX_TOKENS) is kept with the document;
+    while it is today's, the file is skipped unchunked."""
+    files = write_docs(tmp_path)
+    first = index_dir(tmp_path, async_mode=False)
+    alone = index(files["auth"])
+    never_chunk(monkeypatch)
+    before = table_counts()
+    again = index(files["auth"])
+    assert again.skipped_unchanged and again.chunk_ids == alone.chunk_ids
+    out = index_dir(tmp_path, async_mode=False)
+    assert out.skipped_duplicates == first.files_indexed and out.files_indexed == 0
+    assert table_counts() == before
+
+
+def test_a_new_chunk_size_rechunks_unchanged_files(tmp_path, monkeypatch, embedder) -> None:
+    """Under another MEMSYS_CHUNK_MAX_TOKENS (or another chunker) the stored fingerprint is
+    not today's: the file is chunked again and compared, replaced when its chunks differ,
+    and noted as current when they do not (the next index then skips it unchunked)."""
+    from memsys.config import get_settings
+
+    long = tmp_path / "long.md"
+    long.write_text("# Guide\n\n" + "Rotate the keys and then restart every worker. " * 60)
+    short = tmp_path / "short.md"
+    short.write_text("# Short\n\nOne line.\n")
+    first = index(long), index(short)
+    monkeypatch.setattr(get_settings(), "chunk_max_tokens", 64)
+    again = index(long), index(short)
+    assert not again[0].skipped_unchanged
+    assert again[0].replaced_chunks == first[0].chunks_created < again[0].chunks_created
+    assert again[1].skipped_unchanged and again[1].chunk_ids == first[1].chunk_ids
+    never_chunk(monkeypatch)
+    assert index(long).skipped_unchanged and index(short).skipped_unchanged
 
 
 @pytest.mark.parametrize(
@@ -193,6 +251,31 @@ def test_files_over_the_size_limit_are_refused(tmp_path, monkeypatch) -> None:
     big.write_text("x" * 101)
     with pytest.raises(InvalidInput, match="over the 100-byte limit"):
         index(big)
+
+
+def test_a_file_growing_past_the_size_limit_while_read_is_refused(tmp_path, monkeypatch) -> None:
+    """The size was checked by stat() and then the whole file read: a log still being
+    written could grow past MEMSYS_MAX_FILE_BYTES in between, and all of it was indexed.
+    At most one byte past the limit is read now, and that byte refuses the file."""
+    from memsys.config import get_settings
+
+    monkeypatch.setattr(get_settings(), "max_file_bytes", 100)
+    log = tmp_path / "growing.txt"
+    log.write_text("x" * 60)
+    target, measure = log.resolve(), Path.stat
+    measured = measure(log)
+
+    def measured_before_it_grew(path: Path, **kwargs: Any) -> Any:
+        # What stat() told memsys when it looked; a writer appended right after.
+        return measured if path == target else measure(path, **kwargs)
+
+    with open(log, "a") as out:
+        out.write("y" * 60)
+    monkeypatch.setattr(Path, "stat", measured_before_it_grew)
+    before = table_counts()
+    with pytest.raises(InvalidInput, match="over the 100-byte limit"):
+        index(log)
+    assert table_counts() == before
 
 
 def test_index_directory_continues_past_bad_files(tmp_path, embedder) -> None:
@@ -282,6 +365,37 @@ def test_reindexing_a_folder_drops_the_files_deleted_from_it(tmp_path, embedder)
         {"query": "roll back the previous wheel", "filters": {"namespace": "default"}},
     )
     assert str(files["deploy"].resolve()) not in {h.metadata["source_file"] for h in hits.results}
+
+
+def test_a_folder_found_empty_keeps_its_files_unless_forced(tmp_path, embedder) -> None:
+    """A folder with no file in it looked like one whose files were all deleted: indexing
+    a mount point whose disk was not mounted dropped its whole index. Its files are kept
+    now, named with a warning; `force` drops them, as a folder really emptied wants."""
+    root = tmp_path / "mnt"
+    files = write_docs(root)
+    first = index_dir(root, async_mode=False)
+    for path in files.values():  # the disk goes away: an empty mount point is left
+        path.unlink()
+    (root / "guides").rmdir()
+    before = table_counts()
+    out = index_dir(root, async_mode=False)
+    assert out.removed_files == [] and out.removed_chunks == 0
+    assert out.kept_files == sorted(str(p.resolve()) for p in files.values())
+    assert out.warning and "force" in out.warning and str(root) in out.warning
+    assert table_counts() == before
+    assert runner.execute_bare(index_stats.stats).unique_sources == len(files)
+    mcp = call(BY_NAME["index_directory"], {"dir_path": str(root)})  # the tool says so too
+    assert mcp["success"] and mcp["data"]["warning"] == out.warning
+    assert mcp["data"]["kept_files"] == out.kept_files
+
+    (root / "unrelated.png").write_bytes(b"png")  # no file to index still
+    forced = index_dir(root, force=True, async_mode=False)
+    assert forced.removed_files == out.kept_files and forced.kept_files == []
+    assert forced.removed_chunks == first.total_chunks and forced.warning is None
+    assert index_dir(root).model_dump(include={"kept_files", "warning"}) == {
+        "kept_files": [],
+        "warning": None,
+    }
 
 
 def test_a_file_deleted_while_its_folder_is_indexed_is_dropped_not_failed(
@@ -455,6 +569,43 @@ def test_pipes_devices_and_symlink_loops_are_refused_without_hanging(tmp_path, e
     out = index_dir(tmp_path, async_mode=False)
     assert out.files_indexed == 1
     assert sorted(Path(f.file).name for f in out.failed_files) == ["loop.md", "pipe.md", "zero.txt"]
+
+
+def test_a_symlinked_file_is_indexed_under_the_path_its_folder_holds(tmp_path, embedder) -> None:
+    """A link's chunks were stored under its target's path: deleting or filtering by the
+    path the user's folder holds found nothing, and removing the link from the folder left
+    its chunks in the index for good (the target is not under the folder). Every front door
+    now knows the file by the link's own path; the target is what is read."""
+    shared = tmp_path / "shared" / "plan.md"
+    shared.parent.mkdir()
+    shared.write_text("# Plan\n\nThe migration window opens on Sunday at dawn.\n")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "own.md").write_text("# Own\n\nA note of the folder's own.\n")
+    link = notes / "plan.md"
+    link.symlink_to(shared)
+    shown = str(link)  # tmp_path is resolved: the path the user sees
+
+    first = index_dir(notes, async_mode=False)
+    assert first.files_indexed == 2
+    sources = runner.execute_bare(index_stats.stats).source_files
+    assert shown in sources and str(shared) not in sources
+    again = index(link)
+    assert again.skipped_unchanged and again.source_file == shown
+    hits = runner.execute(
+        search_service.search_with_filters,
+        SearchWithFiltersIn,
+        {"query": "migration window", "filters": {"source_file": shown}},
+    )
+    assert hits.results and {h.metadata["source_file"] for h in hits.results} == {shown}
+    gone = runner.execute(documents.delete_file, DeleteFileIn, {"source_file": shown})
+    assert gone.source_file == shown and gone.deleted_count == 1
+
+    assert index_dir(notes, async_mode=False).files_indexed == 1  # back again
+    link.unlink()  # the link leaves the folder: so do its chunks
+    out = index_dir(notes, async_mode=False)
+    assert out.removed_files == [shown] and out.removed_chunks == 1
+    assert runner.execute_bare(index_stats.stats).source_files == [str(notes / "own.md")]
 
 
 def test_concurrent_reindexing_of_a_changed_file_lets_the_last_writer_win(
