@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from memsys import extraction, ids, tenancy
 from memsys.config import get_settings
-from memsys.db import clock, rowcount, take_turns
+from memsys.db import clock, rowcount, take_turns, take_turns_all
 from memsys.embeddings import get_embedder
 from memsys.errors import NotFound
 from memsys.models import Chunk, Edge, Entity, Fact
@@ -393,6 +393,12 @@ def extracted_twins(
     return list(session.scalars(stmt.order_by(Entity.created_at, Entity.id)))
 
 
+def _twin_ids(twins: list[Entity], name: str) -> list[str]:
+    """The ids among extracted_twins' entities that are the twin of `name`."""
+    key = extraction.key_for(name)
+    return [t.id for t in twins if t.key == key and t.name.lower() == name.lower()]
+
+
 def delete_entities(session: Session, params: DeleteEntitiesIn) -> DoneOut:
     """Close the entities — the memory server's of each name and the extractor's of it —,
     their observations, every relation touching them and their versioned facts with what
@@ -456,27 +462,38 @@ def delete_observations(session: Session, params: DeleteObservationsIn) -> DoneO
 
 
 def delete_relations(session: Session, params: DeleteRelationsIn) -> DoneOut:
+    """Close each named relation (history kept, as every graph delete): the memory server's
+    edge of the triple and the one an episode or a memory stated between the extractor's
+    entities of the same names (`extracted_twins`) — the S002 reads show those two as one
+    relation, so deleting only the first left it listed. A later episode stating it again
+    writes it again."""
     ns = graph_namespace(params)
     if not graph_exists(session, params):
         return DoneOut(success=True, message="Relations deleted successfully")
     tenancy.require_write(ns)
     namespaces.share(session, [ns])  # after any import of the namespace
     names = [n for r in params.relations for n in (r.from_, r.to)]
-    entities = {e.name: e for e in live_entities(session, ns, names)}
-    closed = 0
-    at = clock(session)
+    ours = {e.name: e.id for e in live_entities(session, ns, names)}
+    theirs = extracted_twins(session, ns, names)
+    triples = []
     for r in params.relations:
-        source, target = entities.get(r.from_), entities.get(r.to)
-        if source is None or target is None:
-            continue
+        pairs = [(ours[r.from_], ours[r.to])] if r.from_ in ours and r.to in ours else []
+        pairs += [(s, t) for s in _twin_ids(theirs, r.from_) for t in _twin_ids(theirs, r.to)]
+        triples += [(s, t, r.relationType) for s, t in pairs]
+    take_turns_all(session, [(ns, *t) for t in triples])  # as relate_entities, episodes
+    at = clock(session)  # once the turns are held: after what a writer of one committed
+    closed = 0
+    for source, target, relation in triples:
         closed += rowcount(
             session,
             update(Edge)
             .where(
                 Edge.namespace == ns,
-                Edge.source_id == source.id,
-                Edge.target_id == target.id,
-                Edge.relation == r.relationType,
+                Edge.source_kind == "entity",
+                Edge.source_id == source,
+                Edge.target_kind == "entity",
+                Edge.target_id == target,
+                Edge.relation == relation,
                 Edge.valid_to.is_(None),
             )
             .values(valid_to=at, expired_at=at),

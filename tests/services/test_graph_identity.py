@@ -5,6 +5,7 @@ empty group_ids searches nowhere; deletes are not refused by S000's vocabulary g
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select, update
@@ -237,3 +238,35 @@ def test_an_observation_of_combining_marks_only_stored_before_can_be_deleted_and
     assert "no visible character" in fails(
         "add_observations", observations=[{"entityName": "Legacy", "contents": ["\u0301"]}]
     )
+
+
+def stated(query: str, **args: Any) -> list[tuple[str, str, str]]:
+    edges = op("search_edges", query=query, num_results=20, **args)["edges"]
+    return [(e["source_name"], e["target_name"], e["relation_type"]) for e in edges]
+
+
+def test_delete_relations_closes_the_relation_an_episode_stated_too(embedder: Any) -> None:
+    """delete_relations closed only create_relations' edge: the same relation stated by an
+    episode stayed live, and search_edges / query_graph kept showing it after the delete."""
+    op("add_episode", content="auth.ts depends on token.ts.")
+    op("add_episode", content="Alice Smith depends on Bob Jones.")  # an episode alone
+    op("create_entities", entities=[
+        {"name": "auth.ts", "entityType": "file"}, {"name": "token.ts", "entityType": "file"}
+    ])  # fmt: skip
+    triple = {"from": "auth.ts", "to": "token.ts", "relationType": "depends_on"}
+    op("create_relations", relations=[triple])
+    assert set(stated("auth.ts")) == {("auth.ts", "token.ts", "depends_on")}
+    before = datetime.now(UTC)
+    op("delete_relations", relations=[
+        triple, {"from": "Alice Smith", "to": "Bob Jones", "relationType": "depends_on"}
+    ])  # fmt: skip
+    assert op("read_graph")["relations"] == []
+    assert stated("auth.ts") == [] and stated("Alice Smith") == []
+    assert op("query_graph", query="auth.ts", depth=2)["links"] == []
+    assert live_edges(source_kind="entity") == []
+    # closed, not gone: a read as of before the delete still has it
+    was = {("auth.ts", "token.ts", "depends_on")}
+    assert set(stated("auth.ts", as_of=before.isoformat())) == was
+    # stated again, it is back
+    op("add_episode", content="auth.ts depends on token.ts again.")
+    assert set(stated("auth.ts")) == was
