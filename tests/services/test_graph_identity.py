@@ -270,3 +270,26 @@ def test_delete_relations_closes_the_relation_an_episode_stated_too(embedder: An
     # stated again, it is back
     op("add_episode", content="auth.ts depends on token.ts again.")
     assert set(stated("auth.ts")) == was
+
+
+def test_a_relation_stated_by_an_episode_and_by_create_relations_is_listed_once(
+    embedder: Any,
+) -> None:
+    """The extractor's entity of a name is read as the memory server's one; the relation each
+    of them holds was then listed twice by search_edges, query_graph and build_context."""
+    op("add_episode", content="Alice Smith depends on Bob Jones.")
+    op("create_entities", entities=[
+        {"name": "Alice Smith", "entityType": "person"},
+        {"name": "Bob Jones", "entityType": "person"},
+    ])  # fmt: skip
+    triple = {"from": "Alice Smith", "to": "Bob Jones", "relationType": "depends_on"}
+    op("create_relations", relations=[triple])
+    assert op("read_graph")["relations"] == [triple]
+    assert op("open_nodes", names=["Alice Smith"])["relations"] == [triple]
+    assert stated("Alice Smith") == [("Alice Smith", "Bob Jones", "depends_on")]
+    [edge] = op("search_edges", query="Alice Smith")["edges"]
+    assert edge["fact"] == "Alice Smith depends on Bob Jones."  # the episode's, which says most
+    walk = op("query_graph", query="Alice Smith", depth=1)
+    assert walk["links"] == ["Alice Smith→Bob Jones"]
+    context = op("build_context", entity_names=["Alice Smith"])
+    assert [f["fact"] for f in context["facts"]] == ["Alice Smith depends on Bob Jones."]
