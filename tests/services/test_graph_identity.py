@@ -293,3 +293,23 @@ def test_a_relation_stated_by_an_episode_and_by_create_relations_is_listed_once(
     assert walk["links"] == ["Alice Smith→Bob Jones"]
     context = op("build_context", entity_names=["Alice Smith"])
     assert [f["fact"] for f in context["facts"]] == ["Alice Smith depends on Bob Jones."]
+
+
+def test_a_name_with_unseen_characters_is_the_name_without_them(embedder: Any) -> None:
+    """A no-break space, a zero-width space or a BOM in a name made another entity, though
+    memory dedup reads those differences away (ids.as_read): pasted names named a twin."""
+    op("create_entities", entities=[{"name": "Alice\u00a0Smith", "entityType": "person"}])
+    for name in ("Alice Smith", "Ali\u200bce Smith", "\ufeffAlice Smith", "Alice\u2060 Smith"):
+        assert op("create_entities", entities=[{"name": name, "entityType": "x"}]) == {
+            "entities": []
+        }  # already there
+    assert [e["name"] for e in op("read_graph")["entities"]] == ["Alice Smith"]
+    op("add_observations", observations=[{"entityName": "Ali\u200bce Smith", "contents": ["x1"]}])
+    opened = op("open_nodes", names=["Alice\u00a0Smith"])["entities"]
+    assert [(e["name"], e["observations"]) for e in opened] == [("Alice Smith", ["x1"])]
+    # the extractor reads a name as written with them as the same name
+    out = op("add_episode", content="Ali\u200bce\u00a0Smith depends on Bob\ufeff Jones.")
+    assert out["entities"] == ["Alice Smith", "Bob Jones"]
+    assert stated("Alice Smith") == [("Alice Smith", "Bob Jones", "depends_on")]
+    op("delete_entities", entityNames=["Alice\u00a0Smith"])
+    assert op("read_graph")["entities"] == [] and live_entities("Alice Smith") == []
