@@ -21,6 +21,7 @@ from memsys.schemas.common import (
     Output,
     QueryText,
     Rule,
+    SecretWarnings,
 )
 from memsys.schemas.memories import content_text_in, stored_content_text
 from memsys.schemas.observations import canonical_text, looks_like_envelope, parse_envelope
@@ -219,8 +220,14 @@ class RelationOut(Output):
     relationType: str
 
 
+# Left out of the answer when empty: the memory server's own shapes, as a client of it reads
+# them, unless there is something to flag (memory_store's `warnings`, memsys.secretscan).
+Flagged = Annotated[SecretWarnings, Field(exclude_if=lambda v: not v)]
+
+
 class EntitiesOut(Output):
     entities: list[EntityOut]
+    warnings: Flagged = Field(default_factory=list)
 
 
 class RelationsOut(Output):
@@ -234,6 +241,7 @@ class AddedObservations(Output):
 
 class ObservationsOut(Output):
     results: list[AddedObservations]
+    warnings: Flagged = Field(default_factory=list)
 
 
 class DoneOut(Output):

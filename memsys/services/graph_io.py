@@ -25,8 +25,21 @@ def import_graph(
     vectors = prepared if prepared is not None else knowledge.embed_texts(_texts(params))
     made = EntitiesOut(entities=[])
     for entities in params.entities:
-        made.entities += knowledge.create_entities(session, entities, prepared=vectors).entities
+        out = knowledge.create_entities(session, entities, prepared=vectors)
+        made.entities += out.entities
+        made.warnings += out.warnings
     linked = RelationsOut(relations=[])
     for relations in params.relations:
         linked.relations += knowledge.create_relations(session, relations).relations
     return made, linked
+
+
+def summary(made: EntitiesOut, linked: RelationsOut) -> dict[str, int | list[str]]:
+    """What an import answers (REST, the CLI): counts, and its secret warnings if any."""
+    answer: dict[str, int | list[str]] = {
+        "entities_created": len(made.entities),
+        "relations_created": len(linked.relations),
+    }
+    if made.warnings:
+        answer["warnings"] = made.warnings
+    return answer

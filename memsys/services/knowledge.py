@@ -10,6 +10,7 @@ over their observations, after exact name and type matches — not by substring 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Literal
 
@@ -18,7 +19,7 @@ from sqlalchemy import func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from memsys import extraction, ids, tenancy
+from memsys import extraction, ids, secretscan, tenancy
 from memsys.config import get_settings
 from memsys.db import clock, rowcount, take_turns, take_turns_all
 from memsys.embeddings import get_embedder
@@ -227,10 +228,22 @@ def create_entities(
         session, ns, [(item.name, item.entityType) for item in fresh]
     )
     wanted = [(made[i.name], i.name, i.observations) for i in fresh if i.name in made]
-    observation_links.link(session, ns, wanted, vectors)
+    added = observation_links.link(session, ns, wanted, vectors)
     created = live_entities(session, ns, list(made)) if made else []
     _record(session, ns, "create_entities", len(created))
-    return EntitiesOut(entities=entities_out(session, ns, created))
+    flagged = flag(zip([w[1] for w in wanted], added, strict=True))
+    return EntitiesOut(entities=entities_out(session, ns, created), warnings=flagged)
+
+
+def flag(written: Iterable[tuple[str, list[str]]]) -> list[str]:
+    """The secret warnings (memsys.secretscan) of the observations written, by entity name:
+    flagged as memory_store flags its content, stored all the same."""
+    return [
+        warning
+        for name, contents in written
+        for content in contents
+        for warning in secretscan.warnings(content, f"an observation of {name}")
+    ]
 
 
 def upsert_entity(session: Session, ns: str, name: str, entity_type: str) -> tuple[Entity, bool]:
@@ -368,7 +381,8 @@ def add_observations(
         for o, new in zip(params.observations, added, strict=True)
     ]
     _record(session, ns, "add_observations", sum(len(r.addedObservations) for r in results))
-    return ObservationsOut(results=results)
+    flagged = flag((r.entityName, r.addedObservations) for r in results)
+    return ObservationsOut(results=results, warnings=flagged)
 
 
 def extracted_twins(
