@@ -402,8 +402,8 @@ def extracted_twins(
         Entity.key.in_(keys),
         func.lower(Entity.name).in_({n.lower() for n in names}),
     )
-    if lock is not None:
-        stmt = stmt.with_for_update(read=lock == "share")
+    if lock is not None:  # in key order, as mentions.upsert holds them: no deadlock
+        stmt = stmt.with_for_update(read=lock == "share").order_by(Entity.key)
     return list(session.scalars(stmt.order_by(Entity.created_at, Entity.id)))
 
 
