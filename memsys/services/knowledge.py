@@ -350,6 +350,7 @@ def create_relations(session: Session, params: CreateRelationsIn) -> RelationsOu
     ns = graph_namespace(params)
     graph_exists(session, params)  # else its entities are not found
     tenancy.require_write(ns)
+    namespaces.share(session, [ns])  # after any import of the namespace (it takes no turns)
     entities = _require(session, ns, [n for r in params.relations for n in (r.from_, r.to)])
     created: list[RelationOut] = []
     for r in params.relations:
@@ -373,6 +374,7 @@ def add_observations(
     vectors = prepared or embed_observations(_all_contents(params.observations))
     graph_exists(session, params)  # else its entities are not found
     tenancy.require_write(ns)
+    namespaces.share(session, [ns])  # after any import of the namespace (it takes no turns)
     entities = _require(session, ns, [o.entityName for o in params.observations])
     wanted = [(entities[o.entityName].id, o.entityName, o.contents) for o in params.observations]
     added = observation_links.link(session, ns, wanted, vectors)

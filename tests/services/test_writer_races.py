@@ -4,6 +4,7 @@ first writer's transaction open, starts the second, and checks that it waits."""
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
@@ -262,3 +263,33 @@ def test_a_delete_waits_for_a_writer_naming_the_entity_and_closes_what_it_hung_o
             select(Entity).where(Entity.name == "Kestrel DB", Entity.valid_to.is_(None))
         ).all()
         assert len(live) == 1
+
+
+def test_graph_writers_wait_for_a_graph_import_of_their_namespace(embedder: Any) -> None:
+    """A graph import writes alone in its namespace and takes no lock per row (a large one
+    ran out of the lock table): a create_relations or add_observations beside it waits for
+    it at its start, then sees what it wrote — one edge of a triple both wrote."""
+    from memsys.schemas.graph_jsonl import parse_jsonl
+    from memsys.services import graph_io
+
+    op("create_entities", entities=[{"name": "Ledger", "entityType": "service"}])
+    lines = [
+        {"type": "entity", "name": "Billing", "entityType": "service", "observations": []},
+        {"type": "relation", "from": "Billing", "to": "Ledger", "relationType": "uses"},
+    ]
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    uses = {"from": "Billing", "to": "Ledger", "relationType": "uses"}
+    with session_scope() as first:
+        graph_io.import_graph(first, parse_jsonl(text, None))
+        relating, related = second_writer("create_relations", {"relations": [uses]})
+        observing, observed = second_writer(
+            "add_observations",
+            {"observations": [{"entityName": "Ledger", "contents": ["Closes books monthly"]}]},
+        )
+        assert until(lambda: lock_waiters() > 1, 20)  # both wait for the import
+    for worker in (relating, observing):
+        worker.join(30)
+        assert not worker.is_alive()
+    assert related[0]["success"] and related[0]["data"]["relations"] == []  # the import's
+    assert observed[0]["success"]
+    assert op("read_graph")["relations"] == [uses]
