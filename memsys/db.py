@@ -13,7 +13,7 @@ import logging
 import select
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from datetime import datetime
@@ -331,9 +331,33 @@ def clock(session: Session) -> datetime:
     return cast(datetime, session.scalar(_CLOCK))
 
 
+def writing_alone(session: Session, namespaces: Iterable[str]) -> None:
+    """Say that this transaction holds these namespaces' write turns alone (an import:
+    memsys.services.namespaces.write_alone): no other writer runs in them until it ends, so
+    the turns it would take per key there (take_turns, take_turns_all) are not taken. A large
+    import took one lock per row it wrote, held to its commit, and ran out of PostgreSQL's
+    lock table (max_locks_per_transaction) at a few thousand."""
+    held = alone(session)
+    session.info[_ALONE] = (session.get_transaction(), held | set(namespaces))
+
+
+def alone(session: Session) -> frozenset[str]:
+    """The namespaces this transaction writes alone in (writing_alone)."""
+    held = session.info.get(_ALONE)
+    if held is None or held[0] is not session.get_transaction():
+        return frozenset()
+    return frozenset(held[1])
+
+
+_ALONE = "memsys_alone"
+
+
 def take_turns(session: Session, *parts: str) -> None:
     """Serialise the transactions that name the same parts (a namespace and a key, a file, a
-    pair of memories) until they commit: a transaction-level advisory lock."""
+    pair of memories) until they commit: a transaction-level advisory lock. None in a
+    namespace the transaction writes alone in (writing_alone): no one to take turns with."""
+    if parts and parts[0] in alone(session):
+        return
     session.execute(_ADVISORY_LOCK, {"key": "\x1f".join(parts)})
 
 
@@ -354,7 +378,10 @@ def take_turns_all(session: Session, keys: list[tuple[str, ...]], shared: bool =
     """take_turns for many keys in one statement, always in the same (sorted) order, so two
     transactions that share some keys queue instead of deadlocking. The order is by code
     point whatever the database's collation: Python's sorted() gives the same. `shared`:
-    holders of a shared turn go together and wait only for an exclusive one."""
+    holders of a shared turn go together and wait only for an exclusive one. None in a
+    namespace the transaction writes alone in (writing_alone)."""
+    held = alone(session)
+    keys = [k for k in keys if not k or k[0] not in held]
     if keys:
         session.execute(*turns_statement(keys, shared))
 

@@ -70,8 +70,9 @@ def timed_out(exc: DBAPIError) -> TimedOut | None:
 
 
 # insufficient_resources: what the server could not give this call. out_of_memory is mostly
-# its lock table: a transaction holds a lock per item it writes (a graph import of 20,000
-# entities), and all of them share max_locks_per_transaction × max_connections slots.
+# its lock table: a transaction holds a lock per item it writes (but an import, which writes
+# alone in its namespaces), and all of them share max_locks_per_transaction ×
+# max_connections slots.
 _SHORT_OF = {
     "53100": "The database's disk is full: nothing of this call was written.",
     "53200": (

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memsys.ids import as_read
+
 MAX_MENTIONS = 24  # per chunk: long chunks do not flood the graph
 CONNECTORS = {"of", "and", "de", "la", "le", "van", "von", "der", "den", "du", "da", "the", "&"}
 STARTERS = {
@@ -60,7 +62,9 @@ class Mention:
 
 
 def normalise(name: str) -> str:
-    return " ".join(re.sub(r"[^\w\s.\-]", " ", name.lower()).split())
+    """A name's key words; read as dedup reads a text (ids.as_read: a zero-width space is
+    nothing, not a word break)."""
+    return " ".join(re.sub(r"[^\w\s.\-]", " ", as_read(name).lower()).split())
 
 
 def key_for(name: str) -> str:
@@ -78,7 +82,9 @@ def _trim(words: list[str]) -> list[str]:
 
 
 def extract(text: str) -> list[Mention]:
-    """Distinct mentions in order of first appearance (at most MAX_MENTIONS)."""
+    """Distinct mentions in order of first appearance (at most MAX_MENTIONS), in the text
+    as dedup reads it (ids.as_read: "Ali\u200bce" is "Alice")."""
+    text = as_read(text)
     found: dict[str, Mention] = {}
 
     def add(name: str) -> None:
@@ -142,6 +148,7 @@ def subject(text: str) -> str | None:
     as a title is about it — an encyclopedia entry's title, a note's heading, a turn's
     speaker — which makes it the place to look when another chunk mentions that name (graph
     retrieval's second hop)."""
+    text = as_read(text)
     opening = _OPENING.match(text)
     if opening is None:
         return None

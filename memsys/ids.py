@@ -36,11 +36,17 @@ _UNSEEN = str.maketrans(
 )
 
 
+def as_read(text: str) -> str:
+    """A text with the differences no reader sees read away (_UNSEEN): what dedup compares,
+    and an entity's name as stored and looked up."""
+    return text.translate(_UNSEEN)
+
+
 def content_hash(content: str) -> str:
     """The hex SHA-256 of a text as dedup reads it (memsys.schemas.memories.content_text's
     form, its unseen differences read away, _UNSEEN): what dedup compares, in the database
     and in snapshots alike."""
-    return hashlib.sha256(content.translate(_UNSEEN).encode("utf-8")).hexdigest()
+    return hashlib.sha256(as_read(content).encode("utf-8")).hexdigest()
 
 
 def content_hashes(content: str) -> list[str]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from memsys import extraction
+from memsys.ids import as_read
 
 PATTERNS: tuple[tuple[str, str], ...] = (
     (r"\b(?:is |are |was )?caused by\b|\bbecause of\b|\bdue to\b", "caused_by"),
@@ -110,7 +111,7 @@ def extract(text: str) -> tuple[list[extraction.Mention], list[Found]]:
     mentions = {m.key: m for m in extraction.extract(text)}
     found: dict[tuple[str, str, str], Found] = {}
     for sentence in _SENTENCE.split(text):
-        sentence = sentence.strip()
+        sentence = as_read(sentence).strip()  # as its names are: found where they stand
         spots = _positioned(sentence)
         stated: Found | None = None  # the previous pair's relation, for "instead of"
         for (_, end, a), (start, _, b) in pairwise(spots):

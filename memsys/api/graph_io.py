@@ -50,11 +50,13 @@ def export_graph(namespace: Namespace = None, as_of: AsOf = None) -> JsonLines:
     return JsonLines(render_jsonl(graph))
 
 
-@router.post("/graph/import", response_model=dict[str, int])
+@router.post("/graph/import", response_model=dict[str, int | list[str]])
 async def import_graph(request: Request, namespace: Namespace = None) -> Any:
     """Load a memory server JSONL file (the request body): new entities with their
     observations, then new relations; existing names and triples are kept. Every line is
-    validated first; one bad line refuses the file and writes nothing."""
+    validated first; one bad line refuses the file and writes nothing. `warnings`, when
+    there is one: an observation written that looks like it holds a secret (stored all the
+    same, as memory_store flags its content)."""
     pieces, size = [], 0
     decoder = codecs.getincrementaldecoder("utf-8")()
     try:
@@ -70,9 +72,8 @@ async def import_graph(request: Request, namespace: Namespace = None) -> Any:
         return unread_body(400, "The body is not UTF-8 text")  # as /v1/import
     text = "".join(pieces)
 
-    def run() -> dict[str, int]:
+    def run() -> dict[str, int | list[str]]:
         params = parse_jsonl(text, namespace)
-        made, linked = runner.run(graph_io.import_graph, params)
-        return {"entities_created": len(made.entities), "relations_created": len(linked.relations)}
+        return graph_io.summary(*runner.run(graph_io.import_graph, params))
 
     return await anyio.to_thread.run_sync(run)

@@ -23,6 +23,8 @@ app = typer.Typer(no_args_is_help=True)
 
 def show(result: BaseModel) -> None:
     typer.echo(json_dumps(result.model_dump(mode="json", by_alias=True)))
+    for warning in getattr(result, "warnings", []):  # on stderr too, as memsys store does
+        warn(warning)
 
 
 def related(r: MemoryRelateOut) -> None:
@@ -102,12 +104,11 @@ def import_(
     query = {} if namespace is None else {"namespace": namespace}
     answer = remote.post_file("/graph/import", text.encode("utf-8"), query)
     if answer is None:  # no server: here
-        made, linked = runner.run(graph_io.import_graph, parse_jsonl(text, namespace))
-        answer = {
-            "entities_created": len(made.entities),
-            "relations_created": len(linked.relations),
-        }
+        answer = graph_io.summary(*runner.run(graph_io.import_graph, parse_jsonl(text, namespace)))
     typer.echo(
         f"Imported {answer['entities_created']} new entities, "
         f"{answer['relations_created']} new relations"
     )
+    flagged = answer.get("warnings", [])  # a secret-like observation: stored, flagged
+    for warning in flagged if isinstance(flagged, list) else []:
+        warn(warning)

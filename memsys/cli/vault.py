@@ -18,7 +18,16 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from memsys.cli.output import Json, Namespace, echo, emit, path_given, plural, stdin_bytes
+from memsys.cli.output import (
+    Json,
+    Namespace,
+    echo,
+    emit,
+    path_given,
+    plural,
+    stdin_bytes,
+    warn,
+)
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -163,6 +172,8 @@ def _imported(r: ImportOut) -> None:
         )
     for v in r.versions:
         echo(f"new version of {v.id} (previous fields kept as {v.previous})")
+    for warning in r.warnings:  # a secret-like text: the user should know it is stored
+        warn(warning)
 
 
 def diff_command(

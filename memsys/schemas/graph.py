@@ -10,7 +10,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, model_validator
 
-from memsys import keys, relations
+from memsys import ids, keys, relations
 from memsys.schemas.common import (
     NOT_BLANK,
     STORED_TEXT,
@@ -21,6 +21,7 @@ from memsys.schemas.common import (
     Output,
     QueryText,
     Rule,
+    SecretWarnings,
 )
 from memsys.schemas.memories import content_text_in, stored_content_text
 from memsys.schemas.observations import canonical_text, looks_like_envelope, parse_envelope
@@ -37,8 +38,10 @@ def _name(v: str, info: ValidationInfo) -> str:
     field = info.field_name or "name"
     what = "An entity name" if field in _ENTITY_FIELDS else field.rstrip("_")
     # Composed (NFC), as memories and queries are: "Café" typed with a combining accent
-    # names the entity (fact, relation type) typed with an "é".
-    v = unicodedata.normalize("NFC", v.strip())
+    # names the entity (fact, relation type) typed with an "é". And read as dedup reads a
+    # memory (ids.as_read): a no-break space is a space, a zero-width space or BOM nothing.
+    # Rows stored before this keep their names as written (no migration rewrote them).
+    v = unicodedata.normalize("NFC", ids.as_read(v)).strip()
     if not v:
         raise ValueError(f"{what} cannot be empty")
     if len(v) > MAX_NAME:
@@ -217,8 +220,14 @@ class RelationOut(Output):
     relationType: str
 
 
+# Left out of the answer when empty: the memory server's own shapes, as a client of it reads
+# them, unless there is something to flag (memory_store's `warnings`, memsys.secretscan).
+Flagged = Annotated[SecretWarnings, Field(exclude_if=lambda v: not v)]
+
+
 class EntitiesOut(Output):
     entities: list[EntityOut]
+    warnings: Flagged = Field(default_factory=list)
 
 
 class RelationsOut(Output):
@@ -232,6 +241,7 @@ class AddedObservations(Output):
 
 class ObservationsOut(Output):
     results: list[AddedObservations]
+    warnings: Flagged = Field(default_factory=list)
 
 
 class DoneOut(Output):

@@ -99,6 +99,11 @@ class ImportOut(Output):
     problem_count: int
     problems: list[ImportProblem] = Field(description=f"The first {MAX_LISTED} problems")
     versions: list[ImportVersion]
+    warnings: list[str] = Field(
+        default_factory=list,
+        description=f"The first {MAX_LISTED} records whose text looks like it holds a secret "
+        "(file:line; imported all the same, as memory_store stores and flags one)",
+    )
 
 
 class DiffIn(Input):

@@ -201,6 +201,7 @@ def merge_one(session: Session, chunk: Chunk, now: datetime, ids: list[str]) -> 
                 "survivor": survivor.id,
                 "gone": [c.id for c in merged],
                 "group": [c.id for c in group],
+                "now": now,
             },
         )
     for other in merged:
@@ -230,11 +231,14 @@ def merge_one(session: Session, chunk: Chunk, now: datetime, ids: list[str]) -> 
 # The closed twins' relations (memory_relate's, contradictions; not their own history, the
 # `supersedes` chain, nor their `mentions`, which the survivor has of its own text) move to
 # the survivor: each is closed and written again from it, unless the survivor has that edge
-# already (the walks read live memories only, so it was gone from every read).
+# already (the walks read live memories only, so it was gone from every read). Closed and
+# begun again at the time the pass runs at (:now, as the memory it closes; never before the
+# edge began), not the transaction's: an as-of read finds the edge on one end at every time.
 _MOVE_EDGES = text(
     """
     WITH closed AS (
-        UPDATE edge e SET valid_to = now(), expired_at = now()
+        UPDATE edge e SET valid_to = greatest(CAST(:now AS timestamptz), e.valid_from),
+                          expired_at = now()
         WHERE e.namespace = :ns AND e.valid_to IS NULL
           AND e.relation NOT IN ('supersedes', 'mentions') AND e.source_kind <> 'episode'
           AND ((e.source_kind = 'chunk' AND e.source_id = ANY(CAST(:gone AS text[]))
@@ -246,7 +250,7 @@ _MOVE_EDGES = text(
     ), moved AS (
         SELECT DISTINCT ON (source_kind, source, target_kind, target, relation)
                source_kind, source, target_kind, target, relation, weight, context,
-               evidence_chunk_ids
+               evidence_chunk_ids, valid_to
         FROM (SELECT c.*,
                      CASE WHEN c.source_kind = 'chunk' AND c.source_id = ANY(CAST(:gone AS text[]))
                           THEN :survivor ELSE c.source_id END AS source,
@@ -256,9 +260,9 @@ _MOVE_EDGES = text(
         ORDER BY source_kind, source, target_kind, target, relation, weight DESC, id
     )
     INSERT INTO edge (namespace, source_kind, source_id, target_kind, target_id, relation,
-                      weight, context, evidence_chunk_ids)
+                      weight, context, evidence_chunk_ids, valid_from)
     SELECT :ns, m.source_kind, m.source, m.target_kind, m.target, m.relation, m.weight,
-           m.context, m.evidence_chunk_ids
+           m.context, m.evidence_chunk_ids, m.valid_to
     FROM moved m
     WHERE NOT EXISTS (
         SELECT 1 FROM edge x

@@ -10,6 +10,7 @@ over their observations, after exact name and type matches — not by substring 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Literal
 
@@ -18,9 +19,9 @@ from sqlalchemy import func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from memsys import extraction, ids, tenancy
+from memsys import extraction, ids, secretscan, tenancy
 from memsys.config import get_settings
-from memsys.db import clock, rowcount, take_turns
+from memsys.db import clock, rowcount, take_turns, take_turns_all
 from memsys.embeddings import get_embedder
 from memsys.errors import NotFound
 from memsys.models import Chunk, Edge, Entity, Fact
@@ -227,10 +228,22 @@ def create_entities(
         session, ns, [(item.name, item.entityType) for item in fresh]
     )
     wanted = [(made[i.name], i.name, i.observations) for i in fresh if i.name in made]
-    observation_links.link(session, ns, wanted, vectors)
+    added = observation_links.link(session, ns, wanted, vectors)
     created = live_entities(session, ns, list(made)) if made else []
     _record(session, ns, "create_entities", len(created))
-    return EntitiesOut(entities=entities_out(session, ns, created))
+    flagged = flag(zip([w[1] for w in wanted], added, strict=True))
+    return EntitiesOut(entities=entities_out(session, ns, created), warnings=flagged)
+
+
+def flag(written: Iterable[tuple[str, list[str]]]) -> list[str]:
+    """The secret warnings (memsys.secretscan) of the observations written, by entity name:
+    flagged as memory_store flags its content, stored all the same."""
+    return [
+        warning
+        for name, contents in written
+        for content in contents
+        for warning in secretscan.warnings(content, f"an observation of {name}")
+    ]
 
 
 def upsert_entity(session: Session, ns: str, name: str, entity_type: str) -> tuple[Entity, bool]:
@@ -337,6 +350,7 @@ def create_relations(session: Session, params: CreateRelationsIn) -> RelationsOu
     ns = graph_namespace(params)
     graph_exists(session, params)  # else its entities are not found
     tenancy.require_write(ns)
+    namespaces.share(session, [ns])  # after any import of the namespace (it takes no turns)
     entities = _require(session, ns, [n for r in params.relations for n in (r.from_, r.to)])
     created: list[RelationOut] = []
     for r in params.relations:
@@ -360,6 +374,7 @@ def add_observations(
     vectors = prepared or embed_observations(_all_contents(params.observations))
     graph_exists(session, params)  # else its entities are not found
     tenancy.require_write(ns)
+    namespaces.share(session, [ns])  # after any import of the namespace (it takes no turns)
     entities = _require(session, ns, [o.entityName for o in params.observations])
     wanted = [(entities[o.entityName].id, o.entityName, o.contents) for o in params.observations]
     added = observation_links.link(session, ns, wanted, vectors)
@@ -368,7 +383,8 @@ def add_observations(
         for o, new in zip(params.observations, added, strict=True)
     ]
     _record(session, ns, "add_observations", sum(len(r.addedObservations) for r in results))
-    return ObservationsOut(results=results)
+    flagged = flag((r.entityName, r.addedObservations) for r in results)
+    return ObservationsOut(results=results, warnings=flagged)
 
 
 def extracted_twins(
@@ -388,9 +404,15 @@ def extracted_twins(
         Entity.key.in_(keys),
         func.lower(Entity.name).in_({n.lower() for n in names}),
     )
-    if lock is not None:
-        stmt = stmt.with_for_update(read=lock == "share")
+    if lock is not None:  # in key order, as mentions.upsert holds them: no deadlock
+        stmt = stmt.with_for_update(read=lock == "share").order_by(Entity.key)
     return list(session.scalars(stmt.order_by(Entity.created_at, Entity.id)))
+
+
+def _twin_ids(twins: list[Entity], name: str) -> list[str]:
+    """The ids among extracted_twins' entities that are the twin of `name`."""
+    key = extraction.key_for(name)
+    return [t.id for t in twins if t.key == key and t.name.lower() == name.lower()]
 
 
 def delete_entities(session: Session, params: DeleteEntitiesIn) -> DoneOut:
@@ -456,27 +478,38 @@ def delete_observations(session: Session, params: DeleteObservationsIn) -> DoneO
 
 
 def delete_relations(session: Session, params: DeleteRelationsIn) -> DoneOut:
+    """Close each named relation (history kept, as every graph delete): the memory server's
+    edge of the triple and the one an episode or a memory stated between the extractor's
+    entities of the same names (`extracted_twins`) — the S002 reads show those two as one
+    relation, so deleting only the first left it listed. A later episode stating it again
+    writes it again."""
     ns = graph_namespace(params)
     if not graph_exists(session, params):
         return DoneOut(success=True, message="Relations deleted successfully")
     tenancy.require_write(ns)
     namespaces.share(session, [ns])  # after any import of the namespace
     names = [n for r in params.relations for n in (r.from_, r.to)]
-    entities = {e.name: e for e in live_entities(session, ns, names)}
-    closed = 0
-    at = clock(session)
+    ours = {e.name: e.id for e in live_entities(session, ns, names)}
+    theirs = extracted_twins(session, ns, names)
+    triples = []
     for r in params.relations:
-        source, target = entities.get(r.from_), entities.get(r.to)
-        if source is None or target is None:
-            continue
+        pairs = [(ours[r.from_], ours[r.to])] if r.from_ in ours and r.to in ours else []
+        pairs += [(s, t) for s in _twin_ids(theirs, r.from_) for t in _twin_ids(theirs, r.to)]
+        triples += [(s, t, r.relationType) for s, t in pairs]
+    take_turns_all(session, [(ns, *t) for t in triples])  # as relate_entities, episodes
+    at = clock(session)  # once the turns are held: after what a writer of one committed
+    closed = 0
+    for source, target, relation in triples:
         closed += rowcount(
             session,
             update(Edge)
             .where(
                 Edge.namespace == ns,
-                Edge.source_id == source.id,
-                Edge.target_id == target.id,
-                Edge.relation == r.relationType,
+                Edge.source_kind == "entity",
+                Edge.source_id == source,
+                Edge.target_kind == "entity",
+                Edge.target_id == target,
+                Edge.relation == relation,
                 Edge.valid_to.is_(None),
             )
             .values(valid_to=at, expired_at=at),

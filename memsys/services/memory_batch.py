@@ -26,7 +26,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from memsys import ids, secretscan
-from memsys.db import Statement, in_one_trip, json_text, turns_statement
+from memsys.db import Statement, alone, in_one_trip, json_text, turns_statement
 from memsys.ids import content_hashes
 from memsys.schemas import MemoryStoreIn, MemoryStoreOut
 from memsys.services import mentions, namespaces
@@ -76,12 +76,18 @@ def _by_digest(rows: Iterable[Any], aliases: dict[str, str]) -> dict[str, Any]:
 
 
 def _in_turn(
-    namespace: str, digests: list[str], aliases: dict[str, str], holding: str | None = None
+    namespace: str,
+    digests: list[str],
+    aliases: dict[str, str],
+    holding: str | None = None,
+    alone: frozenset[str] = frozenset(),
 ) -> list[Statement]:
     """Take the turns of these contents, then read their live memories (under the digests
     of rows written before, too: `aliases`): two statements (the read sees what a writer we
-    waited for committed), sent in one round trip."""
-    turns = turns_statement([(namespace, "memory", d) for d in digests], holding=holding)
+    waited for committed), sent in one round trip. No turns in a namespace the transaction
+    writes alone in (`alone`, db.writing_alone: an import)."""
+    turned = [] if namespace in alone else digests
+    turns = turns_statement([(namespace, "memory", d) for d in turned], holding=holding)
     wanted = set(digests)
     sought = sorted(wanted | {old for old, new in aliases.items() if new in wanted})
     return [turns, (_LIVE, {"namespace": namespace, "digests": sought})]
@@ -90,7 +96,7 @@ def _in_turn(
 def _live_in_turn(
     session: Session, namespace: str, digests: list[str], aliases: dict[str, str]
 ) -> dict[str, Any]:
-    _, rows = in_one_trip(session, *_in_turn(namespace, digests, aliases))
+    _, rows = in_one_trip(session, *_in_turn(namespace, digests, aliases, None, alone(session)))
     return _by_digest(rows, aliases)
 
 
@@ -229,7 +235,7 @@ def store_many(
     if len(by_namespace) == 1:  # memory_store: its turns and duplicate read in one trip
         [(namespace, batch)] = by_namespace.items()
         digests = sorted({d for _, _, d in batch})
-        then = _in_turn(namespace, digests, aliases, holding=namespaces.turn_key(namespace))
+        then = _in_turn(namespace, digests, aliases, namespaces.turn_key(namespace), alone(session))
         rows = namespaces.ensure(session, namespace, *then)
         found = None if rows is None else _by_digest(rows[1], aliases)
         results = _store_namespace(session, namespace, batch, wait, aliases, found)

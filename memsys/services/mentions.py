@@ -22,6 +22,7 @@ from memsys import extraction, ids
 from memsys.db import in_one_trip
 
 MENTIONS = "mentions"
+RESOLVE_TRIES = 5  # a name deleted again each time it is made: its mention is left out
 SUBJECT_WEIGHT = 4.0
 
 _UPSERT = text(
@@ -34,10 +35,16 @@ _UPSERT = text(
     ON CONFLICT (namespace, key) WHERE valid_to IS NULL DO NOTHING
     """
 )
+# Held (a share lock, in key order) until the writer commits, as upsert_entity holds the
+# memory server's entities: a delete_entities of the name (FOR UPDATE, the same order)
+# waits for this writer and closes the edges it hangs on the entity, or this one waits for
+# the delete and finds the entity gone (then upsert makes it again).
 _RESOLVE = text(
     """
     SELECT key, id FROM entity
     WHERE namespace = :namespace AND valid_to IS NULL AND key = ANY(CAST(:keys AS text[]))
+    ORDER BY key
+    FOR SHARE
     """
 )
 # The mention edges of (chunk_id, entity_id, weight) arrays; `{join}` may narrow them to
@@ -64,20 +71,28 @@ def edge_params(pairs: Sequence[tuple[str, str, float]]) -> dict[str, list[Any]]
 def upsert(session: Session, namespace: str, names: dict[str, str]) -> dict[str, str]:
     """Concept entities by stable key (key → display name), created if missing; key → id.
     The caller holds its share of the namespace's write turn (namespaces.ensure): a purge,
-    which writes alone, never removes an entity a writer is naming."""
+    which writes alone, never removes an entity a writer is naming; and the entities found
+    are held until it commits (_RESOLVE), so a delete_entities of one waits for it."""
+    found: dict[str, str] = {}
     keys = sorted(names)
-    new = {
-        "namespace": namespace,
-        "ids": [ids.new_id(ids.ENTITY) for _ in keys],
-        "keys": keys,
-        "names": [names[k] for k in keys],
-    }
-    # Two statements (the read sees an entity a concurrent writer committed while the
-    # upsert waited for it), one round trip.
-    _, resolved = in_one_trip(
-        session, (_UPSERT, new), (_RESOLVE, {"namespace": namespace, "keys": keys})
-    )
-    return {row.key: row.id for row in resolved}
+    for _ in range(RESOLVE_TRIES):
+        if not keys:
+            break
+        new = {
+            "namespace": namespace,
+            "ids": [ids.new_id(ids.ENTITY) for _ in keys],
+            "keys": keys,
+            "names": [names[k] for k in keys],
+        }
+        # Two statements (the read sees an entity a concurrent writer committed while the
+        # upsert waited for it), one round trip.
+        _, resolved = in_one_trip(
+            session, (_UPSERT, new), (_RESOLVE, {"namespace": namespace, "keys": keys})
+        )
+        found.update((row.key, row.id) for row in resolved)
+        # A key not found was deleted between the two statements: the name is free again.
+        keys = [k for k in keys if k not in found]
+    return found
 
 
 def resolve(

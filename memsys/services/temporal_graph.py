@@ -14,7 +14,7 @@ import dataclasses
 import functools
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
@@ -193,9 +193,32 @@ def _folded(session: Session, ns: str, found: graph_walk.Walk, at: datetime) -> 
         )
         for e in found.edges
     ]
-    return graph_walk.Walk(
-        depth=depth, edges=[e for e in edges if e.source_id != e.target_id], entities=entities
-    )
+    kept = [e for e in edges if e.source_id != e.target_id]
+    return graph_walk.Walk(depth=depth, edges=once(kept), entities=entities)
+
+
+Stated = TypeVar("Stated", Edge, graph_walk.Link)
+
+
+def once(edges: list[Stated], alias: dict[str, str] | None = None) -> list[Stated]:
+    """One edge per (source, target, relation) once twins are folded (`alias`): a relation
+    both an episode and create_relations stated was listed twice. The one kept says most:
+    an edge with its sentence (an episode's fact) first, then the earliest begun; the rest
+    keep their places in the order given."""
+    ends = alias or {}
+
+    def triple(e: Stated) -> tuple[str, str, str]:
+        return ends.get(e.source_id, e.source_id), ends.get(e.target_id, e.target_id), e.relation
+
+    def rank(e: Stated) -> tuple[bool, datetime, int]:
+        return e.context is None, e.valid_from, e.id
+
+    best: dict[tuple[str, str, str], Stated] = {}
+    for e in edges:
+        held = best.get(triple(e))
+        if held is None or rank(e) < rank(held):
+            best[triple(e)] = e
+    return [e for e in edges if best[triple(e)] is e]
 
 
 def _walk_from(
@@ -278,7 +301,7 @@ def search_edges(session: Session, params: SearchEdgesIn) -> SearchEdgesOut:
         touched = {i for e in edges for i in (e.source_id, e.target_id)}
         alias = {c: e.id for c, e in twins(session, ns, touched, params.as_of).items()}
         names = _names(session, ns, touched | set(alias.values()))
-        for e in edges:
+        for e in once(list(edges), alias):
             source = alias.get(e.source_id, e.source_id)
             target = alias.get(e.target_id, e.target_id)
             if source == target:

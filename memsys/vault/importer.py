@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from memsys import deferred, tenancy
+from memsys import deferred, secretscan, tenancy
 from memsys.db import raise_if_cancelled, session_scope
 from memsys.errors import Protected
 from memsys.services import namespaces
@@ -105,6 +105,7 @@ class Report:
     preferences: Counts = field(default_factory=Counts)
     problems: list[Problem] = field(default_factory=list)
     versions: list[dict[str, str]] = field(default_factory=list)  # memory id → superseded copy
+    warnings: list[str] = field(default_factory=list)  # secret-like texts (memsys.secretscan)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -118,6 +119,7 @@ class Report:
                 {"source": p.source, "line": p.line, "message": p.message} for p in self.problems
             ],
             "versions": self.versions,
+            "warnings": self.warnings,
         }
 
 
@@ -337,6 +339,17 @@ def _namespaces(seen: _Seen) -> set[str]:
     return names | {rec["namespace"] for rec, _ in seen.edges.values()}
 
 
+def _flagged(rec: Located) -> list[str]:
+    """The secret warnings of a record's text, with its file and line (memory_store flags
+    its content so, preference_set its value): imported all the same."""
+    if rec["kind"] == "memory":
+        return secretscan.warnings(str(rec["content"]), f"{_where(rec, 'content')}: content")
+    if rec["kind"] == "preference":
+        text = secretscan.value_text(rec["value"])
+        return secretscan.warnings(text, f"{_where(rec, 'value')}: value")
+    return []
+
+
 def run(
     session: Session,
     snapshot: Snapshot,
@@ -385,6 +398,7 @@ def run(
         for rec in _checked(snapshot, _Seen(), []):
             if not _as_checked(rec, seen):
                 continue  # the file changed between the passes: only what was checked
+            report.warnings += _flagged(rec)
             if rec["kind"] == "memory" and rec["id"] not in seen.bad:
                 batch.append(rec)
                 if len(batch) >= BATCH:

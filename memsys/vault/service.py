@@ -97,6 +97,7 @@ def import_spooled(
     for p in result.problems:
         p.source = p.source.replace(str(spool), shown, 1)
         p.message = p.message.replace(str(spool), shown)  # "also at …/body.json:2"
+    result.warnings = [w.replace(str(spool), shown, 1) for w in result.warnings]
     return result
 
 
@@ -192,6 +193,7 @@ def import_from(
     data = report.as_dict()
     data["problem_count"] = len(data["problems"])
     data["problems"] = data["problems"][:MAX_LISTED]
+    data["warnings"] = data["warnings"][:MAX_LISTED]
     return ImportOut.model_validate(data)
 
 

@@ -3,11 +3,16 @@ memory_store's (S004 red team: flagged on write; the text is stored all the same
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from memsys.operations import BY_NAME
 from tests.security.helpers import run
+from tests.vault.test_import_batches import memory as stored
+from tests.vault.test_import_batches import write_jsonl
 
 TOKEN = "github token ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 WRITES = [
@@ -34,3 +39,61 @@ def test_a_secret_is_flagged_on_every_write_that_stores_it(
     flagged = run(name, **args(TOKEN)).warnings
     assert len(flagged) == 1 and "looks like it holds a secret" in flagged[0], flagged
     assert run(name, **args("the nightly build")).warnings == []
+
+
+def test_the_graph_writes_flag_a_secret_in_an_observation(embedder: Any, client: Any) -> None:
+    """create_entities, add_observations and the graph import stored the token as an
+    observation (a memory) and said nothing. Flagged in an added `warnings` field, left out
+    when there is nothing to flag: the memory server's own answer shapes stay as they were."""
+    from memsys.mcp.server import call
+    from tests.cli.helpers import run as cli
+
+    kiwi = {"name": "Kiwi", "entityType": "org"}
+    plain = call(BY_NAME["create_entities"], {"entities": [kiwi]})
+    assert plain["data"] == {"entities": [{**kiwi, "observations": []}]}
+    made = call(BY_NAME["create_entities"], {"entities": [
+        {"name": "Kiwi CI", "entityType": "service", "observations": [f"uses the {TOKEN}"]}
+    ]})  # fmt: skip
+    [warning] = made["data"]["warnings"]
+    assert "an observation of Kiwi CI looks like it holds a secret (GitHub token)" in warning
+    added = client.post("/v1/graph/observations", json={"observations": [
+        {"entityName": "Kiwi", "contents": [f"rotated the {TOKEN}", "ships on Fridays"]}
+    ]})  # fmt: skip
+    assert added.status_code == 200 and len(added.json()["warnings"]) == 1
+    again = client.post("/v1/graph/observations", json={"observations": [
+        {"entityName": "Kiwi", "contents": ["ships on Fridays"]}
+    ]})  # fmt: skip
+    assert "warnings" not in again.json()
+    shown = cli("graph", "add-observations", "--observations",
+                json.dumps([{"entityName": "Kiwi", "contents": [f"the new {TOKEN}"]}]))  # fmt: skip
+    assert shown.exit_code == 0
+    assert "warning: an observation of Kiwi looks like it holds a secret" in shown.stderr
+    jsonl = json.dumps({"type": "entity", "name": "Pear", "entityType": "org",
+                        "observations": [f"key {TOKEN}"]})  # fmt: skip
+    imported = client.post("/v1/graph/import?namespace=project:pear", content=jsonl.encode())
+    assert imported.json()["entities_created"] == 1 and len(imported.json()["warnings"]) == 1
+
+
+def test_memory_import_flags_a_secret_in_what_it_imports(
+    embedder: Any, client: Any, tmp_path: Path
+) -> None:
+    """memory_import wrote the token as a memory (and a preference's value) and said
+    nothing; its answer lists each such record by file and line, imported all the same."""
+    from memsys.mcp.server import call
+    from tests.cli.helpers import run as cli
+
+    memory = {**stored(1, f"CI uses the {TOKEN}"), "namespace": "project:kiwi"}
+    preference = {"kind": "preference", "namespace": "project:kiwi", "key": "db",
+                  "value": {"password": TOKEN[-20:]}}  # fmt: skip
+    snapshot = tmp_path / "snap.jsonl"
+    write_jsonl(snapshot, [memory, stored(2, "Backups run nightly"), preference])
+    answer = call(BY_NAME["memory_import"], {"path": str(snapshot)})
+    assert answer["success"], answer
+    dry = answer["data"]
+    assert [w.split(": ")[0] for w in dry["warnings"]] == [f"{snapshot}:2", f"{snapshot}:4"]
+    assert "content looks like it holds a secret (GitHub token)" in dry["warnings"][0]
+    body = client.post("/v1/import", content=snapshot.read_bytes())
+    assert body.json()["applied"] and body.json()["warnings"][0].startswith("body:2: content")
+    shown = cli("import", str(snapshot))
+    assert shown.exit_code == 0
+    assert f"warning: {snapshot}:4: value looks like it holds a secret" in shown.stderr

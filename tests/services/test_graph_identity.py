@@ -5,6 +5,7 @@ empty group_ids searches nowhere; deletes are not refused by S000's vocabulary g
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select, update
@@ -237,3 +238,78 @@ def test_an_observation_of_combining_marks_only_stored_before_can_be_deleted_and
     assert "no visible character" in fails(
         "add_observations", observations=[{"entityName": "Legacy", "contents": ["\u0301"]}]
     )
+
+
+def stated(query: str, **args: Any) -> list[tuple[str, str, str]]:
+    edges = op("search_edges", query=query, num_results=20, **args)["edges"]
+    return [(e["source_name"], e["target_name"], e["relation_type"]) for e in edges]
+
+
+def test_delete_relations_closes_the_relation_an_episode_stated_too(embedder: Any) -> None:
+    """delete_relations closed only create_relations' edge: the same relation stated by an
+    episode stayed live, and search_edges / query_graph kept showing it after the delete."""
+    op("add_episode", content="auth.ts depends on token.ts.")
+    op("add_episode", content="Alice Smith depends on Bob Jones.")  # an episode alone
+    op("create_entities", entities=[
+        {"name": "auth.ts", "entityType": "file"}, {"name": "token.ts", "entityType": "file"}
+    ])  # fmt: skip
+    triple = {"from": "auth.ts", "to": "token.ts", "relationType": "depends_on"}
+    op("create_relations", relations=[triple])
+    assert set(stated("auth.ts")) == {("auth.ts", "token.ts", "depends_on")}
+    before = datetime.now(UTC)
+    op("delete_relations", relations=[
+        triple, {"from": "Alice Smith", "to": "Bob Jones", "relationType": "depends_on"}
+    ])  # fmt: skip
+    assert op("read_graph")["relations"] == []
+    assert stated("auth.ts") == [] and stated("Alice Smith") == []
+    assert op("query_graph", query="auth.ts", depth=2)["links"] == []
+    assert live_edges(source_kind="entity") == []
+    # closed, not gone: a read as of before the delete still has it
+    was = {("auth.ts", "token.ts", "depends_on")}
+    assert set(stated("auth.ts", as_of=before.isoformat())) == was
+    # stated again, it is back
+    op("add_episode", content="auth.ts depends on token.ts again.")
+    assert set(stated("auth.ts")) == was
+
+
+def test_a_relation_stated_by_an_episode_and_by_create_relations_is_listed_once(
+    embedder: Any,
+) -> None:
+    """The extractor's entity of a name is read as the memory server's one; the relation each
+    of them holds was then listed twice by search_edges, query_graph and build_context."""
+    op("add_episode", content="Alice Smith depends on Bob Jones.")
+    op("create_entities", entities=[
+        {"name": "Alice Smith", "entityType": "person"},
+        {"name": "Bob Jones", "entityType": "person"},
+    ])  # fmt: skip
+    triple = {"from": "Alice Smith", "to": "Bob Jones", "relationType": "depends_on"}
+    op("create_relations", relations=[triple])
+    assert op("read_graph")["relations"] == [triple]
+    assert op("open_nodes", names=["Alice Smith"])["relations"] == [triple]
+    assert stated("Alice Smith") == [("Alice Smith", "Bob Jones", "depends_on")]
+    [edge] = op("search_edges", query="Alice Smith")["edges"]
+    assert edge["fact"] == "Alice Smith depends on Bob Jones."  # the episode's, which says most
+    walk = op("query_graph", query="Alice Smith", depth=1)
+    assert walk["links"] == ["Alice Smith→Bob Jones"]
+    context = op("build_context", entity_names=["Alice Smith"])
+    assert [f["fact"] for f in context["facts"]] == ["Alice Smith depends on Bob Jones."]
+
+
+def test_a_name_with_unseen_characters_is_the_name_without_them(embedder: Any) -> None:
+    """A no-break space, a zero-width space or a BOM in a name made another entity, though
+    memory dedup reads those differences away (ids.as_read): pasted names named a twin."""
+    op("create_entities", entities=[{"name": "Alice\u00a0Smith", "entityType": "person"}])
+    for name in ("Alice Smith", "Ali\u200bce Smith", "\ufeffAlice Smith", "Alice\u2060 Smith"):
+        assert op("create_entities", entities=[{"name": name, "entityType": "x"}]) == {
+            "entities": []
+        }  # already there
+    assert [e["name"] for e in op("read_graph")["entities"]] == ["Alice Smith"]
+    op("add_observations", observations=[{"entityName": "Ali\u200bce Smith", "contents": ["x1"]}])
+    opened = op("open_nodes", names=["Alice\u00a0Smith"])["entities"]
+    assert [(e["name"], e["observations"]) for e in opened] == [("Alice Smith", ["x1"])]
+    # the extractor reads a name as written with them as the same name
+    out = op("add_episode", content="Ali\u200bce\u00a0Smith depends on Bob\ufeff Jones.")
+    assert out["entities"] == ["Alice Smith", "Bob Jones"]
+    assert stated("Alice Smith") == [("Alice Smith", "Bob Jones", "depends_on")]
+    op("delete_entities", entityNames=["Alice\u00a0Smith"])
+    assert op("read_graph")["entities"] == [] and live_entities("Alice Smith") == []

@@ -478,6 +478,28 @@ def test_a_merge_moves_the_relations_of_what_it_closes_to_the_survivor(
     assert maintain.run(now=days(0)).merged == 0
 
 
+def test_a_merge_moves_relations_at_the_time_the_pass_runs_at(embedder: Any) -> None:
+    """The memory a merge closes ended at the pass's `now`, its relations at the
+    transaction's: as of a time between the two, the relation was on neither end."""
+    from memsys.schemas.edges import MemoryRelateIn
+    from memsys.services import edges
+
+    closed = store("The deploy script lives in tools/deploy.sh", memory_type="fact").id
+    kept = store("The deploy script lives in tools/deploy.sh.", memory_type="fact").id
+    other = store("Deploys need the VPN to be up", memory_type="fact").id
+    runner.execute(edges.relate, MemoryRelateIn, {"source_id": closed, "target_id": other,
+                                                  "relation": "related_to"})  # fmt: skip
+    runner.execute(learning.outcome, MemoryOutcomeIn, {"memory_id": kept, "success": True})
+    at = days(1)
+    assert maintain.run(now=at).merged == 1
+    assert row(closed).valid_to == at
+    with session_scope() as s:
+        old = s.scalars(select(Edge).where(Edge.source_id == closed, Edge.target_id == other))
+        new = s.scalars(select(Edge).where(Edge.source_id == kept, Edge.target_id == other))
+        assert [e.valid_to for e in old] == [at]
+        assert [(e.valid_from, e.valid_to) for e in new] == [(at, None)]
+
+
 def test_a_project_memory_is_never_merged_into_session_scratch(embedder: Any) -> None:
     """The survivor had the most accesses: the session copy, which decay then deleted as
     scratch — the project memory was gone with it, though decay never deletes one."""

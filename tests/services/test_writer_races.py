@@ -4,6 +4,7 @@ first writer's transaction open, starts the second, and checks that it waits."""
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
@@ -224,3 +225,71 @@ def test_a_fact_set_that_found_its_entity_before_a_delete_leaves_no_live_fact_on
         closed = {e.id for e in s.scalars(select(Entity).where(Entity.valid_to.is_not(None)))}
         live = s.scalars(select(Fact).where(Fact.valid_to.is_(None))).all()
     assert [f.content for f in live if f.entity_id in closed] == []
+
+
+def test_a_delete_waits_for_a_writer_naming_the_entity_and_closes_what_it_hung_on_it(
+    embedder: Any,
+) -> None:
+    """An episode (or memory) resolved the extractor's `concept#` entity of a name without
+    holding it: a delete_entities of the name ran beside it, closed the entity, and the
+    writer's mention and relation edges, committed after, hung live on the closed entity."""
+    from memsys.schemas.temporal import AddEpisodeIn
+    from memsys.services import episodes
+
+    op("add_episode", content="Orbitron depends on Kestrel DB.")
+    with session_scope() as first:
+        episodes.add_episode(first, AddEpisodeIn(content="Orbitron uses Zephyr Labs."))
+        worker, answers = second_writer("delete_entities", {"entityNames": ["Orbitron"]})
+        assert until(lambda: lock_waiters() > 0, 20)  # the delete waits for the writer
+    worker.join(30)
+    assert not worker.is_alive() and answers[0]["success"] is True
+    with session_scope() as s:
+        [orbitron] = s.scalars(select(Entity).where(Entity.name == "Orbitron")).all()
+        touching = (Edge.source_id == orbitron.id) | (Edge.target_id == orbitron.id)
+        hanging = s.scalars(
+            select(Edge).where(touching, Edge.valid_to.is_(None), Edge.relation != "mentions")
+        ).all()
+        assert orbitron.valid_to is not None and hanging == []
+    # the writer that waits for a delete finds the name free and makes it again
+    with session_scope() as first:
+        knowledge.delete_entities(first, DeleteEntitiesIn(entityNames=["Kestrel DB"]))
+        worker, answers = second_writer("add_episode", {"content": "Kestrel DB runs nightly."})
+        assert until(lambda: lock_waiters() > 0, 20)
+    worker.join(30)
+    assert not worker.is_alive() and answers[0]["success"] is True
+    assert answers[0]["data"]["entities"] == ["Kestrel DB"]
+    with session_scope() as s:
+        live = s.scalars(
+            select(Entity).where(Entity.name == "Kestrel DB", Entity.valid_to.is_(None))
+        ).all()
+        assert len(live) == 1
+
+
+def test_graph_writers_wait_for_a_graph_import_of_their_namespace(embedder: Any) -> None:
+    """A graph import writes alone in its namespace and takes no lock per row (a large one
+    ran out of the lock table): a create_relations or add_observations beside it waits for
+    it at its start, then sees what it wrote — one edge of a triple both wrote."""
+    from memsys.schemas.graph_jsonl import parse_jsonl
+    from memsys.services import graph_io
+
+    op("create_entities", entities=[{"name": "Ledger", "entityType": "service"}])
+    lines = [
+        {"type": "entity", "name": "Billing", "entityType": "service", "observations": []},
+        {"type": "relation", "from": "Billing", "to": "Ledger", "relationType": "uses"},
+    ]
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    uses = {"from": "Billing", "to": "Ledger", "relationType": "uses"}
+    with session_scope() as first:
+        graph_io.import_graph(first, parse_jsonl(text, None))
+        relating, related = second_writer("create_relations", {"relations": [uses]})
+        observing, observed = second_writer(
+            "add_observations",
+            {"observations": [{"entityName": "Ledger", "contents": ["Closes books monthly"]}]},
+        )
+        assert until(lambda: lock_waiters() > 1, 20)  # both wait for the import
+    for worker in (relating, observing):
+        worker.join(30)
+        assert not worker.is_alive()
+    assert related[0]["success"] and related[0]["data"]["relations"] == []  # the import's
+    assert observed[0]["success"]
+    assert op("read_graph")["relations"] == [uses]
