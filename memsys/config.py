@@ -33,6 +33,9 @@ class Settings(BaseSettings):
     max_content_chars: int = Field(default=32_000, ge=1, le=10_000_000)
     max_file_bytes: int = Field(default=20 * 1024 * 1024, ge=1, le=2**40)
     max_query_chars: int = Field(default=4_000, ge=1, le=1_000_000)
+    # The largest snapshot POST /v1/import takes as its body (spooled to a temporary file
+    # while it arrives): a client sending for ever no longer fills the server's disk.
+    max_import_bytes: int = Field(default=4 * 1024**3, ge=1, le=2**50)
     # A document chunk's size: by default the text the embedding model reads in one pass (254
     # tokens: its 256-token window less [CLS] and [SEP]). Up to 256 is accepted as before; a
     # chunk over 254 is embedded from pieces (memsys.whole_text), as any longer text is.

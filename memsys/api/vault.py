@@ -28,6 +28,7 @@ from starlette.types import Receive, Scope, Send
 from memsys import envelope, migrator, tenancy
 from memsys.api.deps import JsonBodyRoute, unread_body
 from memsys.api.operations import strict
+from memsys.config import get_settings
 from memsys.db import session_scope
 from memsys.errors import InvalidInput, NotFound, Protected
 from memsys.schemas.common import Input, NamespaceFilter, Output
@@ -129,7 +130,10 @@ IMPORT_BODY = {
 @router.post(
     "/import",
     response_model=ImportOut,
-    responses={422: {"description": "Problems"}},
+    responses={
+        413: {"description": "A body over MEMSYS_MAX_IMPORT_BYTES"},
+        422: {"description": "Problems"},
+    },
     openapi_extra={"requestBody": IMPORT_BODY},
 )
 async def import_(
@@ -151,12 +155,19 @@ async def import_(
     """Import a memsys export sent as the body (the JSON document or JSON lines). Every
     record is checked first; with problems nothing is written (422, each problem with its
     line) unless partial=true (MCP: memory_import, dry run by default)."""
+    limit = get_settings().max_import_bytes
+    if _declared(request) > limit:  # refused before a byte of it is read
+        return unread_body(413, _too_large(limit))
     with tempfile.TemporaryDirectory(prefix="memsys-import-") as folder:
         spool = Path(folder) / "body.json"
         text = codecs.getincrementaldecoder("utf-8")()
+        size = 0
         try:
             with spool.open("wb") as out:
                 async for chunk in request.stream():
+                    size += len(chunk)
+                    if size > limit:  # a body without a Content-Length, or a false one
+                        return unread_body(413, _too_large(limit))
                     _no_nul(text.decode(chunk))
                     out.write(chunk)
             _no_nul(text.decode(b"", final=True))
@@ -169,6 +180,21 @@ async def import_(
         body = envelope.failure(service.refusal(result))
         return JSONResponse({**body, "data": result.model_dump(mode="json")}, status_code=422)
     return result
+
+
+def _declared(request: Request) -> int:
+    """The body's size as its Content-Length says (0 when it says nothing readable)."""
+    try:
+        return int(request.headers.get("content-length", "0"))
+    except ValueError:  # not a number: the body is counted as it comes
+        return 0
+
+
+def _too_large(limit: int) -> str:
+    return (
+        f"The body is over the {limit}-byte limit of an import (MEMSYS_MAX_IMPORT_BYTES): "
+        "nothing was imported. Import the snapshot in parts (by namespace), or raise the limit"
+    )
 
 
 def _no_nul(text: str) -> None:
