@@ -12,7 +12,6 @@ dropped.
 from __future__ import annotations
 
 import inspect
-import io
 import json
 import logging
 import os
@@ -48,7 +47,8 @@ STDIN_GRACE_S = 3.0
 # The largest POST body /mcp reads: a memory_store_batch at its limits (1,000 memories of
 # 32,000 characters and 64 KiB of metadata) fits when its text is ASCII (not always when it
 # is not: up to 4 bytes a character in UTF-8, 12 escaped as \ud83d\ude00); the SDK's
-# 4 MiB refused one of 80 memories that stdio and REST store. Bigger: 413.
+# 4 MiB refused one of 80 memories that stdio and REST store. Bigger: 413; a longer line of
+# `memsys mcp`'s stdin is refused unread, under its id (memsys.mcp.stdio.lines_of).
 MAX_HTTP_BODY = 128 * 1024 * 1024
 GRAPH_RESOURCE = "memory://knowledge-graph"  # as the official memory server names it
 CORE_RESOURCE = "memory://core"  # CORE.md (S003), for a client to load at session start
@@ -211,9 +211,7 @@ class MemsysMCPServer(MCPServer):
         """The SDK's stdio serving, reading stdin through memsys.mcp.stdio (a call whose JSON
         the SDK cannot read is answered, not dropped)."""
         lowlevel = self._lowlevel_server  # what the SDK's own run_stdio_async runs
-        stdin = lines_of(
-            io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
-        )
+        stdin = lines_of(sys.stdin.buffer, MAX_HTTP_BODY)  # a line: as much as a POST body
         lines = cast(Any, ReadableLines(stdin, _sdk_reads, self.stdin_closed))  # a line source
         try:
             async with stdio_server(stdin=lines) as (read_stream, write_stream):

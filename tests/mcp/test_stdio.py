@@ -618,3 +618,31 @@ def _others_busy() -> int:
             )
             or 0
         )
+
+
+def test_a_line_over_the_limit_is_refused_unread_and_the_next_one_served() -> None:
+    """stdin was read a line at a time however long the line: one request without an end
+    held the whole of it in memory. A line past the limit is answered under its id (a tool
+    call with the tool's error) and dropped as it comes; the lines after it are served."""
+    import io
+
+    from memsys.mcp.stdio import UNREADABLE, lines_of
+
+    call = '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"memory_store",'
+    long_call = call + '"arguments":{"content":"' + "x" * 5_000 + '"}}}\n'
+    long_list = '{"jsonrpc":"2.0","id":"l","method":"tools/list","params":{"cursor":"' + "y" * 5_000
+    count = '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"memory_count"}}\n'
+    stdin = io.BytesIO((long_call + long_list + '"}}\n' + count).encode())
+
+    async def read() -> list[str]:
+        return [line async for line in lines_of(stdin, 1_000)]
+
+    refused_call, refused_list, served = anyio.run(read)
+    refusal = json.loads(refused_call)
+    assert refusal["id"] == 7 and refusal["params"]["name"] == ""
+    reason = refusal["params"]["arguments"][UNREADABLE]
+    assert "over the 1000-byte limit of one MCP message" in reason
+    listing = json.loads(refused_list)
+    assert listing["id"] == "l" and listing["method"] == "tools/list"
+    assert "over the 1000-byte limit" in listing["params"]["_meta"]
+    assert served == count
