@@ -118,11 +118,34 @@ def test_an_import_may_not_take_the_id_of_a_memory_the_token_cannot_see(
     with as_token(base, secret) as http:
         answer = http.post("/v1/import/file", json={"path": str(mine), "dry_run": False})
     assert answer.status_code == 422, answer.text
-    assert f"id {tenants.beta_memory} is taken" in answer.json()["error"]
+    refused = f"id {tenants.beta_memory} cannot be imported with this token: give the memory"
+    assert refused in answer.json()["error"]
     assert BETA not in answer.text
     with httpx.Client(base_url=base, timeout=120) as admin:
         shown = admin.get(f"/v1/memories/{tenants.beta_memory}").json()
     assert shown["namespace"] == BETA and SECRET in shown["content"]
+
+
+def test_the_refusal_of_an_id_held_elsewhere_does_not_tell_a_token_it_exists(
+    tenants: Tenants, base: str, tmp_path: Path
+) -> None:
+    """The refusal read "id … is taken in this database": to a token that may not read the
+    namespace holding it, confirmation that the id exists there. The token is told what to
+    do, not what the database holds; the admin is told where the id is."""
+    mine = tmp_path / "acme.jsonl"
+    run("memory_export", path=str(mine), namespace="project:acme")
+    header, memory, *rest = mine.read_text().splitlines()
+    planted = {**json.loads(memory), "id": tenants.beta_memory, "content": "planted by acme"}
+    del planted["content_hash"]
+    mine.write_text("\n".join([header, json.dumps(planted), *rest]) + "\n")
+    _, secret = token("read-write", "project:acme*")
+    with as_token(base, secret) as http:
+        error = http.post("/v1/import/file", json={"path": str(mine)}).json()["error"]
+    for telling in ("taken", "exists", "in this database", "namespace", BETA):
+        assert telling not in error, error
+    with httpx.Client(base_url=base, timeout=120) as admin:
+        precise = admin.post("/v1/import/file", json={"path": str(mine)}).json()["error"]
+    assert f"memory {tenants.beta_memory} is in namespace {BETA} here" in precise, precise
 
 
 def test_a_path_outside_the_roots_does_not_tell_a_token_the_servers_folders(
