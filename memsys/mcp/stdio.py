@@ -81,7 +81,9 @@ def readable(line: str, sdk_reads: Callable[[str], bool]) -> str:
             reason = "The call's JSON could not be read: a number has too many digits"
         else:
             params = message.get("params") if isinstance(message, dict) else None
-            reason = _why(params.get("arguments") if isinstance(params, dict) else None)
+            if isinstance(params, dict) and message.get("method") == "tools/call":
+                params = params.get("arguments")  # a tool's arguments, named as the tool's
+            reason = _why(params)
             if twice is not None and reason == _UNREAD:
                 reason = f"{_UNREAD}: {twice}; give it once"
             elif shape is not None and reason == _UNREAD:
