@@ -67,6 +67,7 @@ def create_app(extra_hosts: list[str] | None = None, background: bool = True) ->
             if background:
                 worker().stop()
 
+    logging.getLogger("uvicorn.error").addFilter(vault.QUIET_CUTS)  # once: the same filter
     app = FastAPI(
         dependencies=[Depends(known_query_only)],
         title="memsys",

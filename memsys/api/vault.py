@@ -10,11 +10,13 @@ management endpoints); GET /v1/diff comes from the operation table like every ot
 from __future__ import annotations
 
 import codecs
+import contextlib
 import itertools
 import logging
 import re
 import tempfile
 from collections.abc import Generator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -80,20 +82,48 @@ class _ClosingStream(StreamingResponse):
             with anyio.fail_after(EXPORT_SEND_TIMEOUT_S):  # TimeoutError: the client stalled
                 await send(message)
 
+        closed = False
         try:
             await super().__call__(scope, receive, bounded)
         except TimeoutError:
             # Returning with the body unfinished: the server breaks the connection off, so
             # the client sees a cut transfer, never an export that reads as whole.
-            log.warning(
-                "%s %s: the client took nothing for %g s; the export was cut off",
-                scope.get("method"),
-                scope.get("path"),
-                EXPORT_SEND_TIMEOUT_S,
-            )
+            _cut(scope, f"the client took nothing for {EXPORT_SEND_TIMEOUT_S:g} s")
+        except anyio.get_cancelled_exc_class():
+            # The server stopping past its grace. The generator is closed here, not below:
+            # the event loop's own end cancels that wait too, and the export's transaction
+            # was then left to the garbage collector, after the database had gone.
+            _cut(scope, "the server is stopping")
+            with contextlib.suppress(ValueError):  # running in a thread: it ends there
+                self._pieces.close()
+            closed = True
+            raise
         finally:
-            with anyio.CancelScope(shield=True):  # also when the request was cancelled
-                await anyio.to_thread.run_sync(self._pieces.close)
+            if not closed:
+                with anyio.CancelScope(shield=True):  # also when the request was cancelled
+                    await anyio.to_thread.run_sync(self._pieces.close)
+
+
+# Set in a request's task when its export was cut off and said so: uvicorn's own report of
+# that response (an ERROR, "returned without completing response", or with a traceback
+# when the stop cancelled it) is not logged (QuietCuts).
+_was_cut: ContextVar[bool] = ContextVar("memsys_export_cut", default=False)
+
+
+def _cut(scope: Scope, why: str) -> None:
+    log.warning("%s %s: %s; the export was cut off", scope.get("method"), scope.get("path"), why)
+    _was_cut.set(True)
+
+
+class QuietCuts(logging.Filter):
+    """On uvicorn's error logger: drops its report of a response an export cut off itself
+    (memsys logged that as a warning, without a traceback; it is not a server error)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _was_cut.get()
+
+
+QUIET_CUTS = QuietCuts()
 
 
 @router.get(

@@ -3,13 +3,17 @@ for the requests under way, then what is left of them ended — in the database 
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import httpx
+import pytest
 import uvicorn
 from sqlalchemy import create_engine, text
 
@@ -85,3 +89,70 @@ def test_the_stop_cancels_a_call_waiting_for_a_lock_and_it_writes_nothing(
     assert answers[0].status_code == 503  # it was "Internal Server Error", logged as a crash
     assert answers[0].json()["error"].startswith("The server stopped before this call answered")
     assert table_counts() == before  # nothing written, now that the lock is gone
+
+
+class Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def large_export(embedder: object) -> Iterator[None]:
+    """Enough to export that the transfer waits for a client that does not read (12 MB)."""
+    header = {"kind": "header", "format": "memsys-export", "schema_version": "1.0"}
+    records = [
+        {
+            "kind": "memory",
+            "id": f"mem_{i:016x}",
+            "namespace": "global",
+            "type": "fact",
+            "content": f"Export test memory number {i}",
+            "importance": 0.5,
+            "confidence": 0.5,
+            "metadata": {"filler": "x" * 60_000},
+            "created": "2026-01-01T00:00:00+00:00",
+            "updated": "2026-01-01T00:00:00+00:00",
+        }
+        for i in range(1, 201)
+    ]
+    from fastapi.testclient import TestClient
+
+    with TestClient(create_app(background=False), base_url="http://127.0.0.1:8700") as client:
+        body = "\n".join(json.dumps(r) for r in [header, *records]) + "\n"
+        assert client.post("/v1/import", content=body).status_code == 200
+    yield
+
+
+def test_an_export_the_stop_cuts_off_is_a_warning_not_a_server_error(
+    large_export: None,
+) -> None:
+    """An export whose client still had most of it to read when the server stopped was
+    logged by uvicorn as "Exception in ASGI application" (ERROR) with a traceback, and its
+    transaction was left to the garbage collector. It is one warning line now."""
+    seen = Records()
+    watched = [logging.getLogger("uvicorn.error"), logging.getLogger("memsys")]
+    with stoppable_server() as (base, server, thread):
+        for logger in watched:
+            logger.addHandler(seen)
+        try:
+            port = int(base.rsplit(":", 1)[1])
+            with socket.create_connection(("127.0.0.1", port)) as client:
+                client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                request = f"GET /v1/export?format=jsonl HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"
+                client.sendall(request.encode())
+                assert client.recv(64).startswith(b"HTTP/1.1 200")  # then it reads no more
+                server.should_exit = True
+                thread.join(60)
+                assert not thread.is_alive()
+        finally:
+            for logger in watched:
+                logger.removeHandler(seen)
+    errors = [r for r in seen.records if r.levelno >= logging.ERROR and "Cancel" not in r.msg]
+    assert errors == [], [r.getMessage() for r in errors]
+    assert not [r for r in seen.records if r.exc_info], "a traceback was logged"
+    cut = [r.getMessage() for r in seen.records if r.name == "memsys.api.vault"]
+    assert cut == ["GET /v1/export: the server is stopping; the export was cut off"]
