@@ -74,6 +74,11 @@ class Settings(BaseSettings):
     # user's home and the working directory; empty: indexing is off. `memsys serve` on a
     # non-loopback address sets it empty unless it is configured (no remote file reads).
     index_roots: str | None = None
+    # The folders among those that scoped tokens may read too (index, import or diff by
+    # path), separated by os.pathsep. Unset or empty: none — a file on the memsys host is
+    # every tenant's, so only the admin (and the local user) reads them unless the operator
+    # names folders every token may use. A folder outside index_roots is ignored.
+    token_index_roots: str | None = None
 
     # The namespace of the knowledge-graph tools (create_entities, …) when a call names none.
     graph_namespace: str = "global"
@@ -94,6 +99,14 @@ class Settings(BaseSettings):
         if self.index_roots is None:
             return [Path.home().resolve(), Path.cwd().resolve()]
         return [root for p in self.index_roots.split(os.pathsep) if p for root in _resolved(p)]
+
+    def token_roots(self) -> list[Path]:
+        """The folders a scoped token may read: token_index_roots within allowed_roots."""
+        allowed = self.allowed_roots()
+        given = [
+            r for p in (self.token_index_roots or "").split(os.pathsep) if p for r in _resolved(p)
+        ]
+        return [r for r in given if any(r == a or r.is_relative_to(a) for a in allowed)]
 
     @property
     def pgdata(self) -> Path:

@@ -51,6 +51,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # Tests index files under the temporary folder (tmp_path) and the checkout.
     roots = [tempfile.gettempdir(), str(Path(__file__).resolve().parents[1])]
     os.environ["MEMSYS_INDEX_ROOTS"] = os.pathsep.join(roots)
+    # Scoped tokens read files there too (none by default: tests/security/test_scoped_host.py).
+    os.environ["MEMSYS_TOKEN_INDEX_ROOTS"] = os.pathsep.join(roots)
     os.environ["MEMSYS_DATABASE_URL"] = _prepare_database()
     from memsys.config import get_settings
 

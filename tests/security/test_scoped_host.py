@@ -5,6 +5,7 @@ filters rows; a file or the schema is shared by every tenant, so each is checked
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -16,6 +17,7 @@ from tests.security.helpers import (
     SECRET,
     Tenants,
     mcp_calls,
+    rows_of,
     run,
     token,
 )
@@ -167,3 +169,71 @@ def test_a_path_outside_the_roots_does_not_tell_a_token_the_servers_folders(
     with httpx.Client(base_url=base, timeout=120) as admin:  # the local user: its own host
         answer = admin.get("/v1/diff", params={"snapshot_a": "/etc/passwd"})
     assert str(roots[0]) in answer.text
+
+
+@pytest.fixture
+def token_roots(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str | None], None]]:
+    """Sets MEMSYS_TOKEN_INDEX_ROOTS (None: unset, the default) for the server in process."""
+
+    def set_to(value: str | None) -> None:
+        if value is None:
+            monkeypatch.delenv("MEMSYS_TOKEN_INDEX_ROOTS", raising=False)
+        else:
+            monkeypatch.setenv("MEMSYS_TOKEN_INDEX_ROOTS", value)
+        get_settings.cache_clear()
+
+    yield set_to
+    monkeypatch.undo()
+    get_settings.cache_clear()
+
+
+def test_files_on_the_host_are_the_admins_unless_the_operator_opens_folders_to_tokens(
+    tenants: Tenants, base: str, tmp_path: Path, token_roots: Callable[[str | None], None]
+) -> None:
+    """Every file under MEMSYS_INDEX_ROOTS was every token's: any scoped token indexed any
+    of them (beta's document too) into its own namespace, and imported or diffed any
+    snapshot there. By default a token reads no file on the host; the operator opens
+    folders to tokens with MEMSYS_TOKEN_INDEX_ROOTS."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "handbook.md").write_text("# Handbook\n\nEveryone may read the handbook.\n")
+    snapshot = tmp_path / "acme.jsonl"
+    run("memory_export", path=str(snapshot), namespace="project:acme")
+    _, secret = token("read-write", "project:acme*")
+    calls = [
+        ("index_file", {"file_path": tenants.beta_file, "namespace": "project:acme"}),
+        ("index_directory", {"dir_path": tenants.beta_dir, "namespace": "project:acme"}),
+        ("memory_import", {"path": str(snapshot)}),
+        ("memory_diff", {"snapshot_a": str(snapshot)}),
+    ]
+    token_roots(None)
+    refused = "Not allowed: reading files on the memsys host needs the admin token"
+    with as_token(base, secret) as http:
+        answers = [
+            http.post("/v1/documents/index-file", json=calls[0][1]),
+            http.post("/v1/documents/index-directory", json=calls[1][1]),
+            http.post("/v1/import/file", json=calls[2][1]),
+            http.get("/v1/diff", params=calls[3][1]),
+        ]
+    for answer in answers:
+        assert answer.status_code == 403 and refused in answer.json()["error"], answer.text
+    for over_mcp in mcp_calls(base, secret, calls):
+        assert not over_mcp.ok and refused in over_mcp.text, over_mcp.text
+    assert SECRET not in json.dumps(rows_of("project:acme"))  # beta's document not copied
+    with httpx.Client(base_url=base, timeout=120) as admin:  # the local user: its own host
+        own = admin.post(
+            "/v1/documents/index-file", json={"file_path": str(shared / "handbook.md")}
+        )
+        assert own.status_code == 200, own.text
+
+    token_roots(str(shared))
+    with as_token(base, secret) as http:
+        opened = http.post(
+            "/v1/documents/index-file",
+            json={"file_path": str(shared / "handbook.md"), "namespace": "project:acme"},
+        )
+        assert opened.status_code == 200, opened.text
+        outside = http.post("/v1/documents/index-file", json=calls[0][1])
+        assert outside.status_code == 422, outside.text
+        assert "outside the folders memsys may" in outside.json()["error"]
+        assert "MEMSYS_TOKEN_INDEX_ROOTS" in outside.json()["error"]
