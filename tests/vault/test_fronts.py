@@ -224,7 +224,7 @@ def test_paths_the_file_system_refuses_are_clear_errors(tmp_path: Path, embedder
     assert table_counts() == before
 
 
-def test_rest_import_of_a_body_over_the_limit_is_413_and_spools_nothing_more(
+def test_rest_import_of_a_body_over_the_limit_is_413_and_imports_nothing(
     client: TestClient, monkeypatch: Any
 ) -> None:
     """POST /v1/import spooled its body to a temporary file for as long as the client sent:
