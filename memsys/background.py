@@ -43,6 +43,8 @@ class EmbeddingWorker:
                 self.drain()
                 failures = 0
             except Exception:  # keep serving: the queue survives in the database
+                if self._stop.is_set():  # its statement cancelled by the stop (db.cancel_running)
+                    return
                 failures += 1
                 log.exception("embedding worker failed; retrying")
             self._wake.wait(self.idle_seconds * (2 ** min(failures, 5)))
@@ -60,9 +62,13 @@ class EmbeddingWorker:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def stopping(self) -> None:
+        """Ask the worker to stop after what it does now (`stop` waits for it)."""
         self._stop.set()
         self._wake.set()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self.stopping()
         if self._thread is not None:
             self._thread.join(timeout)
             self._thread = None

@@ -33,6 +33,9 @@ class Settings(BaseSettings):
     max_content_chars: int = Field(default=32_000, ge=1, le=10_000_000)
     max_file_bytes: int = Field(default=20 * 1024 * 1024, ge=1, le=2**40)
     max_query_chars: int = Field(default=4_000, ge=1, le=1_000_000)
+    # The largest snapshot POST /v1/import takes as its body (spooled to a temporary file
+    # while it arrives): a client sending for ever no longer fills the server's disk.
+    max_import_bytes: int = Field(default=4 * 1024**3, ge=1, le=2**50)
     # A document chunk's size: by default the text the embedding model reads in one pass (254
     # tokens: its 256-token window less [CLS] and [SEP]). Up to 256 is accepted as before; a
     # chunk over 254 is embedded from pieces (memsys.whole_text), as any longer text is.
@@ -71,6 +74,11 @@ class Settings(BaseSettings):
     # user's home and the working directory; empty: indexing is off. `memsys serve` on a
     # non-loopback address sets it empty unless it is configured (no remote file reads).
     index_roots: str | None = None
+    # The folders among those that scoped tokens may read too (index, import or diff by
+    # path), separated by os.pathsep. Unset or empty: none — a file on the memsys host is
+    # every tenant's, so only the admin (and the local user) reads them unless the operator
+    # names folders every token may use. A folder outside index_roots is ignored.
+    token_index_roots: str | None = None
 
     # The namespace of the knowledge-graph tools (create_entities, …) when a call names none.
     graph_namespace: str = "global"
@@ -91,6 +99,14 @@ class Settings(BaseSettings):
         if self.index_roots is None:
             return [Path.home().resolve(), Path.cwd().resolve()]
         return [root for p in self.index_roots.split(os.pathsep) if p for root in _resolved(p)]
+
+    def token_roots(self) -> list[Path]:
+        """The folders a scoped token may read: token_index_roots within allowed_roots."""
+        allowed = self.allowed_roots()
+        given = [
+            r for p in (self.token_index_roots or "").split(os.pathsep) if p for r in _resolved(p)
+        ]
+        return [r for r in given if any(r == a or r.is_relative_to(a) for a in allowed)]
 
     @property
     def pgdata(self) -> Path:

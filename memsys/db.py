@@ -120,7 +120,52 @@ def make_engine(
     )
     event.listen(engine, "checkin", _at_rest)
     event.listen(engine, "checkout", functools.partial(_still_open, engine.dialect))
+    event.listen(engine, "checkout", _now_busy)
+    event.listen(engine, "checkin", _no_longer_busy)
     return engine
+
+
+# The connections calls hold now (checked out of a pool), which `cancel_running` interrupts
+# when the server stops; not those of the deferred writes (the last answers' traces, which
+# the stop writes before it ends).
+_busy: dict[Any, Any] = {}  # pool entry → its psycopg connection
+_busy_lock = threading.Lock()
+
+
+def _now_busy(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+    if not deferred.writing():
+        with _busy_lock:
+            _busy[record] = dbapi_connection
+
+
+def _no_longer_busy(dbapi_connection: Any, record: Any) -> None:
+    with _busy_lock:
+        _busy.pop(record, None)
+
+
+# How long `cancel_running` goes on cancelling: a call whose statement was cancelled between
+# two of them (the cancel found its connection idle) is cancelled again at its next one.
+CANCEL_FOR_S = 5.0
+
+
+def cancel_running(within_s: float = CANCEL_FOR_S) -> int:
+    """Cancel the statements of the calls still running, for a server that stops after its
+    grace: a statement waiting for a lock another transaction holds waited as long as that
+    transaction (the stop with it, up to MEMSYS_STATEMENT_TIMEOUT_S). Each such call fails,
+    its transaction rolled back, and gives its connection back; repeated until none holds
+    one or `within_s` passed. Returns how many were running."""
+    deadline = time.monotonic() + within_s
+    running: int | None = None
+    while True:
+        with _busy_lock:
+            held = list(_busy.values())
+        running = len(held) if running is None else running
+        if not held or time.monotonic() >= deadline:
+            return running
+        for connection in held:
+            with suppress(Exception):  # closed meanwhile, or the server is gone: nothing runs
+                connection.cancel_safe(timeout=max(0.1, deadline - time.monotonic()))
+        time.sleep(0.1)
 
 
 # A connection that rested longer than this is pinged on checkout (a firewall or a NAT may

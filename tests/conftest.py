@@ -58,6 +58,8 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [checkout, *filter(None, [os.environ.get("PYTHONPATH")])]
     )
+    # Scoped tokens read files there too (none by default: tests/security/test_scoped_host.py).
+    os.environ["MEMSYS_TOKEN_INDEX_ROOTS"] = os.pathsep.join(roots)
     os.environ["MEMSYS_DATABASE_URL"] = _prepare_database()
     from memsys.config import get_settings
 

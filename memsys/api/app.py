@@ -20,10 +20,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 from starlette.routing import Match
 
-from memsys import __version__, deferred, envelope, tenancy
+from memsys import __version__, db, deferred, envelope, tenancy
 from memsys.api import docs, graph_io, operations, system, vault
 from memsys.api.deps import (
     OriginGuardMiddleware,
+    StoppedMiddleware,
     TokenAuthMiddleware,
     Utf8UrlMiddleware,
     known_query_only,
@@ -50,12 +51,23 @@ def create_app(extra_hosts: list[str] | None = None, background: bool = True) ->
             worker().start()
         try:
             async with session_manager.run():
-                yield
+                try:
+                    yield
+                finally:
+                    # The server's grace is over (uvicorn cancelled the requests under way):
+                    # the calls still running wait in the database, for a lock held by
+                    # another transaction, say. Their statements are cancelled, so that they
+                    # end rolled back and the stop does not wait for them (MCP calls too,
+                    # which the session manager waits for), the embedding worker's as well.
+                    if background:
+                        worker().stopping()
+                    await anyio.to_thread.run_sync(_cancel_running)
         finally:
             deferred.drain()  # the last answers' traces and access counts
             if background:
                 worker().stop()
 
+    logging.getLogger("uvicorn.error").addFilter(vault.QUIET_CUTS)  # once: the same filter
     app = FastAPI(
         dependencies=[Depends(known_query_only)],
         title="memsys",
@@ -124,6 +136,7 @@ def create_app(extra_hosts: list[str] | None = None, background: bool = True) ->
         hosts=allowed_hosts(extra_hosts),
         origins=allowed_origins(extra_hosts),
     )
+    app.add_middleware(StoppedMiddleware)  # outermost: any request the stop cuts off
     generate = app.openapi
 
     def openapi() -> dict[str, object]:
@@ -136,6 +149,16 @@ def create_app(extra_hosts: list[str] | None = None, background: bool = True) ->
 
     app.openapi = openapi  # type: ignore[method-assign]
     return app
+
+
+def _cancel_running() -> None:
+    running = db.cancel_running()
+    if running:
+        log.warning(
+            "stopping: cancelled the database work of %d call(s) still running; "
+            "their transactions were rolled back",
+            running,
+        )
 
 
 def allowed_methods(app: FastAPI, request: Request) -> set[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import logging
 import typing
 import urllib.parse
 from collections import Counter
@@ -22,6 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memsys import envelope, jsonvalue, tenancy
 
+log = logging.getLogger(__name__)
 OPEN_PATHS = {"/v1/health", "/docs", "/openapi.json", "/docs/oauth2-redirect"}
 DOCS_ASSETS = "/docs/assets"  # Swagger UI's JS and CSS (memsys.api.docs)
 SCOPE_KEY = tenancy.ASGI_KEY
@@ -117,6 +119,42 @@ class OriginGuardMiddleware:
             await refused(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+
+class StoppedMiddleware:
+    """A request the server's stop cut off (uvicorn cancels what runs past its grace) before
+    it answered gets a 503 that says so. uvicorn answered it "Internal Server Error" as text,
+    and logged it as a crash, with a traceback. A response under way (a streamed export) is
+    broken off as it was: the client must not read a cut body as whole."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: Any) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        except anyio.get_cancelled_exc_class():
+            if started:
+                raise
+            log.warning("%s %s: cut off by the server's stop", scope["method"], scope["path"])
+            stopped = JSONResponse(envelope.failure(STOPPED), 503, headers={"Connection": "close"})
+            await stopped(scope, receive, send)
+
+
+STOPPED = (
+    "The server stopped before this call answered: what it had not committed was rolled "
+    "back. Check before you retry it"
+)
 
 
 class Utf8UrlMiddleware:

@@ -10,11 +10,13 @@ management endpoints); GET /v1/diff comes from the operation table like every ot
 from __future__ import annotations
 
 import codecs
+import contextlib
 import itertools
 import logging
 import re
 import tempfile
 from collections.abc import Generator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -28,6 +30,7 @@ from starlette.types import Receive, Scope, Send
 from memsys import envelope, migrator, tenancy
 from memsys.api.deps import JsonBodyRoute, unread_body
 from memsys.api.operations import strict
+from memsys.config import get_settings
 from memsys.db import session_scope
 from memsys.errors import InvalidInput, NotFound, Protected
 from memsys.schemas.common import Input, NamespaceFilter, Output
@@ -79,20 +82,48 @@ class _ClosingStream(StreamingResponse):
             with anyio.fail_after(EXPORT_SEND_TIMEOUT_S):  # TimeoutError: the client stalled
                 await send(message)
 
+        closed = False
         try:
             await super().__call__(scope, receive, bounded)
         except TimeoutError:
             # Returning with the body unfinished: the server breaks the connection off, so
             # the client sees a cut transfer, never an export that reads as whole.
-            log.warning(
-                "%s %s: the client took nothing for %g s; the export was cut off",
-                scope.get("method"),
-                scope.get("path"),
-                EXPORT_SEND_TIMEOUT_S,
-            )
+            _cut(scope, f"the client took nothing for {EXPORT_SEND_TIMEOUT_S:g} s")
+        except anyio.get_cancelled_exc_class():
+            # The server stopping past its grace. The generator is closed here, not below:
+            # the event loop's own end cancels that wait too, and the export's transaction
+            # was then left to the garbage collector, after the database had gone.
+            _cut(scope, "the server is stopping")
+            with contextlib.suppress(ValueError):  # running in a thread: it ends there
+                self._pieces.close()
+            closed = True
+            raise
         finally:
-            with anyio.CancelScope(shield=True):  # also when the request was cancelled
-                await anyio.to_thread.run_sync(self._pieces.close)
+            if not closed:
+                with anyio.CancelScope(shield=True):  # also when the request was cancelled
+                    await anyio.to_thread.run_sync(self._pieces.close)
+
+
+# Set in a request's task when its export was cut off and said so: uvicorn's own report of
+# that response (an ERROR, "returned without completing response", or with a traceback
+# when the stop cancelled it) is not logged (QuietCuts).
+_was_cut: ContextVar[bool] = ContextVar("memsys_export_cut", default=False)
+
+
+def _cut(scope: Scope, why: str) -> None:
+    log.warning("%s %s: %s; the export was cut off", scope.get("method"), scope.get("path"), why)
+    _was_cut.set(True)
+
+
+class QuietCuts(logging.Filter):
+    """On uvicorn's error logger: drops its report of a response an export cut off itself
+    (memsys logged that as a warning, without a traceback; it is not a server error)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _was_cut.get()
+
+
+QUIET_CUTS = QuietCuts()
 
 
 @router.get(
@@ -129,7 +160,10 @@ IMPORT_BODY = {
 @router.post(
     "/import",
     response_model=ImportOut,
-    responses={422: {"description": "Problems"}},
+    responses={
+        413: {"description": "A body over MEMSYS_MAX_IMPORT_BYTES"},
+        422: {"description": "Problems"},
+    },
     openapi_extra={"requestBody": IMPORT_BODY},
 )
 async def import_(
@@ -151,12 +185,19 @@ async def import_(
     """Import a memsys export sent as the body (the JSON document or JSON lines). Every
     record is checked first; with problems nothing is written (422, each problem with its
     line) unless partial=true (MCP: memory_import, dry run by default)."""
+    limit = get_settings().max_import_bytes
+    if _declared(request) > limit:  # refused before a byte of it is read
+        return unread_body(413, _too_large(limit))
     with tempfile.TemporaryDirectory(prefix="memsys-import-") as folder:
         spool = Path(folder) / "body.json"
         text = codecs.getincrementaldecoder("utf-8")()
+        size = 0
         try:
             with spool.open("wb") as out:
                 async for chunk in request.stream():
+                    size += len(chunk)
+                    if size > limit:  # a body without a Content-Length, or a false one
+                        return unread_body(413, _too_large(limit))
                     _no_nul(text.decode(chunk))
                     out.write(chunk)
             _no_nul(text.decode(b"", final=True))
@@ -169,6 +210,21 @@ async def import_(
         body = envelope.failure(service.refusal(result))
         return JSONResponse({**body, "data": result.model_dump(mode="json")}, status_code=422)
     return result
+
+
+def _declared(request: Request) -> int:
+    """The body's size as its Content-Length says (0 when it says nothing readable)."""
+    try:
+        return int(request.headers.get("content-length", "0"))
+    except ValueError:  # not a number: the body is counted as it comes
+        return 0
+
+
+def _too_large(limit: int) -> str:
+    return (
+        f"The body is over the {limit}-byte limit of an import (MEMSYS_MAX_IMPORT_BYTES): "
+        "nothing was imported. Import the snapshot in parts (by namespace), or raise the limit"
+    )
 
 
 def _no_nul(text: str) -> None:

@@ -12,7 +12,6 @@ dropped.
 from __future__ import annotations
 
 import inspect
-import io
 import json
 import logging
 import os
@@ -27,7 +26,16 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.types import CallToolResult, TextContent, ToolAnnotations, jsonrpc_message_adapter
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    CallToolResult,
+    TextContent,
+    ToolAnnotations,
+    jsonrpc_message_adapter,
+)
 from pydantic import (
     ValidationError,
 )
@@ -48,7 +56,8 @@ STDIN_GRACE_S = 3.0
 # The largest POST body /mcp reads: a memory_store_batch at its limits (1,000 memories of
 # 32,000 characters and 64 KiB of metadata) fits when its text is ASCII (not always when it
 # is not: up to 4 bytes a character in UTF-8, 12 escaped as \ud83d\ude00); the SDK's
-# 4 MiB refused one of 80 memories that stdio and REST store. Bigger: 413.
+# 4 MiB refused one of 80 memories that stdio and REST store. Bigger: 413; a longer line of
+# `memsys mcp`'s stdin is refused unread, under its id (memsys.mcp.stdio.lines_of).
 MAX_HTTP_BODY = 128 * 1024 * 1024
 GRAPH_RESOURCE = "memory://knowledge-graph"  # as the official memory server names it
 CORE_RESOURCE = "memory://core"  # CORE.md (S003), for a client to load at session start
@@ -211,9 +220,7 @@ class MemsysMCPServer(MCPServer):
         """The SDK's stdio serving, reading stdin through memsys.mcp.stdio (a call whose JSON
         the SDK cannot read is answered, not dropped)."""
         lowlevel = self._lowlevel_server  # what the SDK's own run_stdio_async runs
-        stdin = lines_of(
-            io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
-        )
+        stdin = lines_of(sys.stdin.buffer, MAX_HTTP_BODY)  # a line: as much as a POST body
         lines = cast(Any, ReadableLines(stdin, _sdk_reads, self.stdin_closed))  # a line source
         try:
             async with stdio_server(stdin=lines) as (read_stream, write_stream):
@@ -236,9 +243,60 @@ class MemsysMCPServer(MCPServer):
         # core_memory reads CORE.md: under the request's scope, as tools and resources
         caller = caller_of(context)
         if caller is None:
-            raise ValueError("No caller scope for this request; refused")
+            raise MCPError(INVALID_PARAMS, "No caller scope for this request; refused")
+        prompt = self._prompt_manager.get_prompt(name)
+        if prompt is None:
+            known = ", ".join(p.name for p in self._prompt_manager.list_prompts())
+            raise MCPError(INVALID_PARAMS, f"Unknown prompt: {name} (prompts: {known})")
+        takes = {a.name for a in prompt.arguments or ()}
+        unknown = sorted(set(arguments or {}) - takes)
+        if unknown:
+            raise MCPError(
+                INVALID_PARAMS,
+                f"Unknown argument(s) for the prompt {name}: {', '.join(unknown)} (it takes: "
+                f"{', '.join(sorted(takes)) or 'no arguments'})",
+            )
         with tenancy.using(caller):
             return await super().get_prompt(name, arguments, context)
+
+
+async def clear_refusals(ctx: Any, call_next: Any) -> Any:
+    """Every request's refusal in words a client can act on (the SDK's server middleware).
+    The SDK answered params that do not fit a method with "Invalid request parameters" and
+    nothing more (memsys's own reason for a line it could not read, memsys.mcp.stdio,
+    dropped with it), an unknown method with "Method not found", and any other failure
+    with the exception's text under code 0, its traceback logged as a crash."""
+    if ctx.request_id is None:  # a notification: nobody reads an answer
+        return await call_next(ctx)
+    method, params = ctx.method, ctx.params
+    reason = params.get("_meta") if isinstance(params, dict) else None
+    if isinstance(reason, str):  # memsys.mcp.stdio's refusal of a line, for this method
+        raise MCPError(INVALID_PARAMS, reason)
+    try:
+        return await call_next(ctx)
+    except ValidationError as exc:
+        raise MCPError(INVALID_PARAMS, _params_error(method, exc)) from None
+    except MCPError as exc:
+        if exc.code == METHOD_NOT_FOUND:
+            raise MCPError(METHOD_NOT_FOUND, f"Method not served by memsys: {method}") from None
+        if exc.message == "Invalid request parameters" and not exc.data:  # the SDK's gate
+            raise MCPError(
+                INVALID_PARAMS,
+                f"{method} before the session is initialized: send initialize, then "
+                "notifications/initialized",
+            ) from None
+        raise
+    except Exception as exc:
+        log.error("MCP request %s failed", method, exc_info=exc)
+        raise MCPError(INTERNAL_ERROR, f"Internal error in {method}; see the server log") from None
+
+
+def _params_error(method: str, exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "params"
+        parts.append(f"{where}: {err['msg']}")
+    return f"Invalid parameters for {method}: " + clauses(parts)
 
 
 def _sdk_reads(line: str) -> bool:
@@ -267,7 +325,11 @@ def caller_of(context: Any) -> tenancy.Scope | None:
 
 def build_server() -> MemsysMCPServer:
     server = MemsysMCPServer(
-        name="memsys", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
+        name="memsys",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        log_level="WARNING",
+        middleware=[clear_refusals],
     )
     server.accepted = {}
     for op in OPERATIONS:

@@ -21,7 +21,9 @@ and the CLI refuse it. The HTTP transport reads each POST body through the same 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -31,6 +33,7 @@ import anyio
 from memsys import jsonvalue
 from memsys.schemas.common import check_values
 
+log = logging.getLogger(__name__)
 UNREADABLE = "memsys:unreadable"  # the argument carrying why a call's JSON was refused
 DEEP = 100  # brackets on a line beyond which pydantic may refuse it (its limit is ~200)
 
@@ -78,7 +81,9 @@ def readable(line: str, sdk_reads: Callable[[str], bool]) -> str:
             reason = "The call's JSON could not be read: a number has too many digits"
         else:
             params = message.get("params") if isinstance(message, dict) else None
-            reason = _why(params.get("arguments") if isinstance(params, dict) else None)
+            if isinstance(params, dict) and message.get("method") == "tools/call":
+                params = params.get("arguments")  # a tool's arguments, named as the tool's
+            reason = _why(params)
             if twice is not None and reason == _UNREAD:
                 reason = f"{_UNREAD}: {twice}; give it once"
             elif shape is not None and reason == _UNREAD:
@@ -149,6 +154,12 @@ def _top_level(line: str) -> dict[str, Any]:
     walking its text (a nested "id" in the arguments is not the request's)."""
     found: dict[str, Any] = {}
     decoder = json.JSONDecoder(strict=False)  # a raw control character in a string too
+    with contextlib.suppress(ValueError):  # a line cut inside a value: what came before it
+        _walk(line, found, decoder)
+    return found
+
+
+def _walk(line: str, found: dict[str, Any], decoder: json.JSONDecoder) -> None:
     depth, i, key = 0, 0, None
     while i < len(line):
         char = line[i]
@@ -174,7 +185,6 @@ def _top_level(line: str) -> dict[str, Any]:
         if depth == 1 and char == ",":
             key = None
         i += 1
-    return found
 
 
 def _safe(text: str) -> str:
@@ -204,15 +214,39 @@ def _rewritten(message: dict[str, Any], reason: str) -> str | None:
     return json.dumps({"jsonrpc": "2.0", "id": ident, "method": _safe(method), "params": refused})
 
 
-async def lines_of(file: Any) -> AsyncIterator[str]:
-    """The lines of a blocking text file (stdin), each read in a worker thread that is
+async def lines_of(file: Any, limit: int) -> AsyncIterator[str]:
+    """The lines of a blocking binary file (stdin), each read in a worker thread that is
     abandoned if the reader is cancelled: the server stopping (the client closed its end of
-    stdout) does not wait in that read until the client writes again."""
+    stdout) does not wait in that read until the client writes again. A line of more than
+    `limit` bytes is never held whole: what is past the limit is read and dropped as it
+    comes, and the request is refused under its id (read from the line's opening)."""
     while True:
-        line = await anyio.to_thread.run_sync(file.readline, abandon_on_cancel=True)
-        if not line:
+        raw = await anyio.to_thread.run_sync(file.readline, limit + 1, abandon_on_cancel=True)
+        if not raw:
             return
-        yield line
+        if len(raw) > limit and not raw.endswith(b"\n"):
+            refused = _too_long(raw[:PEEK].decode("utf-8", "surrogateescape"), limit)
+            while raw and not raw.endswith(b"\n"):  # the rest of the line, dropped
+                raw = await anyio.to_thread.run_sync(file.readline, PIECE, abandon_on_cancel=True)
+            if refused is not None:
+                yield refused
+            continue
+        yield raw.decode("utf-8", "surrogateescape")
+
+
+PEEK = 64 * 1024  # of a line past the limit, what is read for its id and method
+PIECE = 1024 * 1024  # what is read at a time of the rest of such a line
+
+
+def _too_long(opening: str, limit: int) -> str | None:
+    """The refusal of a request whose line is over `limit` bytes, under the id its opening
+    gives (None when it gives none: nobody waits for an answer to it)."""
+    reason = (
+        f"The request is over the {limit}-byte limit of one MCP message: it was not read. "
+        "Send less in one call (a batch in parts, a snapshot by path: memory_import)"
+    )
+    log.warning("memsys mcp: a request of more than %d bytes was refused unread", limit)
+    return _rewritten(_top_level(opening), reason)
 
 
 class ReadableLines:

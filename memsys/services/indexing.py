@@ -28,7 +28,14 @@ from memsys import background, chunking, ids, regular_files, tenancy
 from memsys.config import get_settings
 from memsys.db import raise_if_cancelled, session_scope, take_turns
 from memsys.embeddings import get_embedder
-from memsys.errors import OUTSIDE_ROOTS, InvalidInput, MemsysError, NotFound, encodable
+from memsys.errors import (
+    OUTSIDE_ROOTS,
+    InvalidInput,
+    MemsysError,
+    NotFound,
+    Protected,
+    encodable,
+)
 from memsys.ids import content_hash
 from memsys.models import Chunk, Document, Event
 from memsys.runner import before_transaction
@@ -83,12 +90,19 @@ def check_root(path: Path, display: str) -> None:
     not tell whether a path outside them exists."""
     if _OWN_PATHS.get():
         return
-    roots = get_settings().allowed_roots()
+    admin = tenancy.current().admin
+    roots = get_settings().allowed_roots() if admin else get_settings().token_roots()
+    if not admin and not roots:
+        raise Protected(
+            "Not allowed: reading files on the memsys host needs the admin token, unless the "
+            "server's operator opens folders to every token (MEMSYS_TOKEN_INDEX_ROOTS)"
+        )
     if not any(path == root or path.is_relative_to(root) for root in roots):
         where = ", ".join(str(r) for r in roots) or "none: indexing is off"
-        if not tenancy.current().admin:  # the host's folders are the operator's to tell
-            where = "the server's operator knows them"
-        raise InvalidInput(f"{display} {OUTSIDE_ROOTS} ({where}; MEMSYS_INDEX_ROOTS)")
+        setting = "MEMSYS_INDEX_ROOTS"
+        if not admin:  # the host's folders are the operator's to tell
+            where, setting = "the server's operator knows them", "MEMSYS_TOKEN_INDEX_ROOTS"
+        raise InvalidInput(f"{display} {OUTSIDE_ROOTS} ({where}; {setting})")
 
 
 def _read(path: Path, display: str, suffix: str) -> tuple[bytes, str]:

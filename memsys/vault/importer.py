@@ -73,7 +73,7 @@ def _held_unseen(ids: list[str]) -> set[str]:
     Memory ids are unique across namespaces (the admin's calls by id find one row), but the
     policies hide those rows from the import's own checks: beta's id was stored in acme,
     and the admin's memory_get then answered acme's text for it. Looked up as the admin,
-    told as "taken" (no namespace, no content)."""
+    told as `unavailable` (no namespace, no content, not even that the id exists)."""
     if tenancy.current().admin or not ids:
         return set()
     with tenancy.using(tenancy.ADMIN), deferred.not_waiting(), session_scope() as side:
@@ -83,6 +83,13 @@ def _held_unseen(ids: list[str]) -> set[str]:
             for row in side.execute(_HELD, {"ids": ids[start : start + LOOKUP]})
         ]
     return {memory_id for memory_id, ns in held if not tenancy.may_read(ns)}
+
+
+def unavailable(memory_id: str) -> str:
+    """A scoped caller's refusal of an id held where it cannot read. Worded as a rule of the
+    token, not as a fact of the database: "taken" confirmed that the id exists in another
+    namespace. (The admin reads every namespace and is told where the id is instead.)"""
+    return f"id {memory_id} cannot be imported with this token: give the memory another id"
 
 
 @dataclass
@@ -218,9 +225,7 @@ def _check_database(session: Session, seen: _Seen, problems: list[Problem]) -> N
                 seen.bad.add(row.id)
     for memory_id in sorted(_held_unseen(ids)):
         _, where = seen.memories[memory_id]
-        problems.append(
-            _at(where, f"id {memory_id} is taken in this database: give the memory another id")
-        )
+        problems.append(_at(where, unavailable(memory_id)))
         seen.bad.add(memory_id)
     for memory_id, (ns, where) in seen.memories.items():
         if memory_id in purged and memory_id not in known:

@@ -1,8 +1,8 @@
 """What the front ends call: export, import and diff as services `(session, params) → output`.
 
 Paths are on the memsys host and must lie under the folders memsys may read and write
-(MEMSYS_INDEX_ROOTS, as for indexing): a server never reads or writes elsewhere for a
-caller.
+(MEMSYS_INDEX_ROOTS, as for indexing; for a scoped token MEMSYS_TOKEN_INDEX_ROOTS): a server
+never reads or writes elsewhere for a caller.
 """
 
 from __future__ import annotations

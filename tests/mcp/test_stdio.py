@@ -619,3 +619,100 @@ def _others_busy() -> int:
             )
             or 0
         )
+
+
+def test_a_line_over_the_limit_is_refused_unread_and_the_next_one_served() -> None:
+    """stdin was read a line at a time however long the line: one request without an end
+    held the whole of it in memory. A line past the limit is answered under its id (a tool
+    call with the tool's error) and dropped as it comes; the lines after it are served."""
+    import io
+
+    from memsys.mcp.stdio import UNREADABLE, lines_of
+
+    call = '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"memory_store",'
+    long_call = call + '"arguments":{"content":"' + "x" * 5_000 + '"}}}\n'
+    long_list = '{"jsonrpc":"2.0","id":"l","method":"tools/list","params":{"cursor":"' + "y" * 5_000
+    count = '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"memory_count"}}\n'
+    stdin = io.BytesIO((long_call + long_list + '"}}\n' + count).encode())
+
+    async def read() -> list[str]:
+        return [line async for line in lines_of(stdin, 1_000)]
+
+    refused_call, refused_list, served = anyio.run(read)
+    refusal = json.loads(refused_call)
+    assert refusal["id"] == 7 and refusal["params"]["name"] == ""
+    reason = refusal["params"]["arguments"][UNREADABLE]
+    assert "over the 1000-byte limit of one MCP message" in reason
+    listing = json.loads(refused_list)
+    assert listing["id"] == "l" and listing["method"] == "tools/list"
+    assert "over the 1000-byte limit" in listing["params"]["_meta"]
+    assert served == count
+
+
+def test_a_refused_request_of_any_method_says_why_without_a_traceback() -> None:
+    """Outside tools/call the client read only the SDK's words: "Invalid request parameters"
+    (which, and memsys's reason for a line it could not read, dropped), "Method not found",
+    and for a prompt's unknown argument "Error rendering prompt" under code 0, with a
+    traceback in the log as for a crash."""
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "memsys"), "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+
+    def ask(ident: int, method: str, params: Any) -> dict[str, Any]:
+        line = json.dumps({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
+        proc.stdin.write(line.encode() + b"\n")  # type: ignore[union-attr]
+        proc.stdin.flush()  # type: ignore[union-attr]
+        answer: dict[str, Any] = json.loads(proc.stdout.readline())  # type: ignore[union-attr]
+        assert answer["id"] == ident
+        return answer
+
+    try:
+        early = ask(1, "tools/list", {})["error"]
+        assert "before the session is initialized: send initialize" in early["message"]
+        ask(
+            2,
+            "initialize",
+            {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": CLIENT},
+        )
+        proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        cases = {
+            "foo/bar": ({}, -32601, "Method not served by memsys: foo/bar"),
+            "tools/list": (
+                {"cursor": 5},
+                -32602,
+                "Invalid parameters for tools/list: params.cursor: Input should be a valid string",
+            ),
+            "resources/read": (
+                {},
+                -32602,
+                "Invalid parameters for resources/read: params.uri: Field required",
+            ),
+            "prompts/get": (
+                {"name": "nope"},
+                -32602,
+                "Unknown prompt: nope (prompts: core_memory)",
+            ),
+        }
+        for ident, (method, (params, code, message)) in enumerate(cases.items(), start=3):
+            error = ask(ident, method, params)["error"]
+            assert (error["code"], error["message"]) == (code, message), error
+        extra = ask(9, "prompts/get", {"name": "core_memory", "arguments": {"x": "y"}})["error"]
+        assert extra["message"] == (
+            "Unknown argument(s) for the prompt core_memory: x (it takes: no arguments)"
+        )
+        # memsys's own reason for a line the SDK cannot read reaches the client too
+        proc.stdin.write(
+            b'{"jsonrpc":"2.0","id":10,"method":"tools/list","params":{"cursor":"\\ud83d"}}\n'
+        )
+        proc.stdin.flush()
+        cut = json.loads(proc.stdout.readline())
+        assert cut["id"] == 10 and "not valid Unicode" in cut["error"]["message"], cut
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    assert "Traceback" not in proc.stderr.read().decode()

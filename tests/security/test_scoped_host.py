@@ -5,6 +5,7 @@ filters rows; a file or the schema is shared by every tenant, so each is checked
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -16,6 +17,7 @@ from tests.security.helpers import (
     SECRET,
     Tenants,
     mcp_calls,
+    rows_of,
     run,
     token,
 )
@@ -118,11 +120,34 @@ def test_an_import_may_not_take_the_id_of_a_memory_the_token_cannot_see(
     with as_token(base, secret) as http:
         answer = http.post("/v1/import/file", json={"path": str(mine), "dry_run": False})
     assert answer.status_code == 422, answer.text
-    assert f"id {tenants.beta_memory} is taken" in answer.json()["error"]
+    refused = f"id {tenants.beta_memory} cannot be imported with this token: give the memory"
+    assert refused in answer.json()["error"]
     assert BETA not in answer.text
     with httpx.Client(base_url=base, timeout=120) as admin:
         shown = admin.get(f"/v1/memories/{tenants.beta_memory}").json()
     assert shown["namespace"] == BETA and SECRET in shown["content"]
+
+
+def test_the_refusal_of_an_id_held_elsewhere_does_not_tell_a_token_it_exists(
+    tenants: Tenants, base: str, tmp_path: Path
+) -> None:
+    """The refusal read "id … is taken in this database": to a token that may not read the
+    namespace holding it, confirmation that the id exists there. The token is told what to
+    do, not what the database holds; the admin is told where the id is."""
+    mine = tmp_path / "acme.jsonl"
+    run("memory_export", path=str(mine), namespace="project:acme")
+    header, memory, *rest = mine.read_text().splitlines()
+    planted = {**json.loads(memory), "id": tenants.beta_memory, "content": "planted by acme"}
+    del planted["content_hash"]
+    mine.write_text("\n".join([header, json.dumps(planted), *rest]) + "\n")
+    _, secret = token("read-write", "project:acme*")
+    with as_token(base, secret) as http:
+        error = http.post("/v1/import/file", json={"path": str(mine)}).json()["error"]
+    for telling in ("taken", "exists", "in this database", "namespace", BETA):
+        assert telling not in error, error
+    with httpx.Client(base_url=base, timeout=120) as admin:
+        precise = admin.post("/v1/import/file", json={"path": str(mine)}).json()["error"]
+    assert f"memory {tenants.beta_memory} is in namespace {BETA} here" in precise, precise
 
 
 def test_a_path_outside_the_roots_does_not_tell_a_token_the_servers_folders(
@@ -144,3 +169,71 @@ def test_a_path_outside_the_roots_does_not_tell_a_token_the_servers_folders(
     with httpx.Client(base_url=base, timeout=120) as admin:  # the local user: its own host
         answer = admin.get("/v1/diff", params={"snapshot_a": "/etc/passwd"})
     assert str(roots[0]) in answer.text
+
+
+@pytest.fixture
+def token_roots(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str | None], None]]:
+    """Sets MEMSYS_TOKEN_INDEX_ROOTS (None: unset, the default) for the server in process."""
+
+    def set_to(value: str | None) -> None:
+        if value is None:
+            monkeypatch.delenv("MEMSYS_TOKEN_INDEX_ROOTS", raising=False)
+        else:
+            monkeypatch.setenv("MEMSYS_TOKEN_INDEX_ROOTS", value)
+        get_settings.cache_clear()
+
+    yield set_to
+    monkeypatch.undo()
+    get_settings.cache_clear()
+
+
+def test_files_on_the_host_are_the_admins_unless_the_operator_opens_folders_to_tokens(
+    tenants: Tenants, base: str, tmp_path: Path, token_roots: Callable[[str | None], None]
+) -> None:
+    """Every file under MEMSYS_INDEX_ROOTS was every token's: any scoped token indexed any
+    of them (beta's document too) into its own namespace, and imported or diffed any
+    snapshot there. By default a token reads no file on the host; the operator opens
+    folders to tokens with MEMSYS_TOKEN_INDEX_ROOTS."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "handbook.md").write_text("# Handbook\n\nEveryone may read the handbook.\n")
+    snapshot = tmp_path / "acme.jsonl"
+    run("memory_export", path=str(snapshot), namespace="project:acme")
+    _, secret = token("read-write", "project:acme*")
+    calls = [
+        ("index_file", {"file_path": tenants.beta_file, "namespace": "project:acme"}),
+        ("index_directory", {"dir_path": tenants.beta_dir, "namespace": "project:acme"}),
+        ("memory_import", {"path": str(snapshot)}),
+        ("memory_diff", {"snapshot_a": str(snapshot)}),
+    ]
+    token_roots(None)
+    refused = "Not allowed: reading files on the memsys host needs the admin token"
+    with as_token(base, secret) as http:
+        answers = [
+            http.post("/v1/documents/index-file", json=calls[0][1]),
+            http.post("/v1/documents/index-directory", json=calls[1][1]),
+            http.post("/v1/import/file", json=calls[2][1]),
+            http.get("/v1/diff", params=calls[3][1]),
+        ]
+    for answer in answers:
+        assert answer.status_code == 403 and refused in answer.json()["error"], answer.text
+    for over_mcp in mcp_calls(base, secret, calls):
+        assert not over_mcp.ok and refused in over_mcp.text, over_mcp.text
+    assert SECRET not in json.dumps(rows_of("project:acme"))  # beta's document not copied
+    with httpx.Client(base_url=base, timeout=120) as admin:  # the local user: its own host
+        own = admin.post(
+            "/v1/documents/index-file", json={"file_path": str(shared / "handbook.md")}
+        )
+        assert own.status_code == 200, own.text
+
+    token_roots(str(shared))
+    with as_token(base, secret) as http:
+        opened = http.post(
+            "/v1/documents/index-file",
+            json={"file_path": str(shared / "handbook.md"), "namespace": "project:acme"},
+        )
+        assert opened.status_code == 200, opened.text
+        outside = http.post("/v1/documents/index-file", json=calls[0][1])
+        assert outside.status_code == 422, outside.text
+        assert "outside the folders memsys may" in outside.json()["error"]
+        assert "MEMSYS_TOKEN_INDEX_ROOTS" in outside.json()["error"]

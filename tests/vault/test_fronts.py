@@ -222,3 +222,33 @@ def test_paths_the_file_system_refuses_are_clear_errors(tmp_path: Path, embedder
         assert not answer["success"] and reason in answer["error"], (name, answer)
         assert "Internal error" not in answer["error"] and len(answer["error"]) < 500
     assert table_counts() == before
+
+
+def test_rest_import_of_a_body_over_the_limit_is_413_and_imports_nothing(
+    client: TestClient, monkeypatch: Any
+) -> None:
+    """POST /v1/import spooled its body to a temporary file for as long as the client sent:
+    one request could fill the server's disk. Past MEMSYS_MAX_IMPORT_BYTES it is refused,
+    whether the Content-Length says so or the body only turns out so as it comes."""
+    from memsys.config import get_settings
+
+    seed()
+    body = client.get("/v1/export", params={"format": "jsonl"}).content
+    empty_database()
+    monkeypatch.setenv("MEMSYS_MAX_IMPORT_BYTES", str(len(body) - 1))
+    get_settings.cache_clear()
+    try:
+        declared = client.post("/v1/import", content=body)
+        streamed = client.post("/v1/import", content=iter([body[:100], body[100:]]))
+        for answer in (declared, streamed):
+            assert answer.status_code == 413, answer.text
+            error = answer.json()["error"]
+            assert f"over the {len(body) - 1}-byte limit" in error
+            assert "MEMSYS_MAX_IMPORT_BYTES" in error
+        assert client.get("/v1/memories/count").json()["count"] == 0
+        monkeypatch.setenv("MEMSYS_MAX_IMPORT_BYTES", str(len(body)))
+        get_settings.cache_clear()
+        assert client.post("/v1/import", content=body).status_code == 200  # at the limit
+    finally:
+        monkeypatch.delenv("MEMSYS_MAX_IMPORT_BYTES")
+        get_settings.cache_clear()
