@@ -74,6 +74,12 @@ def forgotten(r: MemoryForgetOut) -> None:
     )
     if r.protected_ids:
         echo(f"Protected golden rules (use --force): {', '.join(r.protected_ids)}")
+    if r.pinned_kept_ids:
+        noun = "memory" if r.pinned_kept_count == 1 else "memories"
+        echo(
+            f"Kept {r.pinned_kept_count} pinned {noun} (use --force): "
+            + ", ".join(r.pinned_kept_ids)
+        )
 
 
 def show_context(r: MemoryContextOut) -> None:

@@ -242,15 +242,21 @@ def forget(session: Session, params: MemoryForgetIn) -> MemoryForgetOut:
             tracing.write(session, t, retrieved=[{"id": h.id, "score": h.score} for h in chosen])
 
     protected = [c for c in targets if c.golden and not params.force]
-    doomed = _close(
-        session, [c for c in targets if c not in protected], "memory_forget", params.purge
-    )
+    # A pinned memory is one the user marked as kept: a query that happens to match it does
+    # not forget it (naming its id does: that is the user asking for that memory).
+    pinned = [
+        c for c in targets if memory_id is None and c.pinned and not c.golden and not params.force
+    ]
+    kept = protected + pinned
+    doomed = _close(session, [c for c in targets if c not in kept], "memory_forget", params.purge)
     if memory_id is not None and not doomed and not protected:  # forgotten meanwhile
         raise NotFound(f"Memory not found: {memory_id}")
     return MemoryForgetOut(
         deleted_ids=[c.id for c in doomed],
         deleted_count=len(doomed),
         protected_ids=[c.id for c in protected],
+        pinned_kept_ids=[c.id for c in pinned],
+        pinned_kept_count=len(pinned),
         purged=params.purge and bool(doomed),
     )
 

@@ -374,6 +374,38 @@ def test_golden_rules_are_protected_unless_forced(embedder) -> None:
     assert out.deleted_ids == [rule.id]
 
 
+def test_forget_by_query_keeps_pinned_memories_unless_forced(embedder) -> None:
+    """A query that matches a pinned memory left it pinned no more: it was forgotten like
+    any other match. It is kept now, and the answer says so; `force` (or its id) forgets it."""
+    from memsys.schemas.lifecycle import PinIn
+    from memsys.services import pinning
+
+    pinned = store("Redis connection timeouts were fixed with TCP keepalive")
+    gone = store("Redis connection timeouts were fixed by raising the pool size")
+    with session_scope() as s:
+        pinning.pin(s, PinIn(memory_id=pinned.id))
+    out = forget(query="redis connection timeouts fix")
+    assert out.deleted_ids == [gone.id]
+    assert out.pinned_kept_ids == [pinned.id] and out.pinned_kept_count == 1
+    assert out.protected_ids == []
+    assert [m.id for m in recall("redis connection timeouts").memories] == [pinned.id]
+    out = forget(query="redis connection timeouts fix", force=True)
+    assert out.deleted_ids == [pinned.id] and out.pinned_kept_count == 0
+
+
+def test_forget_by_id_takes_a_pinned_memory(embedder) -> None:
+    """Naming a pinned memory's id is asking for that memory: it is forgotten (only golden
+    rules need force by id)."""
+    from memsys.schemas.lifecycle import PinIn
+    from memsys.services import pinning
+
+    pinned = store("The staging database is restored every Sunday")
+    with session_scope() as s:
+        pinning.pin(s, PinIn(memory_id=pinned.id))
+    out = forget(memory_id=pinned.id)
+    assert out.deleted_ids == [pinned.id] and out.pinned_kept_ids == []
+
+
 def test_forget_by_query_only_takes_close_matches(embedder) -> None:
     kept = store("The office coffee machine is on floor three")
     gone = store("Redis connection timeouts were fixed with TCP keepalive")
