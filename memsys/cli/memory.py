@@ -41,7 +41,9 @@ if TYPE_CHECKING:
 
 
 def stored(r: MemoryStoreOut) -> None:
-    if r.duplicate:
+    if r.revived:
+        echo(f"Duplicate: {r.id} in namespace {r.namespace}, aged, made active again")
+    elif r.duplicate:
         echo(f"Duplicate: already stored as {r.id} in namespace {r.namespace}")
     else:
         echo(f"Stored {r.id} ({r.memory_type}, namespace {r.namespace})")

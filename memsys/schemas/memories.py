@@ -202,6 +202,11 @@ class MemoryStoreOut(Output):
     duplicate: bool
     confidence: float
     importance: float
+    revived: bool = Field(
+        default=False,
+        description="A duplicate of an aged (demoted, archived) memory, made active again "
+        "with its full text",
+    )
     warnings: SecretWarnings = Field(default_factory=list)
 
 

@@ -34,7 +34,16 @@ from memsys.schemas import (
     MemoryStoreOut,
 )
 from memsys.schemas.memories import check_batch_load
-from memsys.services import access, erasure, events, memory_batch, namespaces, search, tracing
+from memsys.services import (
+    access,
+    erasure,
+    events,
+    lifecycle,
+    memory_batch,
+    namespaces,
+    search,
+    tracing,
+)
 
 
 def live_memories() -> Select[Chunk]:
@@ -86,8 +95,27 @@ def store(
     live there)."""
     ready = prepared if prepared is not None else embed_content(params)
     if callable(ready):
-        return memory_batch.store_many(session, [params], lambda: [ready()])[0]
-    return memory_batch.store_many(session, [params], [ready])[0]
+        out = memory_batch.store_many(session, [params], lambda: [ready()])
+    else:
+        out = memory_batch.store_many(session, [params], [ready])
+    return _revived(session, out, "memory_store")[0]
+
+
+def _revived(
+    session: Session, results: list[MemoryStoreOut], operation: str
+) -> list[MemoryStoreOut]:
+    """A store that restates an aged memory (demoted, archived) brings it back, full text
+    and all, and says so (`revived`): stored again, it belongs in recall."""
+    by_namespace: dict[str, list[str]] = {}
+    for r in results:
+        if r.duplicate:
+            by_namespace.setdefault(r.namespace, []).append(r.id)
+    revived: set[str] = set()
+    for namespace in sorted(by_namespace):
+        revived |= lifecycle.revive(session, namespace, by_namespace[namespace], operation)
+    for r in results:
+        r.revived = r.id in revived
+    return results
 
 
 def embed_batch(params: MemoryStoreBatchIn) -> np.ndarray:
@@ -106,6 +134,7 @@ def store_batch(
     refuses the whole batch (validation runs before anything is written)."""
     vectors = prepared if prepared is not None else embed_batch(params)
     results = memory_batch.store_many(session, params.memories, list(vectors))
+    results = _revived(session, results, "memory_store_batch")
     duplicates = sum(r.duplicate for r in results)
     return MemoryStoreBatchOut(
         results=results, stored=len(results) - duplicates, duplicates=duplicates

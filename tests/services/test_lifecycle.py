@@ -249,6 +249,30 @@ def test_an_outcome_that_makes_an_aged_memory_golden_brings_it_back_in_full(
     assert (row(memory).stage, row(memory).content) == ("active", LONG)
 
 
+def test_storing_an_aged_memory_again_brings_it_back_in_full(embedder: Any) -> None:
+    """Storing the exact text of an archived memory deduplicated onto it and left it
+    archived: the user said it again, and it stayed out of recall's full strength with its
+    summary for text. It comes back active and in full now, and the answer says so; so does
+    a batch's, for a rehydratable one (a key for text)."""
+    from memsys.schemas import MemoryStoreBatchIn
+
+    memory = store(LONG, memory_type="configuration", namespace="age:again").id
+    maintain.run(now=days(40))
+    assert row(memory).stage == "archived"
+    again = store(LONG, memory_type="configuration", namespace="age:again")
+    assert (again.id, again.duplicate, again.revived) == (memory, True, True)
+    back = row(memory)
+    assert (back.stage, back.content, back.lossy) == ("active", LONG, False)
+    assert not store(LONG, namespace="age:again").revived  # active already: nothing to do
+
+    maintain.run(now=days(100))
+    assert row(memory).stage == "rehydratable"
+    items = [{"content": LONG, "namespace": "age:again"}, {"content": "A new note"}]
+    out = runner.execute(memories.store_batch, MemoryStoreBatchIn, {"memories": items})
+    assert [(r.duplicate, r.revived) for r in out.results] == [(True, True), (False, False)]
+    assert (row(memory).stage, row(memory).content) == ("active", LONG)
+
+
 def test_confidence_and_stage_read_as_of_before_their_change(embedder: Any) -> None:
     memory = store("Cache keys include the tenant id").id
     key = (row(memory).namespace, memory)
