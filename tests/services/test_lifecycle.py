@@ -273,6 +273,32 @@ def test_storing_an_aged_memory_again_brings_it_back_in_full(embedder: Any) -> N
     assert (row(memory).stage, row(memory).content) == ("active", LONG)
 
 
+def test_briefs_name_an_aged_memory_by_its_full_text(embedder: Any) -> None:
+    """CORE.md, REFLECTION.md and the episode log titled an archived or rehydratable memory
+    by what aging left of it (a summary, a 12-word key), and CORE.md linked to a file named
+    after that stub, which the export (it writes the full text) never makes."""
+    from memsys.services import briefs, reflection
+    from memsys.vault import markdown
+
+    ns = "age:briefs"
+    memory = store(LONG, memory_type="insight", namespace=ns, importance=1.0).id
+    maintain.run(now=days(100))
+    aged = row(memory)
+    assert aged.stage == "rehydratable" and aged.content != LONG
+    title, stub = briefs.title_of(LONG), briefs.title_of(aged.content)
+    now = datetime.now(UTC)
+    with session_scope() as s:
+        core = briefs.core_brief(s, ns, now)
+        log = briefs.episode_log(s, ns, now.date())
+        reflected = reflection.reflection_brief(s, ns, now)
+    record = {"pinned": False, "type": "insight", "content": LONG, "metadata": {}, "id": memory}
+    assert f"- [{title}]({markdown.memory_path(record)})" in core
+    assert f" - {title}\n" in log
+    assert f"[{title}](" in reflected
+    for text_ in (core, log, reflected):
+        assert stub not in text_
+
+
 def test_confidence_and_stage_read_as_of_before_their_change(embedder: Any) -> None:
     memory = store("Cache keys include the tenant id").id
     key = (row(memory).namespace, memory)
