@@ -473,6 +473,23 @@ def test_near_duplicates_are_consolidated_once(embedder: Any) -> None:
     assert maintain.run(now=days(0)).merged == 0
 
 
+def test_a_merge_into_an_aged_memory_is_titled_by_its_full_text(embedder: Any) -> None:
+    """The merge's episode event took its title from the survivor's row: for an archived
+    survivor, aging's summary, not the memory."""
+    kept = store(LONG, memory_type="configuration", namespace="age:merge").id
+    runner.execute(learning.outcome, MemoryOutcomeIn, {"memory_id": kept, "success": True})
+    maintain.run(now=days(40))
+    assert row(kept).stage == "archived"
+    store(LONG + " Ask the on-call engineer.", memory_type="configuration", namespace="age:merge")
+    assert maintain.run(now=days(40)).merged == 1
+    with session_scope() as s:
+        episode = s.scalars(
+            select(Event).where(Event.event_type == "episode", Event.namespace == "age:merge")
+        ).one()
+    assert episode.subject_id == kept
+    assert episode.payload["title"] == LONG[:80]
+
+
 def test_a_merge_keeps_the_tags_metadata_and_importance_of_what_it_closes(
     embedder: Any,
 ) -> None:
