@@ -16,6 +16,7 @@ from memsys.db import clock, take_turns_all
 from memsys.embeddings import embed_beside, embed_query, get_embedder
 from memsys.errors import InvalidInput, NotFound
 from memsys.models import Chunk
+from memsys.models.chunk import AGED
 from memsys.runner import before_transaction, retrieval_only
 from memsys.schemas import (
     MemoryCountIn,
@@ -206,7 +207,7 @@ def _close(session: Session, targets: list[Chunk], operation: str, purge: bool) 
         namespaces.write_alone_briefly(session, touched)
     else:
         namespaces.share(session, touched)  # after any import
-    take_turns_all(session, sorted({(c.namespace, "memory", c.content_hash) for c in targets}))
+    take_turns_all(session, sorted(_turns(targets)))
     # A purge erases a memory forgotten meanwhile too; a forget leaves it (gone once).
     still = set(held(session, [(c.namespace, c.id) for c in targets], closed_too=purge))
     closed = [c for c in targets if c in still]
@@ -230,6 +231,17 @@ def _close(session: Session, targets: list[Chunk], operation: str, purge: bool) 
         )
     session.flush()
     return closed
+
+
+def _turns(targets: list[Chunk]) -> set[tuple[str, str, str]]:
+    """The content turns a store of these memories' texts takes: their digest, and the one
+    dedup computes now for a row hashed before it read unseen characters away that the
+    upgrade c8e4a1f7d362 left as it was (an aged row holds a summary: its own digest only)."""
+    turns = {(c.namespace, "memory", c.content_hash) for c in targets}
+    turns |= {
+        (c.namespace, "memory", ids.content_hash(c.content)) for c in targets if c.stage not in AGED
+    }
+    return turns
 
 
 @before_transaction(search.embed_query_of)

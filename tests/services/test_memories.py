@@ -6,7 +6,7 @@ import threading
 
 import numpy as np
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from memsys import runner
@@ -621,6 +621,37 @@ def test_a_store_beside_a_forget_of_its_text_never_answers_with_the_closing_id( 
     (again,) = stored
     assert not again.duplicate and again.id != kept.id  # a new memory, alive
     assert recall("when do we deploy").memories[0].id == again.id
+
+
+def test_a_store_beside_a_forget_of_a_row_hashed_before_dedup_waits_its_turn(  # type: ignore[no-untyped-def]
+    embedder,
+) -> None:
+    """A memory hashed before dedup read a zero-width space away, and kept so by the upgrade
+    (another live memory held its new digest): a forget took the turn of the row's digest, a
+    store of its text the turn of today's, so the store answered with the id being closed."""
+    import hashlib
+
+    text_ = "Deploys\u200b happen on Fridays"
+    old = store(text_)
+    with session_scope() as s:
+        s.execute(
+            update(Chunk)
+            .where(Chunk.id == old.id)
+            .values(content_hash=hashlib.sha256(text_.encode()).hexdigest())
+        )
+    holder = Session(get_engine())
+    memories.forget(holder, MemoryForgetIn(memory_id=old.id))  # not committed yet
+    stored: list[MemoryStoreOut] = []
+    writer = threading.Thread(target=lambda: stored.append(store(text_)))
+    writer.start()
+    try:
+        waited = until(lambda: lock_waiters() == 1, 20)  # the store waits for the forget's turn
+    finally:
+        holder.commit()
+        holder.close()
+        writer.join(30)
+    (again,) = stored
+    assert waited and not again.duplicate and again.id != old.id
 
 
 def test_a_forgotten_memory_stops_naming_its_entities(embedder) -> None:
