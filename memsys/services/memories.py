@@ -95,21 +95,23 @@ def store(
     the vector itself. One memory is a batch of one (memsys.services.memory_batch: the rules
     live there)."""
     ready = prepared if prepared is not None else embed_content(params)
+    aged: set[str] = set()
     if callable(ready):
-        out = memory_batch.store_many(session, [params], lambda: [ready()])
+        out = memory_batch.store_many(session, [params], lambda: [ready()], aged)
     else:
-        out = memory_batch.store_many(session, [params], [ready])
-    return _revived(session, out, "memory_store")[0]
+        out = memory_batch.store_many(session, [params], [ready], aged)
+    return _revived(session, out, aged, "memory_store")[0]
 
 
 def _revived(
-    session: Session, results: list[MemoryStoreOut], operation: str
+    session: Session, results: list[MemoryStoreOut], aged: set[str], operation: str
 ) -> list[MemoryStoreOut]:
-    """A store that restates an aged memory (demoted, archived) brings it back, full text
-    and all, and says so (`revived`): stored again, it belongs in recall."""
+    """A store that restates an aged memory (demoted, archived: `aged`, the duplicates that
+    are not active) brings it back, full text and all, and says so (`revived`): stored
+    again, it belongs in recall."""
     by_namespace: dict[str, list[str]] = {}
     for r in results:
-        if r.duplicate:
+        if r.duplicate and r.id in aged:
             by_namespace.setdefault(r.namespace, []).append(r.id)
     revived: set[str] = set()
     for namespace in sorted(by_namespace):
@@ -134,8 +136,9 @@ def store_batch(
     memory); each is deduplicated as memory_store does, also within the batch. One bad item
     refuses the whole batch (validation runs before anything is written)."""
     vectors = prepared if prepared is not None else embed_batch(params)
-    results = memory_batch.store_many(session, params.memories, list(vectors))
-    results = _revived(session, results, "memory_store_batch")
+    aged: set[str] = set()
+    results = memory_batch.store_many(session, params.memories, list(vectors), aged)
+    results = _revived(session, results, aged, "memory_store_batch")
     duplicates = sum(r.duplicate for r in results)
     return MemoryStoreBatchOut(
         results=results, stored=len(results) - duplicates, duplicates=duplicates
