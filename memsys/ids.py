@@ -51,8 +51,9 @@ def content_hash(content: str) -> str:
 
 def content_hashes(content: str) -> list[str]:
     """content_hash, and the digest rows written before dedup read unseen characters away
-    hold for this text (of the text as given) when it differs: no migration rewrote them,
-    so a lookup of a text's live memory asks for both."""
+    hold for this text (of the text as given) when it differs: the upgrade c8e4a1f7d362
+    rewrote them, except a row whose new digest another live memory already held (two live
+    memories cannot hold one), so a lookup of a text's live memory asks for both."""
     legacy = hashlib.sha256(content.encode("utf-8")).hexdigest()
     digest = content_hash(content)
     return [digest] if legacy == digest else [digest, legacy]

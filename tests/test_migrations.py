@@ -252,6 +252,81 @@ def test_an_aged_memory_keeps_its_summary_and_hash_through_composition(
         }
 
 
+def test_rows_hashed_before_dedup_read_unseen_characters_get_today_s_digest(
+    scratch_engine: Engine,
+) -> None:
+    """A memory stored before dedup read zero-width and no-break spaces away kept the digest
+    of its text as given: storing the same words without them made a second memory, and a
+    store and a forget of it took different turns. Live rows get today's digest; one whose new
+    digest another live memory holds, or a second old row reading the same, keeps its own
+    (both are the user's memories); closed versions keep theirs; an aged memory gets the
+    digest of its full text, found in its history."""
+    from memsys.ids import content_hash, content_hashes
+
+    _run(scratch_engine, "upgrade", "b2e7d4c9f315")
+    full = "Backups\u00a0run nightly at two and keep fourteen days of snapshots."
+    summary = "Backups\u00a0run nightly at two"
+    rows = {
+        "mem_zw": "Deploy with make\u200b release",
+        "mem_nbsp": "Port\u00a08080 is the admin console",
+        "mem_twin_a": "Tea\u200b time at four",
+        "mem_twin_b": "Tea\u2060 time at four",  # reads as mem_twin_a: keeps its digest
+        "mem_soft": "Coffee\u00ad break at ten",
+        "mem_new": "Coffee break at ten",  # stored since, today's digest: mem_soft keeps its own
+        "mem_gone": "Closed\u200b version",
+        "mem_plain": "Nothing unseen here",
+        "mem_aged": full,
+    }
+    # every character today's digest reads away, one row each
+    unseen = "\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    unseen += "\u202f\u205f\u3000\u200b\u2060\ufeff\u00ad"
+    each = {f"mem_char_{ord(c):04x}": f"one{c}two {ord(c)}" for c in unseen}
+    rows |= each
+    _insert_memories(scratch_engine, {k: (v, k == "mem_gone") for k, v in rows.items()})
+    with scratch_engine.begin() as conn:
+        conn.execute(
+            text("UPDATE chunk SET content = :s, stage = 'archived' WHERE id = 'mem_aged'"),
+            {"s": summary},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO memory_change (namespace, memory_id, field, old_value, new_value, "
+                "operation) VALUES ('ns', 'mem_aged', 'content', to_jsonb(CAST(:old AS text)), "
+                "to_jsonb(CAST(:new AS text)), 'archive')"
+            ),
+            {"old": full, "new": summary},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO document (namespace, id, source_file, file_type, sha256, "
+                "size_bytes, chunk_count) VALUES ('ns', 'doc_1', '/n.md', 'markdown', 'x', 1, 1)"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO chunk (namespace, id, doc_type, content, content_hash, token_count, "
+                "document_id, source_file, chunk_index) VALUES ('ns', 'chk_1', 'document', "
+                ":content, :hash, 5, 'doc_1', '/n.md', 0)"
+            ),
+            {"content": "Read\ufeff me", "hash": _sha("Read\ufeff me")},
+        )
+    _run(scratch_engine, "upgrade", "head")
+    with scratch_engine.connect() as conn:
+        now = conn.execute(text("SELECT id, content, content_hash FROM chunk")).all()
+    found = {r.id: r.content for r in now}
+    hashes = {r.id: r.content_hash for r in now}
+    for memory_id in ("mem_zw", "mem_nbsp", "mem_twin_a", *each):
+        assert hashes[memory_id] == content_hash(rows[memory_id]) != _sha(rows[memory_id])
+        assert found[memory_id] == rows[memory_id]  # the text is stored as given
+    # "Deploy with make release" stored now finds the old row by its first digest
+    assert content_hashes("Deploy with make release")[0] == hashes["mem_zw"]
+    for kept in ("mem_twin_b", "mem_soft", "mem_gone", "mem_plain"):
+        assert hashes[kept] == _sha(rows[kept])
+    assert hashes["mem_new"] == content_hash(rows["mem_soft"])
+    assert (found["mem_aged"], hashes["mem_aged"]) == (summary, content_hash(full))
+    assert hashes["chk_1"] == content_hash("Read me") == content_hash("Read\ufeff me")
+
+
 def test_edge_contexts_stored_with_windows_line_breaks_get_newlines(
     scratch_engine: Engine,
 ) -> None:

@@ -41,7 +41,9 @@ if TYPE_CHECKING:
 
 
 def stored(r: MemoryStoreOut) -> None:
-    if r.duplicate:
+    if r.revived:
+        echo(f"Duplicate: {r.id} in namespace {r.namespace}, aged, made active again")
+    elif r.duplicate:
         echo(f"Duplicate: already stored as {r.id} in namespace {r.namespace}")
     else:
         echo(f"Stored {r.id} ({r.memory_type}, namespace {r.namespace})")
@@ -74,6 +76,12 @@ def forgotten(r: MemoryForgetOut) -> None:
     )
     if r.protected_ids:
         echo(f"Protected golden rules (use --force): {', '.join(r.protected_ids)}")
+    if r.pinned_kept_ids:
+        noun = "memory" if r.pinned_kept_count == 1 else "memories"
+        echo(
+            f"Kept {r.pinned_kept_count} pinned {noun} (use --force): "
+            + ", ".join(r.pinned_kept_ids)
+        )
 
 
 def show_context(r: MemoryContextOut) -> None:

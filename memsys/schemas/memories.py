@@ -202,6 +202,11 @@ class MemoryStoreOut(Output):
     duplicate: bool
     confidence: float
     importance: float
+    revived: bool = Field(
+        default=False,
+        description="A duplicate of an aged (demoted, archived) memory, made active again "
+        "with its full text",
+    )
     warnings: SecretWarnings = Field(default_factory=list)
 
 
@@ -280,7 +285,10 @@ class MemoryForgetIn(Input):
     n_results: Annotated[
         NResults, Field(description="Number of search results to delete in query mode")
     ] = 5
-    force: Annotated[bool, Field(description="If true, allow deletion of golden rules")] = False
+    force: Annotated[
+        bool,
+        Field(description="If true, allow deletion of golden rules (and, by query, pinned ones)"),
+    ] = False
     purge: Annotated[
         bool, Field(description="Erase the memory and its history instead of closing it")
     ] = False
@@ -304,6 +312,10 @@ class MemoryForgetOut(Output):
     deleted_ids: list[str]
     deleted_count: int
     protected_ids: list[str]
+    pinned_kept_ids: list[str] = Field(
+        default=[], description="Pinned memories a query matched and left (use force)"
+    )
+    pinned_kept_count: int = Field(default=0, description="How many pinned_kept_ids there are")
     purged: bool
 
 

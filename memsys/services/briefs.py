@@ -11,14 +11,16 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from datetime import UTC, date, datetime, time, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from memsys.models import Chunk, Event
+from memsys.models.chunk import AGED
 from memsys.schemas.lifecycle import BriefIn, BriefOut
-from memsys.services import decay, namespaces, summary
+from memsys.services import decay, history, namespaces, summary
 from memsys.vault import markdown
 from memsys.vocabulary import is_golden
 
@@ -71,12 +73,28 @@ def link(memory: Any, prefix: str = "") -> str:
     return f"[{title_of(memory.content).replace(']', ')')}]({prefix}{path})"
 
 
+def as_written(session: Session, rows: list[Any]) -> list[Any]:
+    """The rows with an aged memory's (archived, rehydratable) full text for its content,
+    where its history holds it: a title cut from aging's summary or key named the memory by
+    a stub, and linked to a file the export, which writes the full text, never makes."""
+    aged = [(r.namespace, r.id, r.content) for r in rows if r.stage in AGED]
+    full = history.full_texts(session, aged) if aged else {}
+    if not full:
+        return rows
+    return [
+        SimpleNamespace(**{**r._asdict(), "content": full[r.namespace, r.id]})
+        if (r.namespace, r.id) in full
+        else r
+        for r in rows
+    ]
+
+
 def _live(session: Session, namespace: str | None) -> list[Any]:
     rows: list[Any] = []
     columns = (*decay.SIGNALS, Chunk.content)
     after = ("", "")
     while batch := decay.batch_after(session, namespace, after, columns=columns):
-        rows += batch
+        rows += as_written(session, batch)
         after = (batch[-1].namespace, batch[-1].id)
     return rows
 
@@ -139,7 +157,7 @@ def episode_log(session: Session, namespace: str | None, day: date) -> str:
     stmt = stmt.order_by(Chunk.created_at, Chunk.id).limit(EPISODE_ENTRIES)
     merges = merges.order_by(Event.occurred_at, Event.id).limit(EPISODE_ENTRIES)
     entries: list[tuple[datetime, list[str]]] = []
-    for m in session.execute(stmt):
+    for m in as_written(session, list(session.execute(stmt))):
         entries.append(
             (
                 m.created_at,

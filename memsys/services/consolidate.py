@@ -31,9 +31,10 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from memsys import contradiction
 from memsys.models import Chunk, Event
+from memsys.models.chunk import AGED
 from memsys.schemas.edges import MemoryRelateIn
 from memsys.schemas.memories import MAX_METADATA_BYTES, MAX_TAGS
-from memsys.services import decay, edges, events, observation_links
+from memsys.services import decay, edges, events, history, observation_links
 
 DUPLICATE_SIMILARITY = 0.95
 NEIGHBOURS = 5
@@ -220,7 +221,7 @@ def merge_one(session: Session, chunk: Chunk, now: datetime, ids: list[str]) -> 
             subject_id=survivor.id,
             payload={
                 "merged": [c.id for c in merged],
-                "title": survivor.content[:80],
+                "title": _full_text(session, survivor)[:80],
                 "memory_type": survivor.memory_type,
                 "tags": survivor.tags,
             },
@@ -271,6 +272,14 @@ _MOVE_EDGES = text(
           AND x.target_kind = m.target_kind AND x.target_id = m.target)
     """
 )
+
+
+def _full_text(session: Session, memory: Chunk) -> str:
+    """A memory's text, an aged one's full text from its history (its row holds aging's
+    summary or key): what the merge's episode is titled by."""
+    if memory.stage not in AGED:
+        return memory.content
+    return history.full_text(session, memory) or memory.content
 
 
 def _absorb(session: Session, survivor: Chunk, merged: list[Chunk]) -> None:

@@ -170,6 +170,36 @@ def rekindle(
     return content, how
 
 
+def revive(session: Session, namespace: str, memory_ids: list[str], operation: str) -> set[str]:
+    """Bring back to active the aged (demoted, archived, rehydratable) memories among these
+    live ones, full text restored, and count each as accessed now so that the next
+    maintenance does not age it again at once; the ids it revived. A store that restates
+    an aged memory's text calls it: the user said it again, so it belongs in recall in full.
+    Rows are locked after the caller's turns, as forget and pinning lock them."""
+    if not memory_ids:
+        return set()
+    now = datetime.now(UTC)
+    rows = session.execute(
+        select(*ROW)
+        .where(
+            Chunk.namespace == namespace,
+            Chunk.id.in_(memory_ids),
+            Chunk.doc_type == "memory",
+            Chunk.valid_to.is_(None),
+            Chunk.stage != "active",
+        )
+        .order_by(Chunk.id)
+        .with_for_update()
+    ).all()
+    writes = Writes()
+    for row in rows:
+        rekindle(session, row, now, operation, writes)
+    writes.flush(session)
+    revived = {r.id for r in rows}
+    access.record(session, sorted(revived), at=now)
+    return revived
+
+
 def full_texts_of(session: Session, hits: Sequence[Handed]) -> dict[tuple[str, str], str]:
     """The full texts of the aged memories among `hits` that this caller may rekindle (a
     read-only caller gets what is stored), read from their history without rekindling: an

@@ -16,6 +16,7 @@ from memsys.db import clock, take_turns_all
 from memsys.embeddings import embed_beside, embed_query, get_embedder
 from memsys.errors import InvalidInput, NotFound
 from memsys.models import Chunk
+from memsys.models.chunk import AGED
 from memsys.runner import before_transaction, retrieval_only
 from memsys.schemas import (
     MemoryCountIn,
@@ -34,7 +35,16 @@ from memsys.schemas import (
     MemoryStoreOut,
 )
 from memsys.schemas.memories import check_batch_load
-from memsys.services import access, erasure, events, memory_batch, namespaces, search, tracing
+from memsys.services import (
+    access,
+    erasure,
+    events,
+    lifecycle,
+    memory_batch,
+    namespaces,
+    search,
+    tracing,
+)
 
 
 def live_memories() -> Select[Chunk]:
@@ -85,9 +95,30 @@ def store(
     the vector itself. One memory is a batch of one (memsys.services.memory_batch: the rules
     live there)."""
     ready = prepared if prepared is not None else embed_content(params)
+    aged: set[str] = set()
     if callable(ready):
-        return memory_batch.store_many(session, [params], lambda: [ready()])[0]
-    return memory_batch.store_many(session, [params], [ready])[0]
+        out = memory_batch.store_many(session, [params], lambda: [ready()], aged)
+    else:
+        out = memory_batch.store_many(session, [params], [ready], aged)
+    return _revived(session, out, aged, "memory_store")[0]
+
+
+def _revived(
+    session: Session, results: list[MemoryStoreOut], aged: set[str], operation: str
+) -> list[MemoryStoreOut]:
+    """A store that restates an aged memory (demoted, archived: `aged`, the duplicates that
+    are not active) brings it back, full text and all, and says so (`revived`): stored
+    again, it belongs in recall."""
+    by_namespace: dict[str, list[str]] = {}
+    for r in results:
+        if r.duplicate and r.id in aged:
+            by_namespace.setdefault(r.namespace, []).append(r.id)
+    revived: set[str] = set()
+    for namespace in sorted(by_namespace):
+        revived |= lifecycle.revive(session, namespace, by_namespace[namespace], operation)
+    for r in results:
+        r.revived = r.id in revived
+    return results
 
 
 def embed_batch(params: MemoryStoreBatchIn) -> np.ndarray:
@@ -105,7 +136,9 @@ def store_batch(
     memory); each is deduplicated as memory_store does, also within the batch. One bad item
     refuses the whole batch (validation runs before anything is written)."""
     vectors = prepared if prepared is not None else embed_batch(params)
-    results = memory_batch.store_many(session, params.memories, list(vectors))
+    aged: set[str] = set()
+    results = memory_batch.store_many(session, params.memories, list(vectors), aged)
+    results = _revived(session, results, aged, "memory_store_batch")
     duplicates = sum(r.duplicate for r in results)
     return MemoryStoreBatchOut(
         results=results, stored=len(results) - duplicates, duplicates=duplicates
@@ -177,7 +210,7 @@ def _close(session: Session, targets: list[Chunk], operation: str, purge: bool) 
         namespaces.write_alone_briefly(session, touched)
     else:
         namespaces.share(session, touched)  # after any import
-    take_turns_all(session, sorted({(c.namespace, "memory", c.content_hash) for c in targets}))
+    take_turns_all(session, sorted(_turns(targets)))
     # A purge erases a memory forgotten meanwhile too; a forget leaves it (gone once).
     still = set(held(session, [(c.namespace, c.id) for c in targets], closed_too=purge))
     closed = [c for c in targets if c in still]
@@ -201,6 +234,17 @@ def _close(session: Session, targets: list[Chunk], operation: str, purge: bool) 
         )
     session.flush()
     return closed
+
+
+def _turns(targets: list[Chunk]) -> set[tuple[str, str, str]]:
+    """The content turns a store of these memories' texts takes: their digest, and the one
+    dedup computes now for a row hashed before it read unseen characters away that the
+    upgrade c8e4a1f7d362 left as it was (an aged row holds a summary: its own digest only)."""
+    turns = {(c.namespace, "memory", c.content_hash) for c in targets}
+    turns |= {
+        (c.namespace, "memory", ids.content_hash(c.content)) for c in targets if c.stage not in AGED
+    }
+    return turns
 
 
 @before_transaction(search.embed_query_of)
@@ -242,15 +286,21 @@ def forget(session: Session, params: MemoryForgetIn) -> MemoryForgetOut:
             tracing.write(session, t, retrieved=[{"id": h.id, "score": h.score} for h in chosen])
 
     protected = [c for c in targets if c.golden and not params.force]
-    doomed = _close(
-        session, [c for c in targets if c not in protected], "memory_forget", params.purge
-    )
+    # A pinned memory is one the user marked as kept: a query that happens to match it does
+    # not forget it (naming its id does: that is the user asking for that memory).
+    pinned = [
+        c for c in targets if memory_id is None and c.pinned and not c.golden and not params.force
+    ]
+    kept = protected + pinned
+    doomed = _close(session, [c for c in targets if c not in kept], "memory_forget", params.purge)
     if memory_id is not None and not doomed and not protected:  # forgotten meanwhile
         raise NotFound(f"Memory not found: {memory_id}")
     return MemoryForgetOut(
         deleted_ids=[c.id for c in doomed],
         deleted_count=len(doomed),
         protected_ids=[c.id for c in protected],
+        pinned_kept_ids=[c.id for c in pinned],
+        pinned_kept_count=len(pinned),
         purged=params.purge and bool(doomed),
     )
 

@@ -39,7 +39,7 @@ INITIAL_CONFIDENCE = 0.3  # S001: a new memory is unproven; TRY/LEARN moves it
 # The live memories of some content hashes in a namespace: what a store answers as duplicates.
 _LIVE = text(
     """
-    SELECT id, content_hash, memory_type, confidence, importance FROM chunk
+    SELECT id, content_hash, memory_type, confidence, importance, stage FROM chunk
     WHERE namespace = :namespace AND doc_type = 'memory' AND valid_to IS NULL
       AND content_hash = ANY(CAST(:digests AS text[]))
     """
@@ -165,13 +165,15 @@ def _store_namespace(
     vectors: Callable[[], Sequence[np.ndarray]],
     aliases: dict[str, str],
     found: dict[str, Any] | None = None,
+    aged: set[str] | None = None,
 ) -> dict[int, MemoryStoreOut]:
     """Store one namespace's share of a batch; (position, item, digest) in order, and
     `vectors()[position]` is an item's embedding. Everything that needs no vector (the
     duplicate check, the token counts, the entities the new memories name) runs first: the
     embedding may still be on its way (embeddings.embed_beside). `aliases`: digests rows
     written before hold for these texts (ids.content_hashes). `found`: the live
-    duplicates, read under the contents' turns already."""
+    duplicates, read under the contents' turns already. `aged`: gets the ids of the
+    duplicates that are not active (demoted, archived, rehydratable)."""
     digests = sorted({d for _, _, d in items})
     if found is None:
         found = _live_in_turn(session, namespace, digests, aliases)
@@ -210,6 +212,8 @@ def _store_namespace(
             stored.warnings = secretscan.warnings(item.content)
         else:
             stored = _out(found[digest], namespace, duplicate=True)
+            if aged is not None and found[digest].stage != "active":
+                aged.add(stored.id)
         seen[digest] = out[position] = stored
     return out
 
@@ -218,10 +222,12 @@ def store_many(
     session: Session,
     items: Sequence[MemoryStoreIn],
     vectors: Sequence[np.ndarray] | Callable[[], Sequence[np.ndarray]],
+    aged: set[str] | None = None,
 ) -> list[MemoryStoreOut]:
     """Store memories in the caller's transaction (vectors[i] is items[i]'s embedding, or
     `vectors()` waits for them all); one result per item, in order, as memory_store would
-    have answered."""
+    have answered. `aged` gets the ids of duplicates that are aged (memories.store revives
+    them)."""
     by_namespace: dict[str, list[tuple[int, MemoryStoreIn, str]]] = {}
     aliases: dict[str, str] = {}  # a digest rows written before hold → the text's digest
     for i, item in enumerate(items):
@@ -238,10 +244,12 @@ def store_many(
         then = _in_turn(namespace, digests, aliases, namespaces.turn_key(namespace), alone(session))
         rows = namespaces.ensure(session, namespace, *then)
         found = None if rows is None else _by_digest(rows[1], aliases)
-        results = _store_namespace(session, namespace, batch, wait, aliases, found)
+        results = _store_namespace(session, namespace, batch, wait, aliases, found, aged)
         return [results[i] for i in range(len(items))]
     for namespace in sorted(by_namespace):
         namespaces.ensure(session, namespace)
     for namespace in sorted(by_namespace):
-        results.update(_store_namespace(session, namespace, by_namespace[namespace], wait, aliases))
+        results.update(
+            _store_namespace(session, namespace, by_namespace[namespace], wait, aliases, aged=aged)
+        )
     return [results[i] for i in range(len(items))]

@@ -32,7 +32,7 @@ def _live(session: Session, namespace: str | None) -> list[Any]:
     )
     if namespace:
         stmt = stmt.where(Chunk.namespace == namespace)
-    return list(session.execute(stmt))
+    return briefs.as_written(session, list(session.execute(stmt)))
 
 
 def _themes(memories: list[Any]) -> list[str]:

@@ -106,6 +106,16 @@ def test_forget_protects_golden_rules_unless_forced() -> None:
     assert gone["deleted_ids"] == [rule["id"]] and gone["purged"] is True
 
 
+def test_forget_by_query_says_which_pinned_memories_it_kept() -> None:
+    pinned = run_json("store", "The office wifi password rotates monthly")
+    assert run("pin", pinned["id"]).exit_code == 0
+    human = run("forget", "--query", "office wifi password")
+    assert human.exit_code == 0 and "Forgot 0 memories" in human.stdout
+    assert f"Kept 1 pinned memory (use --force): {pinned['id']}" in human.stdout
+    forced = run_json("forget", "--query", "office wifi password", "--force")
+    assert forced["deleted_ids"] == [pinned["id"]] and forced["pinned_kept_count"] == 0
+
+
 def test_forget_by_query_only_close_matches() -> None:
     target = run_json("store", "The office wifi password rotates monthly")
     other = run_json("store", "Bananas are rich in potassium")

@@ -249,6 +249,56 @@ def test_an_outcome_that_makes_an_aged_memory_golden_brings_it_back_in_full(
     assert (row(memory).stage, row(memory).content) == ("active", LONG)
 
 
+def test_storing_an_aged_memory_again_brings_it_back_in_full(embedder: Any) -> None:
+    """Storing the exact text of an archived memory deduplicated onto it and left it
+    archived: the user said it again, and it stayed out of recall's full strength with its
+    summary for text. It comes back active and in full now, and the answer says so; so does
+    a batch's, for a rehydratable one (a key for text)."""
+    from memsys.schemas import MemoryStoreBatchIn
+
+    memory = store(LONG, memory_type="configuration", namespace="age:again").id
+    maintain.run(now=days(40))
+    assert row(memory).stage == "archived"
+    again = store(LONG, memory_type="configuration", namespace="age:again")
+    assert (again.id, again.duplicate, again.revived) == (memory, True, True)
+    back = row(memory)
+    assert (back.stage, back.content, back.lossy) == ("active", LONG, False)
+    assert not store(LONG, namespace="age:again").revived  # active already: nothing to do
+
+    maintain.run(now=days(100))
+    assert row(memory).stage == "rehydratable"
+    items = [{"content": LONG, "namespace": "age:again"}, {"content": "A new note"}]
+    out = runner.execute(memories.store_batch, MemoryStoreBatchIn, {"memories": items})
+    assert [(r.duplicate, r.revived) for r in out.results] == [(True, True), (False, False)]
+    assert (row(memory).stage, row(memory).content) == ("active", LONG)
+
+
+def test_briefs_name_an_aged_memory_by_its_full_text(embedder: Any) -> None:
+    """CORE.md, REFLECTION.md and the episode log titled an archived or rehydratable memory
+    by what aging left of it (a summary, a 12-word key), and CORE.md linked to a file named
+    after that stub, which the export (it writes the full text) never makes."""
+    from memsys.services import briefs, reflection
+    from memsys.vault import markdown
+
+    ns = "age:briefs"
+    memory = store(LONG, memory_type="insight", namespace=ns, importance=1.0).id
+    maintain.run(now=days(100))
+    aged = row(memory)
+    assert aged.stage == "rehydratable" and aged.content != LONG
+    title, stub = briefs.title_of(LONG), briefs.title_of(aged.content)
+    now = datetime.now(UTC)
+    with session_scope() as s:
+        core = briefs.core_brief(s, ns, now)
+        log = briefs.episode_log(s, ns, now.date())
+        reflected = reflection.reflection_brief(s, ns, now)
+    record = {"pinned": False, "type": "insight", "content": LONG, "metadata": {}, "id": memory}
+    assert f"- [{title}]({markdown.memory_path(record)})" in core
+    assert f" - {title}\n" in log
+    assert f"[{title}](" in reflected
+    for text_ in (core, log, reflected):
+        assert stub not in text_
+
+
 def test_confidence_and_stage_read_as_of_before_their_change(embedder: Any) -> None:
     memory = store("Cache keys include the tenant id").id
     key = (row(memory).namespace, memory)
@@ -421,6 +471,23 @@ def test_near_duplicates_are_consolidated_once(embedder: Any) -> None:
         episode = s.scalars(select(Event).where(Event.event_type == "episode")).one()
         assert episode.payload["merged"] == [gone]
     assert maintain.run(now=days(0)).merged == 0
+
+
+def test_a_merge_into_an_aged_memory_is_titled_by_its_full_text(embedder: Any) -> None:
+    """The merge's episode event took its title from the survivor's row: for an archived
+    survivor, aging's summary, not the memory."""
+    kept = store(LONG, memory_type="configuration", namespace="age:merge").id
+    runner.execute(learning.outcome, MemoryOutcomeIn, {"memory_id": kept, "success": True})
+    maintain.run(now=days(40))
+    assert row(kept).stage == "archived"
+    store(LONG + " Ask the on-call engineer.", memory_type="configuration", namespace="age:merge")
+    assert maintain.run(now=days(40)).merged == 1
+    with session_scope() as s:
+        episode = s.scalars(
+            select(Event).where(Event.event_type == "episode", Event.namespace == "age:merge")
+        ).one()
+    assert episode.subject_id == kept
+    assert episode.payload["title"] == LONG[:80]
 
 
 def test_a_merge_keeps_the_tags_metadata_and_importance_of_what_it_closes(

@@ -6,7 +6,7 @@ import threading
 
 import numpy as np
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from memsys import runner
@@ -374,6 +374,38 @@ def test_golden_rules_are_protected_unless_forced(embedder) -> None:
     assert out.deleted_ids == [rule.id]
 
 
+def test_forget_by_query_keeps_pinned_memories_unless_forced(embedder) -> None:
+    """A query that matches a pinned memory left it pinned no more: it was forgotten like
+    any other match. It is kept now, and the answer says so; `force` (or its id) forgets it."""
+    from memsys.schemas.lifecycle import PinIn
+    from memsys.services import pinning
+
+    pinned = store("Redis connection timeouts were fixed with TCP keepalive")
+    gone = store("Redis connection timeouts were fixed by raising the pool size")
+    with session_scope() as s:
+        pinning.pin(s, PinIn(memory_id=pinned.id))
+    out = forget(query="redis connection timeouts fix")
+    assert out.deleted_ids == [gone.id]
+    assert out.pinned_kept_ids == [pinned.id] and out.pinned_kept_count == 1
+    assert out.protected_ids == []
+    assert [m.id for m in recall("redis connection timeouts").memories] == [pinned.id]
+    out = forget(query="redis connection timeouts fix", force=True)
+    assert out.deleted_ids == [pinned.id] and out.pinned_kept_count == 0
+
+
+def test_forget_by_id_takes_a_pinned_memory(embedder) -> None:
+    """Naming a pinned memory's id is asking for that memory: it is forgotten (only golden
+    rules need force by id)."""
+    from memsys.schemas.lifecycle import PinIn
+    from memsys.services import pinning
+
+    pinned = store("The staging database is restored every Sunday")
+    with session_scope() as s:
+        pinning.pin(s, PinIn(memory_id=pinned.id))
+    out = forget(memory_id=pinned.id)
+    assert out.deleted_ids == [pinned.id] and out.pinned_kept_ids == []
+
+
 def test_forget_by_query_only_takes_close_matches(embedder) -> None:
     kept = store("The office coffee machine is on floor three")
     gone = store("Redis connection timeouts were fixed with TCP keepalive")
@@ -589,6 +621,37 @@ def test_a_store_beside_a_forget_of_its_text_never_answers_with_the_closing_id( 
     (again,) = stored
     assert not again.duplicate and again.id != kept.id  # a new memory, alive
     assert recall("when do we deploy").memories[0].id == again.id
+
+
+def test_a_store_beside_a_forget_of_a_row_hashed_before_dedup_waits_its_turn(  # type: ignore[no-untyped-def]
+    embedder,
+) -> None:
+    """A memory hashed before dedup read a zero-width space away, and kept so by the upgrade
+    (another live memory held its new digest): a forget took the turn of the row's digest, a
+    store of its text the turn of today's, so the store answered with the id being closed."""
+    import hashlib
+
+    text_ = "Deploys\u200b happen on Fridays"
+    old = store(text_)
+    with session_scope() as s:
+        s.execute(
+            update(Chunk)
+            .where(Chunk.id == old.id)
+            .values(content_hash=hashlib.sha256(text_.encode()).hexdigest())
+        )
+    holder = Session(get_engine())
+    memories.forget(holder, MemoryForgetIn(memory_id=old.id))  # not committed yet
+    stored: list[MemoryStoreOut] = []
+    writer = threading.Thread(target=lambda: stored.append(store(text_)))
+    writer.start()
+    try:
+        waited = until(lambda: lock_waiters() == 1, 20)  # the store waits for the forget's turn
+    finally:
+        holder.commit()
+        holder.close()
+        writer.join(30)
+    (again,) = stored
+    assert waited and not again.duplicate and again.id != old.id
 
 
 def test_a_forgotten_memory_stops_naming_its_entities(embedder) -> None:
