@@ -534,3 +534,25 @@ def test_long_rows_stored_before_are_queued_and_embedded_again_whole(
     now = get_embedder().embed([long_text])[0]
     assert np.allclose(vectors["mem_long"], now, atol=1e-6)
     assert not np.allclose(vectors["mem_long"], old["mem_long"], atol=1e-3)
+
+
+def test_a_server_not_in_utf8_upgrades_to_head(scratch_engine: Engine) -> None:
+    """A database whose encoding is not UTF-8 (LATIN1, as an old cluster's initdb made it)
+    upgrades to head: the upgrades that read Unicode text change nothing there, and none of
+    them fails before it reads which encoding it runs on."""
+    url = make_url(os.environ["MEMSYS_DATABASE_URL"])
+    admin = create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{SCRATCH}" WITH (FORCE)'))
+        conn.execute(
+            text(
+                f"CREATE DATABASE \"{SCRATCH}\" ENCODING 'LATIN1' TEMPLATE template0 "
+                "LC_COLLATE 'C' LC_CTYPE 'C'"
+            )
+        )
+    admin.dispose()
+    _run(scratch_engine, "upgrade", "head")
+    with scratch_engine.connect() as conn:
+        assert conn.scalar(text("SHOW server_encoding")) == "LATIN1"
+        context = MigrationContext.configure(conn)
+        assert context.get_current_revision() == migrator.head()

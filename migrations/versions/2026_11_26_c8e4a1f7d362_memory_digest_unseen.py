@@ -53,10 +53,13 @@ _AS_SPACE = (
 # ... and these as nothing (zero-width space, word joiner, BOM, soft hyphen).
 _AS_NOTHING = (0x200B, 0x2060, 0xFEFF, 0x00AD)
 
-# translate(text, FROM, TO): a character of FROM past TO's length is deleted.
-_FROM = "".join(f"\\u{c:04x}" for c in (*_AS_SPACE, *_AS_NOTHING))
+# translate(text, FROM, TO): a character of FROM past TO's length is deleted. FROM is made by
+# chr() when the statement runs, not written as E'\\u…' escapes: PostgreSQL reads those when
+# it parses the block, before the encoding check, and a server whose encoding lacks one of
+# the characters (LATIN1 has no U+1680) refused the whole upgrade.
+_FROM = " || ".join(f"chr({c})" for c in (*_AS_SPACE, *_AS_NOTHING))
 _TO = " " * len(_AS_SPACE)
-_READ = f"translate({{text}}, E'{_FROM}', '{_TO}')"
+_READ = f"translate({{text}}, {_FROM}, '{_TO}')"
 _DIGEST = "encode(sha256(convert_to({text}, 'UTF8')), 'hex')"
 _OLD = "(m.old_value #>> '{}')"  # a content change's old text
 
