@@ -8,7 +8,8 @@ benchmark's last session date):
   "2023/05/07", "on the 14th" (the most recent 14th), "the 5th of last month";
 - weeks, months, quarters, years: "last week", "this month", "two weeks ago", "couple weeks
   ago", "the week before last", "last May", "in May" (the most recent May that has begun),
-  "May 2023", "2023-05", "in Q3" (the most recent Q3 that has begun), "Q3 2023", "the third
+  "May 2023", "2023-05", "in Q3" (the most recent Q3 that has begun; a bare "q3" only after
+  a time word or before another quarter: "q1 = x" is a name), "Q3 2023", "the third
   quarter of 2023", "last quarter", "in 2023", "last year" (the calendar year before this),
   "the past year" / "in the last month" (that long back from now), "last weekend", "over the
   weekend" (the most recent one that has begun);
@@ -16,7 +17,8 @@ benchmark's last session date):
 - "last 7 days" / "the past few weeks" / "the last 24 hours": that long back from now;
 - ranges: "from 2023 to 2024", "between January and March" (without a year: the most recent
   such range whose first month has begun, as "in May"), "Jan-Mar 2023", "from November to
-  February" (across the new year), "March 3-5", "3rd to 5th of May";
+  February" (across the new year), "March 3-5", "3rd to 5th of May"; a year named at the
+  end of a range only holds its start too ("from May 7 to June 2, 2022", "Q1-Q3 2024");
 - relative to another expression: "the week/day/month after …", "the week/day/month
   before …", "since …" (to now), "before …" (from year 1), "until …" (it included),
   "after …" (to now), "between … and …" / "from … to (until) …" (in either order), and
@@ -356,6 +358,32 @@ def _recent_day_of_month(day: int, now: datetime) -> datetime:
     raise ValueError(f"no day {day} in any month")
 
 
+# Words before a bare "q3" that make it a quarter ("revenue in Q3", "between Q1 and Q3"); a
+# bare one right before another ("Q1-Q3 2024") is one too. Anywhere else "q1" is as likely a
+# name (a variable, a model, a queue) as a quarter.
+_QUARTER_BEFORE = frozenset(
+    {"in", "during", "for", "since", "before", "after", "until", "till", "by", "from",
+     "between", "and", "to", "through", "thru", "of", "over"}
+)  # fmt: skip
+_QUARTER_NEXT = re.compile(r" ?(?:and|to|until|till|through|thru|\.\.|-|–|—) ?q[1-4]\b")
+_CODE_AFTER = re.compile(r" ?[=<>+*/%(\[{]")  # "in q1 = 3": an expression
+
+
+def _bare_quarter_is_one(m: re.Match[str]) -> bool:
+    """A "q3" without a year is a quarter after a time word or before another quarter."""
+    if _CODE_AFTER.match(m.string, m.end()):
+        return False
+    return _word_before(m.string, m.start()) in _QUARTER_BEFORE or bool(
+        _QUARTER_NEXT.match(m.string, m.end())
+    )
+
+
+# The kinds of expression that name no year and are read as the latest that has begun: at
+# the start of a range whose end names a year, the latest that has begun by that end.
+_YEARLESS = frozenset({"month_day", "day_month", "quarter", "part_month"})
+_A_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+
+
 def _ranged(g: dict[str, Any]) -> bool:
     """The two ends of a range expression are joined: "and" only after "between"."""
     return bool(g["conn"] != "and" or g["word"] == "between")
@@ -382,6 +410,8 @@ def _resolve(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
     if kind in ("month_day_range", "day_month_range"):
         return _day_range(g, now)
     if kind == "quarter":
+        if g["q"] and not g["year"] and not _bare_quarter_is_one(m):
+            return None  # "q1 = compute(x)", "the q3 model": a name
         quarter = int(g["q"]) if g["q"] else QUARTERS[g["nth"]]
         year = g["year"] or g["year2"]
         if year:
@@ -481,7 +511,7 @@ def find(query: str, now: datetime | None = None) -> list[Span]:
     of appearance; "between A and B" becomes one span from A's start to B's end."""
     now = (now or datetime.now(UTC)).astimezone(UTC)
     text_ = " ".join(query.replace("’", "'").lower().split())
-    found: list[tuple[int, int, datetime, datetime]] = []
+    found: list[tuple[int, int, datetime, datetime, str, re.Match[str]]] = []
     taken = _Taken()
     for kind, pattern in _PATTERNS:
         for m in pattern.finditer(text_):
@@ -494,13 +524,13 @@ def find(query: str, now: datetime | None = None) -> list[Span]:
             except OverflowError:  # "9999-12-31", "the last 99999999 days": past year 9999 or 1
                 resolved = None
             if resolved is not None:
-                found.append((m.start(), m.end(), *resolved))
+                found.append((m.start(), m.end(), *resolved, kind, m))
                 taken.add(m.start(), m.end())
     found.sort()
     spans: list[Span] = []
     i = 0
     while i < len(found):
-        a, b, start, end = found[i]
+        a, b, start, end, kind, m = found[i]
         # The words that open a range end right before it: only the few characters there are
         # read (the whole text before each expression made a long query's reading quadratic).
         near = max(0, a - _LEAD_CHARS)
@@ -513,7 +543,16 @@ def find(query: str, now: datetime | None = None) -> list[Span]:
             if opened and opened.group("word") == "between":
                 joined = " and " in gap
             if joined:
-                _, b2, start2, end2 = found[i + 1]  # in either order
+                a2, b2, start2, end2, _, _ = found[i + 1]  # in either order
+                if (
+                    kind in _YEARLESS
+                    and not _A_YEAR.search(text_, a, b)
+                    and _A_YEAR.search(text_, a2, b2)
+                ):  # "from May 7 to June 2, 2022": that year's May 7
+                    start, end = _resolve(kind, m, end2 - timedelta(microseconds=1)) or (
+                        start,
+                        end,
+                    )
                 a = opened.start() if opened else a
                 spans.append(Span(text_[a:b2], min(start, start2), max(end, end2)))
                 i += 2

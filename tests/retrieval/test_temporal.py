@@ -302,6 +302,10 @@ def test_ranges_of_years_and_of_months(
         "I may - or may not - go",
         "tests 3-5 may fail on CI",
         "on the 2nd attempt it worked",
+        # a bare q1 in code or a name is no quarter: "in Q3" and "Q3 2024" are
+        "q1 = compute(x) + q2",
+        "where q1 > 3 and q2 < 5",
+        "the q3 model",
     ],
 )
 def test_more_words_that_are_not_dates_are_left_alone(query: str) -> None:
@@ -381,3 +385,28 @@ def test_telling_the_month_may_from_the_verb_reads_only_the_words_around_it() ->
     _CountingText.read = 0
     assert temporal._may_is_a_month(found) is False  # the verb
     assert _CountingText.read < 100
+
+
+@pytest.mark.parametrize(
+    ("query", "text", "start", "end"),
+    [
+        ("from May 7 to June 2, 2022", "from may 7 to june 2, 2022", day(2022, 5, 7),
+         day(2022, 6, 3)),
+        ("May 7 - June 2 2022", "may 7 - june 2 2022", day(2022, 5, 7), day(2022, 6, 3)),
+        ("between Nov 3 and Feb 2, 2023", "between nov 3 and feb 2, 2023", day(2022, 11, 3),
+         day(2023, 2, 3)),
+        ("Q1-Q3 2022", "q1-q3 2022", day(2022, 1, 1), day(2022, 10, 1)),
+        ("from Q4 to Q1 2023", "from q4 to q1 2023", day(2022, 10, 1), day(2023, 4, 1)),
+        # a year on both ends: as written
+        ("from 2022-05-07 to 2022-06-02", "from 2022-05-07 to 2022-06-02", day(2022, 5, 7),
+         day(2022, 6, 3)),
+    ],
+)  # fmt: skip
+def test_a_range_s_year_named_at_its_end_holds_its_start_too(
+    query: str, text: str, start: datetime, end: datetime
+) -> None:
+    """ "from May 7 to June 2, 2022" is May 7, 2022 to June 2, 2022: the first end without a
+    year was read as the latest May 7 (2023's), so the range ran from June 2022 to May 2023,
+    a year of memories nobody asked for."""
+    spans = temporal.find(query, NOW)
+    assert [(s.text, s.start, s.end) for s in spans] == [(text, start, end)]
