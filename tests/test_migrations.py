@@ -556,3 +556,79 @@ def test_a_server_not_in_utf8_upgrades_to_head(scratch_engine: Engine) -> None:
         assert conn.scalar(text("SHOW server_encoding")) == "LATIN1"
         context = MigrationContext.configure(conn)
         assert context.get_current_revision() == migrator.head()
+
+
+def test_graph_names_stored_with_unseen_characters_get_the_name_read_now(
+    scratch_engine: Engine,
+) -> None:
+    """Graph names are now read as dedup reads text (a no-break space a space, a zero-width
+    space nothing): a live entity stored before under "Alice<no-break space>Smith" was found
+    by no name a caller could send (delete_entities, add_observations, create_relations all
+    read the name folded) and the same name sent again made a second entity. Live entities
+    get the folded name and its key, unless another live entity holds it (or a second old
+    one folds to it too); relation types and fact attributes get theirs, history included,
+    unless their entity (or their two ends) has the folded one already."""
+    _run(scratch_engine, "upgrade", "b2e7d4c9f315")
+    rows = [  # id, name, closed
+        ("ent_nbsp", "Alice\u00a0Smith", False),
+        ("ent_zw", "Bob\u200bJones", False),
+        ("ent_edge", "\u200b Eve", False),  # read: " Eve", stripped as a name is
+        ("ent_twin", "Carol\u00a0Ann", False),
+        ("ent_plain", "Carol Ann", False),  # the twin's folded name, stored since: left
+        ("ent_twin2", "Dan\u2060Lee", False),
+        ("ent_twin3", "Dan\ufeffLee", False),  # folds as ent_twin2 does: the first one wins
+        ("ent_gone", "Erin\u00a0Ko", True),  # history keeps its name
+        ("ent_blank", "\u200b", False),  # no name once read: left
+    ]
+    with scratch_engine.begin() as conn:
+        conn.execute(text("INSERT INTO namespace (name) VALUES ('ns')"))
+        for entity_id, name, closed in rows:
+            conn.execute(
+                text(
+                    "INSERT INTO entity (namespace, id, key, name, entity_type, valid_to) "
+                    "VALUES ('ns', :id, :key, :name, 'person', CASE WHEN :closed THEN now() END)"
+                ),
+                {"id": entity_id, "key": "kg#" + name, "name": name, "closed": closed},
+            )
+        facts = [  # id, attribute, closed
+            ("fact_old", "time\u200bout", True),
+            ("fact_new", "time\u200bout", False),
+            ("fact_twin", "own\u00a0er", False),
+            ("fact_plain", "own er", False),  # the twin's folded attribute: left
+        ]
+        for fact_id, attribute, closed in facts:
+            conn.execute(
+                text(
+                    "INSERT INTO fact (namespace, id, entity_id, attribute, content, valid_to) "
+                    "VALUES ('ns', :id, 'ent_nbsp', :attribute, 'x', "
+                    "CASE WHEN :closed THEN now() END)"
+                ),
+                {"id": fact_id, "attribute": attribute, "closed": closed},
+            )
+        conn.execute(
+            text(
+                "INSERT INTO edge (namespace, source_kind, source_id, target_kind, target_id, "
+                "relation) VALUES ('ns', 'entity', 'ent_nbsp', 'entity', 'ent_zw', "
+                "'works\u00a0with')"
+            )
+        )
+    _run(scratch_engine, "upgrade", "head")
+    with scratch_engine.connect() as conn:
+        found = {r.id: (r.key, r.name) for r in conn.execute(text("SELECT * FROM entity"))}
+        attributes = dict(conn.execute(text("SELECT id, attribute FROM fact")).tuples().all())
+        relations = conn.execute(text("SELECT relation FROM edge")).scalars().all()
+    assert found["ent_nbsp"] == ("kg#Alice Smith", "Alice Smith")
+    assert found["ent_zw"] == ("kg#BobJones", "BobJones")
+    assert found["ent_edge"] == ("kg#Eve", "Eve")
+    assert found["ent_twin"] == ("kg#Carol\u00a0Ann", "Carol\u00a0Ann")
+    assert found["ent_twin2"] == ("kg#DanLee", "DanLee")
+    assert found["ent_twin3"] == ("kg#Dan\ufeffLee", "Dan\ufeffLee")
+    assert found["ent_gone"] == ("kg#Erin\u00a0Ko", "Erin\u00a0Ko")
+    assert found["ent_blank"] == ("kg#\u200b", "\u200b")
+    assert attributes == {
+        "fact_old": "timeout",  # the history with it: read by the same attribute
+        "fact_new": "timeout",
+        "fact_twin": "own\u00a0er",
+        "fact_plain": "own er",
+    }
+    assert relations == ["works with"]

@@ -40,7 +40,8 @@ def _name(v: str, info: ValidationInfo) -> str:
     # Composed (NFC), as memories and queries are: "Café" typed with a combining accent
     # names the entity (fact, relation type) typed with an "é". And read as dedup reads a
     # memory (ids.as_read): a no-break space is a space, a zero-width space or BOM nothing.
-    # Rows stored before this keep their names as written (no migration rewrote them).
+    # Rows stored before this got the name read so from the upgrade c8e4a1f7d362 (one
+    # whose folded name another row held kept its own).
     v = unicodedata.normalize("NFC", ids.as_read(v)).strip()
     if not v:
         raise ValueError(f"{what} cannot be empty")
