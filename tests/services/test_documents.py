@@ -213,6 +213,36 @@ def test_a_new_chunk_size_rechunks_unchanged_files(tmp_path, monkeypatch, embedd
     assert index(long).skipped_unchanged and index(short).skipped_unchanged
 
 
+def test_another_python_rechunks_unchanged_files(tmp_path, monkeypatch, embedder) -> None:  # type: ignore[no-untyped-def]
+    """The chunker reads with Python's own modules too: its parser (a file of a newer
+    syntax is cut at its definitions only once Python reads it) and its Unicode tables (the
+    composed form). Under another Python the stored fingerprint is not today's: an unchanged
+    file is chunked again and compared, not skipped on a fingerprint that no longer says
+    what made its chunks."""
+    import unicodedata
+
+    note = tmp_path / "note.md"
+    note.write_text("# Note\n\nThe deploy key rotates monthly.\n")
+    first = index(note)
+    chunked: list[int] = []
+    real = chunking.pieces_from_bytes
+
+    def counted(*args: Any) -> Any:
+        chunked.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(chunking, "pieces_from_bytes", counted)
+    monkeypatch.setattr(unicodedata, "unidata_version", "99.0.0")
+    chunking._code.cache_clear()
+    try:
+        again = index(note)
+    finally:
+        monkeypatch.undo()
+        chunking._code.cache_clear()
+    assert chunked, "skipped on the fingerprint another Python's chunker left"
+    assert again.skipped_unchanged and again.chunk_ids == first.chunk_ids
+
+
 @pytest.mark.parametrize(
     ("name", "content", "error", "message"),
     [
