@@ -15,10 +15,12 @@ benchmark's last session date):
   weekend" (the most recent one that has begun);
 - "early/mid/late" narrow a month or year to its thirds ("late last month" too);
 - "last 7 days" / "the past few weeks" / "the last 24 hours": that long back from now;
-- ranges: "from 2023 to 2024", "between January and March" (without a year: the most recent
-  such range whose first month has begun, as "in May"), "Jan-Mar 2023", "from November to
-  February" (across the new year), "March 3-5", "3rd to 5th of May"; a year named at the
-  end of a range only holds its start too ("from May 7 to June 2, 2022", "Q1-Q3 2024");
+- ranges: "from 2023 to 2024", "in 2019-2021" (two bare years are a range after a time word
+  or when they follow each other, "the 2022-2023 season"; "ports 2000-2010" are numbers),
+  "between January and March" (without a year: the most recent such range whose first
+  month has begun, as "in May"), "Jan-Mar 2023", "from November to February" (across the
+  new year), "March 3-5", "3rd to 5th of May"; a year named at the end of a range only
+  holds its start too ("from May 7 to June 2, 2022", "Q1-Q3 2024");
 - relative to another expression: "the week/day/month after …", "the week/day/month
   before …", "since …" (to now), "before …" (from year 1), "until …" (it included),
   "after …" (to now), "between … and …" / "from … to (until) …" (in either order), and
@@ -384,6 +386,23 @@ _YEARLESS = frozenset({"month_day", "day_month", "quarter", "part_month"})
 _A_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 
 
+# Words before two bare years that make them a range ("in 2019-2021"), as a bare year needs
+# one ("in 2023"; "what is 2023 in binary" names none).
+_YEARS_BEFORE = frozenset(
+    {"in", "during", "for", "since", "of", "over", "through", "throughout", "across", "until",
+     "till", "by", "before", "after"}
+)  # fmt: skip
+
+
+def _years_meant(m: re.Match[str], apart: int) -> bool:
+    """Two years joined are a range after "from", "between" or "the years", after a time
+    word, or when they follow each other ("the 2022-2023 season", a fiscal year); else they
+    are as likely numbers ("ports 2000-2010", "ids 2015 to 2019")."""
+    if m.group("word") or m.group(0).startswith("the years") or apart == 1:
+        return True
+    return _word_before(m.string, m.start()) in _YEARS_BEFORE
+
+
 def _ranged(g: dict[str, Any]) -> bool:
     """The two ends of a range expression are joined: "and" only after "between"."""
     return bool(g["conn"] != "and" or g["word"] == "between")
@@ -402,6 +421,8 @@ def _resolve(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
         return None  # "2023 and 2024 were busy": two years, no range asked
     if kind == "year_range":
         first, last = sorted((int(g["year"]), int(g["year2"])))
+        if not _years_meant(m, last - first):
+            return None  # "ports 2000-2010": two numbers
         return datetime(first, 1, 1, tzinfo=UTC), datetime(last + 1, 1, 1, tzinfo=UTC)
     if kind == "month_range":
         return _month_range(g, now)

@@ -272,6 +272,8 @@ def test_a_memory_waiting_for_its_vector_is_found_by_its_time(embedder) -> None:
          day(2025, 1, 1)),
         ("between 2021 and 2023", "between 2021 and 2023", day(2021, 1, 1), day(2024, 1, 1)),
         ("in 2022-2023", "2022-2023", day(2022, 1, 1), day(2024, 1, 1)),
+        ("the 2022-2023 season", "2022-2023", day(2022, 1, 1), day(2024, 1, 1)),
+        ("during 2019-2021", "2019-2021", day(2019, 1, 1), day(2022, 1, 1)),
         # a month range without a year is the latest one that has begun, as "in May" is
         ("between January and March", "between january and march", day(2024, 1, 1),
          day(2024, 4, 1)),
@@ -306,6 +308,9 @@ def test_ranges_of_years_and_of_months(
         "q1 = compute(x) + q2",
         "where q1 > 3 and q2 < 5",
         "the q3 model",
+        # two years bare, not next to each other, with no time word before: numbers
+        "open ports 2000-2010 on the firewall",
+        "ids 2015 to 2019 were reissued",
     ],
 )
 def test_more_words_that_are_not_dates_are_left_alone(query: str) -> None:
