@@ -384,9 +384,11 @@ def _wanted(name: str) -> bool:
 
 
 def _gone(path: str) -> bool:
-    """Nothing is at path any more (a file that cannot be looked at is not gone)."""
+    """Nothing is at path any more, or a link to nothing (its target deleted: the file the
+    link was indexed for is gone though the link stayed); a file that cannot be looked at
+    is not gone, nor is a link loop."""
     try:
-        os.lstat(path)
+        os.stat(path)
     except (FileNotFoundError, NotADirectoryError):
         return True
     except (OSError, ValueError):

@@ -638,6 +638,26 @@ def test_a_symlinked_file_is_indexed_under_the_path_its_folder_holds(tmp_path, e
     assert runner.execute_bare(index_stats.stats).source_files == [str(notes / "own.md")]
 
 
+def test_a_link_whose_target_is_deleted_leaves_the_index(tmp_path, embedder) -> None:  # type: ignore[no-untyped-def]
+    """A symlinked file is indexed under the link's path; when its target was deleted the
+    link stayed in the folder, pointing at nothing, and the target's chunks stayed in the
+    index for good (the link itself was there, so the file did not look gone), found by
+    every search. A link to nothing holds no file: its chunks go, as a deleted file's do."""
+    shared = tmp_path / "shared" / "plan.md"
+    shared.parent.mkdir()
+    shared.write_text("# Plan\n\nThe migration window opens on Sunday at dawn.\n")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "own.md").write_text("# Own\n\nA note of the folder's own.\n")
+    link = notes / "plan.md"
+    link.symlink_to(shared)
+    assert index_dir(notes, async_mode=False).files_indexed == 2
+    shared.unlink()  # the target is deleted; the link dangles
+    out = index_dir(notes, async_mode=False)
+    assert out.removed_files == [str(link)] and out.removed_chunks == 1
+    assert runner.execute_bare(index_stats.stats).source_files == [str(notes / "own.md")]
+
+
 def test_concurrent_reindexing_of_a_changed_file_lets_the_last_writer_win(
     tmp_path, embedder
 ) -> None:
