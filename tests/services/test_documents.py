@@ -655,6 +655,7 @@ def test_a_link_whose_target_is_deleted_leaves_the_index(tmp_path, embedder) -> 
     shared.unlink()  # the target is deleted; the link dangles
     out = index_dir(notes, async_mode=False)
     assert out.removed_files == [str(link)] and out.removed_chunks == 1
+    assert out.failed_files == []  # a file gone, not one that failed
     assert runner.execute_bare(index_stats.stats).source_files == [str(notes / "own.md")]
 
 
