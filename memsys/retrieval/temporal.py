@@ -371,13 +371,17 @@ _QUARTER_NEXT = re.compile(r" ?(?:and|to|until|till|through|thru|\.\.|-|–|—)
 _CODE_AFTER = re.compile(r" ?[=<>+*/%(\[{]")  # "in q1 = 3": an expression
 
 
+_LOOP_AFTER = re.compile(r" in\b")  # "for q1 in queries": a loop's variable
+
+
 def _bare_quarter_is_one(m: re.Match[str]) -> bool:
     """A "q3" without a year is a quarter after a time word or before another quarter."""
     if _CODE_AFTER.match(m.string, m.end()):
         return False
-    return _word_before(m.string, m.start()) in _QUARTER_BEFORE or bool(
-        _QUARTER_NEXT.match(m.string, m.end())
-    )
+    before = _word_before(m.string, m.start())
+    if before == "for" and _LOOP_AFTER.match(m.string, m.end()):
+        return False
+    return before in _QUARTER_BEFORE or bool(_QUARTER_NEXT.match(m.string, m.end()))
 
 
 # The kinds of expression that name no year and are read as the latest that has begun: at

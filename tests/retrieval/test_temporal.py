@@ -308,6 +308,7 @@ def test_ranges_of_years_and_of_months(
         "q1 = compute(x) + q2",
         "where q1 > 3 and q2 < 5",
         "the q3 model",
+        "for q1 in queries: print(q1)",
         # two years bare, not next to each other, with no time word before: numbers
         "open ports 2000-2010 on the firewall",
         "ids 2015 to 2019 were reissued",
