@@ -102,11 +102,18 @@ class Settings(BaseSettings):
 
     def token_roots(self) -> list[Path]:
         """The folders a scoped token may read: token_index_roots within allowed_roots."""
+        return self._token_roots(inside=True)
+
+    def ignored_token_roots(self) -> list[Path]:
+        """The folders of token_index_roots outside allowed_roots: opened to no token."""
+        return self._token_roots(inside=False)
+
+    def _token_roots(self, inside: bool) -> list[Path]:
         allowed = self.allowed_roots()
         given = [
             r for p in (self.token_index_roots or "").split(os.pathsep) if p for r in _resolved(p)
         ]
-        return [r for r in given if any(r == a or r.is_relative_to(a) for a in allowed)]
+        return [r for r in given if any(r == a or r.is_relative_to(a) for a in allowed) == inside]
 
     @property
     def pgdata(self) -> Path:

@@ -153,18 +153,21 @@ def cancel_running(within_s: float = CANCEL_FOR_S) -> int:
     grace: a statement waiting for a lock another transaction holds waited as long as that
     transaction (the stop with it, up to MEMSYS_STATEMENT_TIMEOUT_S). Each such call fails,
     its transaction rolled back, and gives its connection back; repeated until none holds
-    one or `within_s` passed. Returns how many were running."""
+    one or `within_s` passed (at least once: `within_s` 0 cancels what runs now, for a
+    process about to exit). Returns how many were running."""
     deadline = time.monotonic() + within_s
     running: int | None = None
     while True:
         with _busy_lock:
             held = list(_busy.values())
         running = len(held) if running is None else running
-        if not held or time.monotonic() >= deadline:
+        if not held:
             return running
         for connection in held:
             with suppress(Exception):  # closed meanwhile, or the server is gone: nothing runs
                 connection.cancel_safe(timeout=max(0.1, deadline - time.monotonic()))
+        if time.monotonic() >= deadline:
+            return running
         time.sleep(0.1)
 
 

@@ -42,6 +42,12 @@ log = logging.getLogger(__name__)
 
 def create_app(extra_hosts: list[str] | None = None, background: bool = True) -> FastAPI:
     routes, session_manager = http_routes(build_server(), extra_hosts)
+    ignored = get_settings().ignored_token_roots()
+    if ignored:  # the operator named them for tokens, who would read only 403s
+        log.warning(
+            "MEMSYS_TOKEN_INDEX_ROOTS: %s not within MEMSYS_INDEX_ROOTS: no token reads there",
+            ", ".join(str(p) for p in ignored),
+        )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -9,6 +9,7 @@ management endpoints); GET /v1/diff comes from the operation table like every ot
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import contextlib
 import itertools
@@ -117,10 +118,27 @@ def _cut(scope: Scope, why: str) -> None:
 
 class QuietCuts(logging.Filter):
     """On uvicorn's error logger: drops its report of a response an export cut off itself
-    (memsys logged that as a warning, without a traceback; it is not a server error)."""
+    (memsys logged that as a warning, without a traceback; it is not a server error): the
+    response left incomplete, or the stop's cancellation. Any other error of that request
+    (one while the export's transaction closed, say) is logged as ever."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not _was_cut.get()
+        if not _was_cut.get():
+            return True
+        error = record.exc_info[1] if record.exc_info else None
+        if error is None:
+            return not record.getMessage().startswith(_INCOMPLETE)
+        return not _cancelled(error)
+
+
+_INCOMPLETE = "ASGI callable returned without completing response"
+
+
+def _cancelled(error: BaseException) -> bool:
+    """Whether `error` is the stop's cancellation (alone, or all of an exception group)."""
+    if isinstance(error, BaseExceptionGroup):
+        return error.split(asyncio.CancelledError)[1] is None
+    return isinstance(error, asyncio.CancelledError)
 
 
 QUIET_CUTS = QuietCuts()

@@ -216,6 +216,8 @@ def _batches(sizes: list[int]) -> Iterator[tuple[int, int]]:
 
 def stored_batch(r: MemoryStoreBatchOut) -> None:
     echo(f"Stored {plural(r.stored, 'memory')}; {plural(r.duplicates, 'duplicate')} already there")
+    for revived in dict.fromkeys(item.id for item in r.results if item.revived):
+        echo(f"{revived}: aged, made active again")  # as `memsys store` says of one
     for item in r.results:
         for warning in item.warnings:
             warn(f"{item.id}: {warning}")

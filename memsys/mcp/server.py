@@ -53,6 +53,9 @@ log = logging.getLogger(__name__)
 # How long `memsys mcp` lets the calls in flight end, rolled back, once stdin closes; a call
 # still running then (a statement waiting for a lock) ends with the process, uncommitted.
 STDIN_GRACE_S = 3.0
+# How long the stop of `memsys mcp` goes on cancelling the statements of calls still running
+# (memsys.db.cancel_running): a call between two statements is cancelled at its next one.
+STOP_CANCEL_S = 2.0
 # The largest POST body /mcp reads: a memory_store_batch at its limits (1,000 memories of
 # 32,000 characters and 64 KiB of metadata) fits when its text is ASCII (not always when it
 # is not: up to 4 bytes a character in UTF-8, 12 escaped as \ud83d\ude00); the SDK's
@@ -404,11 +407,16 @@ def _stop_stdio(signum: int, frame: FrameType | None) -> None:
     until stdin closed, and a call under way went on to commit), so stop here: write what
     the last answers left (memsys.deferred), stop the embedding worker, leave the embedded
     PostgreSQL (stopped if this was its last user), exit. A call still running ends with
-    the process: its transaction is rolled back unless it had committed."""
+    the process: its transaction is rolled back unless it had committed. Its statement is
+    cancelled first (db.cancel_running): PostgreSQL sees a client gone only when it next
+    talks to it, so a statement waiting for a lock went on waiting after the exit, holding
+    the locks the call had taken, for as long as the other transaction held its own."""
     from memsys import db, deferred
     from memsys.background import worker
 
     try:
+        worker().stopping()
+        db.cancel_running(STOP_CANCEL_S)
         deferred.drain()
         worker().stop(timeout=2.0)
         db.stop_embedded()

@@ -219,15 +219,18 @@ async def lines_of(file: Any, limit: int) -> AsyncIterator[str]:
     abandoned if the reader is cancelled: the server stopping (the client closed its end of
     stdout) does not wait in that read until the client writes again. A line of more than
     `limit` bytes is never held whole: what is past the limit is read and dropped as it
-    comes, and the request is refused under its id (read from the line's opening)."""
+    comes, and the request is refused under its id (read from the line's opening, or its
+    ending: _too_long)."""
     while True:
         raw = await anyio.to_thread.run_sync(file.readline, limit + 1, abandon_on_cancel=True)
         if not raw:
             return
         if len(raw) > limit and not raw.endswith(b"\n"):
-            refused = _too_long(raw[:PEEK].decode("utf-8", "surrogateescape"), limit)
+            opening, ending = raw[:PEEK], raw[-PEEK:]
             while raw and not raw.endswith(b"\n"):  # the rest of the line, dropped
                 raw = await anyio.to_thread.run_sync(file.readline, PIECE, abandon_on_cancel=True)
+                ending = (ending + raw)[-PEEK:]
+            refused = _too_long(_text(opening), _text(ending), limit)
             if refused is not None:
                 yield refused
             continue
@@ -238,15 +241,31 @@ PEEK = 64 * 1024  # of a line past the limit, what is read for its id and method
 PIECE = 1024 * 1024  # what is read at a time of the rest of such a line
 
 
-def _too_long(opening: str, limit: int) -> str | None:
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _too_long(opening: str, ending: str, limit: int) -> str | None:
     """The refusal of a request whose line is over `limit` bytes, under the id its opening
-    gives (None when it gives none: nobody waits for an answer to it)."""
+    gives, or its ending when the id is its last member (as the TypeScript SDK writes a
+    request: method, params, jsonrpc, id); None when neither gives one (a notification:
+    nobody waits for an answer to it)."""
     reason = (
         f"The request is over the {limit}-byte limit of one MCP message: it was not read. "
         "Send less in one call (a batch in parts, a snapshot by path: memory_import)"
     )
     log.warning("memsys mcp: a request of more than %d bytes was refused unread", limit)
-    return _rewritten(_top_level(opening), reason)
+    message = _top_level(opening)
+    last = _LAST_ID.search(ending[-_LAST_ID_CHARS:])
+    if "id" not in message and last is not None:
+        message["id"] = json.loads(last.group(1))
+    return _rewritten(message, reason)
+
+
+# The id as the last member of the line's object: right before the closing brace that ends
+# the line (a member of an object nested in it would be followed by that object's brace).
+_LAST_ID = re.compile(r',\s*"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*\}\s*$')
+_LAST_ID_CHARS = 4096  # of the ending, where that id is looked for
 
 
 class ReadableLines:

@@ -171,7 +171,8 @@ CORE_OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         name="memory_forget",
-        summary="Forget memories by id or by query. Golden rules are kept unless force=true.",
+        summary="Forget memories by id or by query. Golden rules are kept unless force=true; "
+        "so are the pinned memories a query matches (listed in pinned_kept_ids).",
         service="memories:forget",
         input=s.MemoryForgetIn,
         output=s.MemoryForgetOut,

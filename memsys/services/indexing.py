@@ -451,7 +451,7 @@ def _kept_warning(kept: int, shown: str) -> str:
     return (
         f"Kept {kept} file(s) indexed from {shown} before: the folder holds no file to index "
         "now (a disk not mounted?). If you deleted them all, index it again with force=true "
-        "to drop them."
+        "(memsys index-directory --force) to drop them."
     )
 
 

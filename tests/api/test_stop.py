@@ -156,3 +156,38 @@ def test_an_export_the_stop_cuts_off_is_a_warning_not_a_server_error(
     assert not [r for r in seen.records if r.exc_info], "a traceback was logged"
     cut = [r.getMessage() for r in seen.records if r.name == "memsys.api.vault"]
     assert cut == ["GET /v1/export: the server is stopping; the export was cut off"]
+
+
+def test_a_cut_export_s_own_failure_is_still_logged() -> None:
+    """uvicorn's report of an export memsys cut off itself is dropped (memsys logged the
+    cut as a warning), but every uvicorn error of that request was dropped with it: a real
+    failure after the cut (closing the export's transaction on a database gone, say) left
+    no trace in the log."""
+    import asyncio
+    import contextvars
+    import sys
+
+    from memsys.api import vault
+
+    def report(message: str, error: BaseException | None) -> logging.LogRecord:
+        exc_info = None
+        if error is not None:
+            try:
+                raise error
+            except BaseException:
+                exc_info = sys.exc_info()
+        return logging.LogRecord("uvicorn.error", logging.ERROR, __file__, 1, message, (), exc_info)
+
+    def kept_after_a_cut(record: logging.LogRecord) -> bool:
+        def run() -> bool:
+            vault._cut({"method": "GET", "path": "/v1/export"}, "the server is stopping")
+            return vault.QUIET_CUTS.filter(record)
+
+        return contextvars.copy_context().run(run)
+
+    incomplete = report("ASGI callable returned without completing response.", None)
+    assert not kept_after_a_cut(incomplete)
+    assert not kept_after_a_cut(report("Exception in ASGI application\n", asyncio.CancelledError()))
+    assert kept_after_a_cut(report("Exception in ASGI application\n", RuntimeError("rollback")))
+    assert kept_after_a_cut(report("Something else went wrong", None))
+    assert vault.QUIET_CUTS.filter(incomplete)  # a request no export cut: logged

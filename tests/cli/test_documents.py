@@ -46,6 +46,7 @@ def test_index_directory_of_a_folder_found_empty_warns_and_keeps_its_files(
         path.unlink()
     human = run("index-directory", str(tmp_path / "mnt"))
     assert human.exit_code == 0 and "warning: Kept 4 file(s)" in human.stdout
+    assert "--force" in human.stdout  # what the CLI takes (it said force=true alone)
     assert f"kept: {files['auth'].resolve()}" in human.stdout
     assert run_json("stats")["unique_sources"] == len(files)
     forced = run_json("index-directory", str(tmp_path / "mnt"), "--force")

@@ -195,6 +195,35 @@ def test_store_batch_from_a_json_lines_file(tmp_path) -> None:
     assert run_json("count")["count"] == before  # nothing of a bad file is stored
 
 
+OTHER_LONG = (
+    "The release train leaves every second Thursday from the main branch. Feature flags "
+    "hide what is not finished, and a release manager picked by rotation signs it off. "
+    "Hotfixes go out on their own branch, are merged back the same day, and the changelog "
+    "is written from the merged pull requests by a script the release manager runs."
+)
+
+
+def test_storing_aged_memories_again_says_they_are_active_again(tmp_path) -> None:
+    """`memsys store` said so of a memory aging had archived, made active again by storing
+    its text; `memsys store-batch` (and `store --from-file`) counted it as one more
+    duplicate and said nothing of it."""
+    from memsys.services import maintain
+    from tests.services.test_lifecycle import LONG, days
+
+    first = run_json("store", LONG, "--type", "configuration", "-n", "age:cli")
+    other = run_json("store", OTHER_LONG, "--type", "configuration", "-n", "age:cli")
+    maintain.run(now=days(40))  # both archived
+    again = run("store", LONG, "--type", "configuration", "-n", "age:cli")
+    assert f"Duplicate: {first['id']} in namespace age:cli, aged, made active again" in again.stdout
+    source = tmp_path / "again.jsonl"
+    item = {"content": OTHER_LONG, "memory_type": "configuration"}
+    source.write_text(json.dumps(item) + "\n")
+    batch = run("store-batch", str(source), "-n", "age:cli")
+    assert batch.exit_code == 0, batch.output
+    assert "Stored 0 memories; 1 duplicate already there" in batch.stdout
+    assert f"{other['id']}: aged, made active again" in batch.stdout
+
+
 def test_store_from_file_applies_the_options_to_every_line(tmp_path) -> None:
     source = tmp_path / "notes.jsonl"
     source.write_text(

@@ -115,7 +115,10 @@ def test_stdin_closing_cancels_the_calls_in_flight_and_the_process_exits() -> No
 
 def test_a_call_still_waiting_after_the_grace_ends_with_the_process() -> None:
     """stdin closed while a call waits for a lock that never goes: the process stops
-    STDIN_GRACE_S later (as on SIGTERM), the lock still held, and the call is not written."""
+    STDIN_GRACE_S later (as on SIGTERM), the lock still held, and the call is not written.
+    Its statement is cancelled before the process ends: its backend went on waiting for
+    the lock (and holding what the call had locked) after the process was gone, as long
+    as the lock was held, since PostgreSQL sees a client gone only when it next talks."""
     server = Raw()
     try:
         server.initialize()
@@ -125,6 +128,7 @@ def test_a_call_still_waiting_after_the_grace_ends_with_the_process() -> None:
             assert server.proc.stdin is not None
             server.proc.stdin.close()
             assert server.proc.wait(timeout=20) == 0  # the lock is still held
+            assert until(lambda: lock_waiters() == 0, 10), "its backend still waits"
         assert until(lambda: lock_waiters() == 0 and _others_busy() == 0, 30)
         assert table_counts()["preference"] == 0
     finally:

@@ -649,6 +649,29 @@ def test_a_line_over_the_limit_is_refused_unread_and_the_next_one_served() -> No
     assert served == count
 
 
+def test_a_line_over_the_limit_whose_id_comes_last_is_answered_under_it() -> None:
+    """The TypeScript SDK writes a request's id after its params ({"method", "params",
+    "jsonrpc", "id"}): of a line past the limit only the opening was read for the id, so
+    such a request was dropped unanswered and its client waited for ever."""
+    import io
+
+    from memsys.mcp.stdio import UNREADABLE, lines_of
+
+    call = '{"method":"tools/call","params":{"name":"memory_store","arguments":{"content":"'
+    long_call = call + "x" * 5_000 + '"}},"jsonrpc":"2.0","id":"req-9"}\r\n'
+    long_list = '{"method":"tools/list","params":{"cursor":"' + "y" * 5_000 + '"},"id":12}\n'
+    stdin = io.BytesIO((long_call + long_list).encode())
+
+    async def read() -> list[str]:
+        return [line async for line in lines_of(stdin, 1_000)]
+
+    refused_call, refused_list = map(json.loads, anyio.run(read))
+    assert refused_call["id"] == "req-9" and refused_call["method"] == "tools/call"
+    assert "over the 1000-byte limit" in refused_call["params"]["arguments"][UNREADABLE]
+    assert refused_list["id"] == 12
+    assert "over the 1000-byte limit" in refused_list["params"]["_meta"]
+
+
 def test_a_refused_request_of_any_method_says_why_without_a_traceback() -> None:
     """Outside tools/call the client read only the SDK's words: "Invalid request parameters"
     (which, and memsys's reason for a line it could not read, dropped), "Method not found",

@@ -237,3 +237,29 @@ def test_files_on_the_host_are_the_admins_unless_the_operator_opens_folders_to_t
         assert outside.status_code == 422, outside.text
         assert "outside the folders memsys may" in outside.json()["error"]
         assert "MEMSYS_TOKEN_INDEX_ROOTS" in outside.json()["error"]
+
+
+def test_token_roots_outside_the_index_roots_are_named_at_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A folder of MEMSYS_TOKEN_INDEX_ROOTS outside MEMSYS_INDEX_ROOTS is not opened to
+    tokens (the admin may not read it either), and nothing said so: the operator who named
+    it read only the tokens' 403s. The server says so as it starts."""
+    import logging
+
+    from memsys.api.app import create_app
+
+    inside, outside = tmp_path / "shared", Path("/usr/share")
+    inside.mkdir()
+    monkeypatch.setenv("MEMSYS_INDEX_ROOTS", str(tmp_path))
+    monkeypatch.setenv("MEMSYS_TOKEN_INDEX_ROOTS", f"{inside}:{outside}")
+    get_settings.cache_clear()
+    try:
+        with caplog.at_level(logging.WARNING, logger="memsys"):
+            create_app(background=False)
+    finally:
+        monkeypatch.undo()
+        get_settings.cache_clear()
+    said = [r.getMessage() for r in caplog.records if "MEMSYS_TOKEN_INDEX_ROOTS" in r.getMessage()]
+    assert len(said) == 1 and str(outside) in said[0] and str(inside) not in said[0], said
+    assert "MEMSYS_INDEX_ROOTS" in said[0].replace("MEMSYS_TOKEN_INDEX_ROOTS", "")

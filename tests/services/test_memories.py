@@ -391,6 +391,10 @@ def test_forget_by_query_keeps_pinned_memories_unless_forced(embedder) -> None:
     assert [m.id for m in recall("redis connection timeouts").memories] == [pinned.id]
     out = forget(query="redis connection timeouts fix", force=True)
     assert out.deleted_ids == [pinned.id] and out.pinned_kept_count == 0
+    from memsys.operations import BY_NAME
+
+    # what an agent reads of the tool (MCP's description, the CLI's help) says so too
+    assert "pinned" in BY_NAME["memory_forget"].summary
 
 
 def test_forget_by_id_takes_a_pinned_memory(embedder) -> None:
