@@ -129,7 +129,8 @@ def make_engine(
 # when the server stops; not those of the deferred writes (the last answers' traces, which
 # the stop writes before it ends).
 _busy: dict[Any, Any] = {}  # pool entry → its psycopg connection
-_busy_lock = threading.Lock()
+# Reentrant: `memsys mcp`'s signal handler cancels on the main thread, which may hold it.
+_busy_lock = threading.RLock()
 
 
 def _now_busy(dbapi_connection: Any, record: Any, proxy: Any) -> None:
@@ -158,14 +159,16 @@ def cancel_running(within_s: float = CANCEL_FOR_S) -> int:
     deadline = time.monotonic() + within_s
     running: int | None = None
     while True:
+        # Cancelled under the lock: a connection given back and taken again by another
+        # thread (the deferred writes) between the listing and its cancel is not cancelled.
         with _busy_lock:
             held = list(_busy.values())
-        running = len(held) if running is None else running
-        if not held:
-            return running
-        for connection in held:
-            with suppress(Exception):  # closed meanwhile, or the server is gone: nothing runs
-                connection.cancel_safe(timeout=max(0.1, deadline - time.monotonic()))
+            running = len(held) if running is None else running
+            if not held:
+                return running
+            for connection in held:
+                with suppress(Exception):  # closed meanwhile, or the server is gone
+                    connection.cancel_safe(timeout=min(1.0, max(0.1, deadline - time.monotonic())))
         if time.monotonic() >= deadline:
             return running
         time.sleep(0.1)
