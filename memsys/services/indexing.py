@@ -68,6 +68,8 @@ Pieces = Callable[[], list[chunking.Piece]]  # a file's pieces, made when first 
 
 # A file whose name holds a byte that is not UTF-8: no path memsys can store or answer with.
 NOT_UTF8_NAME = "its name is not UTF-8 text: rename the file"
+# What a path that is no regular file is, also when it became one after it was checked.
+NOT_REGULAR = "(a directory, pipe, socket or device: only regular files are indexed)"
 
 
 # Set while the CLI runs a call in its own process: the paths are its user's own, read with
@@ -114,7 +116,7 @@ def _read(path: Path, display: str, suffix: str) -> tuple[bytes, str]:
     if path.is_dir():
         raise InvalidInput(f"Not a file: {display} (use index_directory for folders)")
     if not path.is_file():  # a FIFO would block the read forever; a device never ends
-        raise InvalidInput(f"Not a regular file: {display} (a pipe, socket or device)")
+        raise InvalidInput(f"Not a regular file: {display} {NOT_REGULAR}")
     kind = chunking.file_type(suffix)
     limit = get_settings().max_file_bytes
     try:
@@ -123,7 +125,7 @@ def _read(path: Path, display: str, suffix: str) -> tuple[bytes, str]:
             raise _too_large(f"{size} bytes", limit)
         # Never more than the limit allows, and one byte to tell: a file still being written
         # may have grown past it since it was measured.
-        data = regular_files.read_bytes(path, display, limit + 1)
+        data = regular_files.read_bytes(path, display, limit + 1, NOT_REGULAR)
     except OSError as exc:
         raise InvalidInput(f"Failed to read file: {exc.strerror or exc}") from None
     if len(data) > limit:

@@ -571,6 +571,32 @@ def test_pipes_devices_and_symlink_loops_are_refused_without_hanging(tmp_path, e
     assert sorted(Path(f.file).name for f in out.failed_files) == ["loop.md", "pipe.md", "zero.txt"]
 
 
+def test_a_file_swapped_for_a_pipe_after_its_check_is_refused_in_indexing_words(
+    tmp_path, embedder, monkeypatch
+) -> None:
+    """A file replaced by a FIFO between the first check and the read was refused with
+    "use - for stdin or stdout", the CLI's words for its own file arguments: indexing takes
+    no `-`. The refusal says what is wrong for indexing."""
+    import os
+
+    real = tmp_path / "notes.md"
+    real.write_text("# Notes\n\nSwapped for a pipe while it was being indexed.\n")
+    file_type = chunking.file_type
+
+    def swapped(suffix: str) -> str:  # runs between _read's check and the read itself
+        real.unlink()
+        os.mkfifo(real)
+        return file_type(suffix)
+
+    monkeypatch.setattr(chunking, "file_type", swapped)
+    before = table_counts()
+    with pytest.raises(InvalidInput) as refused:
+        index(real)
+    assert refused.value.message.startswith(f"Not a regular file: {real}")
+    assert "stdin" not in refused.value.message and "indexed" in refused.value.message
+    assert table_counts() == before
+
+
 def test_a_symlinked_file_is_indexed_under_the_path_its_folder_holds(tmp_path, embedder) -> None:
     """A link's chunks were stored under its target's path: deleting or filtering by the
     path the user's folder holds found nothing, and removing the link from the folder left
