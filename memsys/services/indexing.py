@@ -4,10 +4,10 @@ file below it.
 Re-indexing an unchanged file (same SHA-256, and the chunks today's chunker makes of it:
 known without chunking it again from the chunker fingerprint its event recorded) does
 nothing; a changed file closes its old chunks and writes new ones in one transaction.
-`index_directory` also drops the files gone from its folder (not all of them from a folder
-found empty, unless forced), and writes chunks without embeddings first (full text finds
-them at once) and then embeds them in batches — in this call, or in the background when
-async_mode is on (memsys.services.embedding_queue).
+`index_directory` also drops the files gone from its folder (not those of a folder or
+subfolder found empty, unless forced), and writes chunks without embeddings first (full
+text finds them at once) and then embeds them in batches — in this call, or in the
+background when async_mode is on (memsys.services.embedding_queue).
 """
 
 from __future__ import annotations
@@ -447,11 +447,31 @@ def drop_deleted(session: Session, docs: list[Document]) -> tuple[list[str], int
     return removed, closed
 
 
-def _kept_warning(kept: int, shown: str) -> str:
+def _kept(deleted: list[Document], files: list[Path], root: Path) -> dict[Path, list[str]]:
+    """The files gone from the disk that look unmounted rather than deleted, by the folder
+    that lost them: the nearest folder on a file's path that still exists (its own, or the
+    one around the gone ones) holds no file to index now. An empty folder is what a mount
+    point is without its disk (the indexed folder itself, or one below it); a file whose
+    folder is gone with it was deleted or renamed together with the folder."""
+    held: set[Path] = set()  # the folders with a file to index below them
+    for path in files:
+        held.update(p for p in path.parents if p.is_relative_to(root))
+    kept: dict[Path, list[str]] = {}
+    for doc in deleted:
+        folder = Path(doc.source_file).parent
+        while folder != root and not folder.is_dir():
+            folder = folder.parent
+        if folder not in held:
+            kept.setdefault(folder, []).append(doc.source_file)
+    return kept
+
+
+def _kept_warning(kept: int, folders: list[str]) -> str:
+    holds = "the folder holds" if len(folders) == 1 else "these folders hold"
     return (
-        f"Kept {kept} file(s) indexed from {shown} before: the folder holds no file to index "
-        "now (a disk not mounted?). If you deleted them all, index it again with force=true "
-        "to drop them."
+        f"Kept {kept} file(s) indexed from {', '.join(folders)} before: {holds} no file to "
+        "index now (a disk not mounted?). If you deleted them all, index it again with "
+        "force=true to drop them."
     )
 
 
@@ -459,8 +479,8 @@ def index_directory(
     session: Session, params: IndexDirectoryIn, progress: Progress | None = None
 ) -> IndexDirectoryOut:
     """Index every supported file below a folder, continuing past files that fail; the
-    files indexed from it before and deleted since are dropped (drop_deleted), but not all
-    of them when the folder holds none at all, unless params.force says so."""
+    files indexed from it before and deleted since are dropped (drop_deleted), but not those
+    of a folder or subfolder that holds none at all now (_kept), unless params.force says so."""
     root = resolve_path(params.dir_path)
     check_root(root, params.dir_path)
     if not root.exists():
@@ -504,9 +524,14 @@ def index_directory(
     # A folder with nothing in it looks like one whose files were all deleted: a mount point
     # whose disk is not mounted would lose its whole index. Then they are kept unless forced.
     deleted = _deleted(session, params, root)
-    kept: list[str] = []
-    if deleted and not files and not params.force:
-        kept, deleted = [d.source_file for d in deleted], []
+    kept: set[str] = set()
+    folders: list[str] = []
+    if deleted and not params.force:
+        for folder, paths in _kept(deleted, files, root).items():
+            kept.update(paths)
+            below = folder.relative_to(root)
+            folders.append(os.path.join(params.dir_path, below) if below.parts else params.dir_path)
+        deleted = [d for d in deleted if d.source_file not in kept]
     removed, removed_chunks = drop_deleted(session, deleted)
 
     done = 0
@@ -529,6 +554,6 @@ def index_directory(
         namespace=params.namespace,
         removed_files=removed,
         removed_chunks=removed_chunks,
-        kept_files=kept,
-        warning=_kept_warning(len(kept), params.dir_path) if kept else None,
+        kept_files=sorted(kept),
+        warning=_kept_warning(len(kept), sorted(folders)) if kept else None,
     )

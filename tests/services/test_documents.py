@@ -334,6 +334,7 @@ def test_reindexing_a_folder_drops_the_files_deleted_from_it(tmp_path, embedder)
     index(hidden), index(outside)
     for path in (files["deploy"], files["notes"], hidden, outside):
         path.unlink()
+    files["deploy"].parent.rmdir()  # left empty, guides/ would look like a disk not mounted
 
     flat = index_dir(root, recursive=False, async_mode=False)
     assert flat.removed_files == [str(files["notes"].resolve())] and flat.removed_chunks == 1
@@ -398,6 +399,43 @@ def test_a_folder_found_empty_keeps_its_files_unless_forced(tmp_path, embedder) 
     }
 
 
+def test_an_empty_subfolder_keeps_its_files_a_subfolder_gone_drops_them(tmp_path, embedder) -> None:
+    """With `recursive`, a mount point inside an indexed folder (archive/) whose disk was not
+    mounted lost all its files from the index, because the folder around it still held
+    others. A subfolder that exists and holds no file to index now keeps the files indexed
+    from it, named with the same warning, unless forced; a subfolder gone altogether was
+    deleted or renamed (as `rsync --delete` does), and its files are dropped as before."""
+    import shutil
+
+    root = tmp_path / "docs"
+    files = write_docs(root)
+    archive = root / "archive"
+    (archive / "2024").mkdir(parents=True)
+    (archive / "2024" / "old.md").write_text("# Old\n\nThe 2024 budget closed in March.\n")
+    (archive / "top.md").write_text("# Top\n\nThe archive's own index page.\n")
+    (root / "scratch").mkdir()
+    (root / "scratch" / "draft.md").write_text("# Draft\n\nA draft the user threw away.\n")
+    index_dir(root, async_mode=False)
+    shutil.rmtree(archive / "2024"), (archive / "top.md").unlink()  # unmounted: archive/ empty
+    shutil.rmtree(root / "scratch")  # deleted by the user, folder and all
+    files["notes"].unlink()
+
+    out = index_dir(root, async_mode=False)
+    assert out.removed_files == [str(files["notes"]), str(root / "scratch" / "draft.md")]
+    assert out.kept_files == [str(archive / "2024" / "old.md"), str(archive / "top.md")]
+    assert out.warning and str(archive) in out.warning and "force=true" in out.warning
+    sources = runner.execute_bare(index_stats.stats).source_files
+    assert set(out.kept_files) <= set(sources)
+    mcp = call(BY_NAME["index_directory"], {"dir_path": str(root)})
+    assert mcp["success"] and mcp["data"]["kept_files"] == out.kept_files
+    assert mcp["data"]["warning"] == out.warning
+
+    forced = index_dir(root, force=True, async_mode=False)
+    assert forced.removed_files == out.kept_files and forced.kept_files == []
+    assert forced.warning is None
+    assert not set(out.kept_files) & set(runner.execute_bare(index_stats.stats).source_files)
+
+
 def test_a_file_deleted_while_its_folder_is_indexed_is_dropped_not_failed(
     tmp_path, embedder
 ) -> None:
@@ -431,8 +469,8 @@ def test_a_deleted_file_another_writer_closed_meanwhile_is_not_dropped_again(
     valid_to overwritten, a second delete event, the file listed in removed_files)."""
     files = write_docs(tmp_path)
     index_dir(tmp_path, async_mode=False)
-    files["deploy"].unlink()
-    source = str(files["deploy"].resolve())
+    files["notes"].unlink()
+    source = str(files["notes"].resolve())
     out: list[Any] = []
     with session_scope() as s:  # the other writer: holds the file's turn, closes it
         take_turns(s, "default", source)
