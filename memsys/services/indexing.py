@@ -35,6 +35,7 @@ from memsys.errors import (
     NotFound,
     Protected,
     encodable,
+    from_os_error,
 )
 from memsys.ids import content_hash
 from memsys.models import Chunk, Document, Event
@@ -364,10 +365,11 @@ def index_file(
     )
 
 
-def discover(root: Path, recursive: bool) -> list[Path]:
-    """Supported files under root, sorted; hidden and dependency folders are skipped."""
+def discover(root: Path, recursive: bool, unread: list[OSError] | None = None) -> list[Path]:
+    """Supported files under root, sorted; hidden and dependency folders are skipped. The
+    folders that could not be listed (no permission) are added to `unread`."""
     found: list[Path] = []
-    for folder, dirs, files in os.walk(root):
+    for folder, dirs, files in os.walk(root, onerror=None if unread is None else unread.append):
         dirs[:] = sorted(d for d in dirs if _walked(d))
         if not recursive:
             dirs[:] = []
@@ -375,6 +377,12 @@ def discover(root: Path, recursive: bool) -> list[Path]:
             if _wanted(name):
                 found.append(Path(folder) / name)
     return found
+
+
+def _unlisted(exc: OSError) -> FailedFile:
+    """A folder the walk could not list: a failure of its own, as its files cannot be named."""
+    folder = encodable(str(exc.filename))
+    return FailedFile(file=folder, error=f"{exc.strerror or exc}: the files in it were not read")
 
 
 def _walked(folder: str) -> bool:
@@ -487,13 +495,14 @@ def index_directory(
         raise NotFound(f"Directory not found: {params.dir_path}")
     if not root.is_dir():
         raise InvalidInput(f"Not a directory: {params.dir_path} (use index_file for one file)")
-    files = discover(root, params.recursive)
+    unread: list[OSError] = []
+    files = discover(root, params.recursive, unread)
     # One transaction for the whole folder, which names entities after writing each file's
     # chunks: it writes alone in the namespace, as an import does (namespaces.write_alone).
     namespaces.write_alone(session, [params.namespace])
     namespaces.ensure(session, params.namespace)
     indexed = skipped = chunks = 0
-    failed: list[FailedFile] = []
+    failed = [_unlisted(exc) for exc in unread if not _gone(str(exc.filename))]
     new_chunk_ids: list[str] = []
     for n, path in enumerate(files, start=1):
         raise_if_cancelled()  # a cancelled call stops here, not after thousands of files
@@ -507,11 +516,16 @@ def index_directory(
                     IndexFileIn(file_path=str(path), namespace=params.namespace),
                     embed_now=False,
                 )
-        except MemsysError as exc:
+        except (MemsysError, OSError) as exc:
+            # An OSError about the path (a folder listed but not to be entered) fails the
+            # file; one about the machine (a full disk, too many open files) fails the call.
+            error = exc if isinstance(exc, MemsysError) else from_os_error(exc)
+            if isinstance(exc, OSError) and not isinstance(error, InvalidInput):
+                raise error from None
             # Deleted since it was listed (before or while it was read): no failure, a file
             # gone (drop_deleted below).
             if not _gone(str(path)):
-                failed.append(FailedFile(file=str(path), error=exc.message))
+                failed.append(FailedFile(file=str(path), error=error.message))
         else:
             if result.skipped_unchanged:
                 skipped += 1

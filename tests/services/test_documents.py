@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -633,6 +635,64 @@ def test_a_file_swapped_for_a_pipe_after_its_check_is_refused_in_indexing_words(
     assert refused.value.message.startswith(f"Not a regular file: {real}")
     assert "stdin" not in refused.value.message and "indexed" in refused.value.message
     assert table_counts() == before
+
+
+@contextmanager
+def without_root_powers(tree: Path) -> Iterator[None]:
+    """Within the block, file permissions hold for this thread as they do for any user: run
+    as root, its file accesses are checked as `nobody`'s (setfsuid), the owner of `tree`
+    then. (A connection to the database opened before goes on being used.)"""
+    import ctypes
+    import os
+
+    if os.geteuid() != 0:
+        yield
+        return
+    for folder, dirs, files in os.walk(tree):
+        for name in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
+            os.chown(name, 65534, 65534, follow_symlinks=False)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.setfsuid(65534)
+    try:
+        yield
+    finally:
+        libc.setfsuid(0)
+
+
+def test_files_and_folders_it_may_not_read_fail_one_by_one_not_the_folder(embedder) -> None:
+    """A file in a folder that can be listed but not entered (`chmod -R 644 docs/`) raised
+    the system's PermissionError out of index_directory: the whole folder failed, nothing
+    was indexed. A folder that cannot be listed at all was skipped without a word. Each is
+    now a failed file of its own, the rest of the folder is indexed, and what was indexed
+    from them before is not dropped (it may still be there)."""
+    import shutil
+    import tempfile
+
+    tree = Path(tempfile.mkdtemp(dir="/tmp"))  # outside pytest's folders, which root owns
+    try:
+        docs = tree / "docs"
+        files = write_docs(docs)
+        (docs / "locked.md").write_text("# Locked\n\nNo one may read this note.\n")
+        for name in ("half", "shut"):
+            (docs / name).mkdir()
+            (docs / name / "inside.md").write_text(f"# {name}\n\nA note in {name}.\n")
+        index_dir(docs, async_mode=False)  # all readable yet
+        (docs / "locked.md").chmod(0o000)
+        (docs / "half").chmod(0o644)  # listed, not entered
+        (docs / "shut").chmod(0o000)  # not even listed
+        with without_root_powers(tree):
+            (docs / "guides" / "new.md").write_text("# New\n\nWritten since.\n")
+            out = index_dir(docs, async_mode=False)
+        assert out.files_indexed == 1 and out.skipped_duplicates == len(files)
+        failed = {f.file: f.error for f in out.failed_files}
+        assert sorted(failed) == [str(docs / p) for p in ("half/inside.md", "locked.md", "shut")]
+        assert all("Permission denied" in error for error in failed.values()), failed
+        assert out.removed_files == [] and out.kept_files == []
+        assert len(runner.execute_bare(index_stats.stats).source_files) == len(files) + 4
+    finally:
+        for name in ("half", "shut"):
+            (tree / "docs" / name).chmod(0o755)
+        shutil.rmtree(tree)
 
 
 def test_a_symlinked_file_is_indexed_under_the_path_its_folder_holds(tmp_path, embedder) -> None:
