@@ -484,7 +484,7 @@ def _kept(deleted: list[Document], files: list[Path], root: Path) -> dict[Path, 
     kept: dict[Path, list[str]] = {}
     for doc in deleted:
         folder = Path(doc.source_file).parent
-        while folder != root and not folder.is_dir():
+        while folder != root and not os.path.isdir(folder):  # False, not raised, on EACCES
             folder = folder.parent
         if folder not in held:
             kept.setdefault(folder, []).append(doc.source_file)
