@@ -23,18 +23,18 @@ HINT = "(a directory, pipe or device; use - for stdin or stdout)"
 NOT_REGULAR = "not a regular file (a directory, pipe or device)"  # a problem inside a vault
 
 
-def _refuse(shown: str) -> InvalidInput:
-    return InvalidInput(f"Not a regular file: {shown} {HINT}")
+def _refuse(shown: str, hint: str = HINT) -> InvalidInput:
+    return InvalidInput(f"Not a regular file: {shown} {hint}")
 
 
-def read_bytes(path: Path, shown: str | None = None, limit: int = -1) -> bytes:
+def read_bytes(path: Path, shown: str | None = None, limit: int = -1, hint: str = HINT) -> bytes:
     """The bytes of a regular file (the first `limit` of them, if given); InvalidInput for
-    anything else (OSError propagates)."""
+    anything else, `hint` saying what to do instead (OSError propagates)."""
     shown = shown or str(path)
-    fd = os.open(regular_or_missing(path, shown), os.O_RDONLY | os.O_NONBLOCK)
+    fd = os.open(regular_or_missing(path, shown, hint), os.O_RDONLY | os.O_NONBLOCK)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise _refuse(shown)
+            raise _refuse(shown, hint)
         os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=False) as file:
             return file.read(limit)
@@ -42,11 +42,11 @@ def read_bytes(path: Path, shown: str | None = None, limit: int = -1) -> bytes:
         os.close(fd)
 
 
-def regular_or_missing(path: Path, shown: str | None = None) -> Path:
+def regular_or_missing(path: Path, shown: str | None = None, hint: str = HINT) -> Path:
     """`path`, when it is missing (to be written) or a regular file; InvalidInput when it is
     a directory, pipe or device — checked by stat, before anything opens it."""
     if path.exists() and not path.is_file():
-        raise _refuse(shown or str(path))
+        raise _refuse(shown or str(path), hint)
     return path
 
 

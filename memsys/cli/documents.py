@@ -76,8 +76,9 @@ def index_directory(
         bool,
         typer.Option(
             "--force",
-            help="Drop the files indexed from the folder before even when it now holds none "
-            "(without it an empty folder, a disk not mounted, keeps them).",
+            help="Drop the files indexed from the folder before even when it, or a subfolder "
+            "still there, now holds none (without it an empty folder, a disk not mounted, "
+            "keeps them).",
         ),
     ] = False,
     as_json: Json = False,

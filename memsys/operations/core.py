@@ -29,7 +29,8 @@ CORE_OPERATIONS: tuple[Operation, ...] = (
         summary="Index every supported file under a folder. Unchanged files (same SHA-256) "
         "are skipped; files that fail are listed and skipped; files indexed from it before "
         "and deleted since are dropped from the index (removed_files), but kept with a "
-        "warning when the folder holds no file at all (a disk not mounted?) unless force.",
+        "warning when the folder, or a subfolder still there, holds no file at all (a disk "
+        "not mounted?) unless force.",
         service="indexing:index_directory",
         input=s.IndexDirectoryIn,
         output=s.IndexDirectoryOut,

@@ -128,6 +128,9 @@ class Hit:
     own: float = 0.0  # its own relevance, before the cap by the hits above it
     happened_at: datetime | None = None  # occurred_at (reference_time), else created_at
     stage: str = "active"  # the lifecycle stage (a read rekindles aged hits)
+    # A document hit: the other files of its namespace whose chunk with the same text dedup
+    # left out (a link and its target, a file copied under another name), among candidates.
+    also_in: list[str] = field(default_factory=list)
 
     def trace_row(self) -> dict[str, Any]:
         return {
@@ -302,12 +305,17 @@ def retrieve(
         chosen.append(i)
         if len(chosen) == limit:
             break
-    details = _details(session, [keys[i] for i in chosen], as_of)
+    same = _same_text(chosen, copies, keys, rows)
+    copied = [k for found in same.values() for k in found]
+    details = _details(session, [keys[i] for i in chosen] + copied, as_of)
     hits = [
         _hit(details[keys[i]], keys[i], sims[i], lex[i], fused[i], terms, vec_rank, fts_rank)
         for i in chosen
         if keys[i] in details  # a purge committed since the features were read
     ]
+    for hit in hits:
+        files = {details[k]["source_file"] for k in same.get((hit.namespace, hit.id), [])}
+        hit.also_in = sorted(files - {hit.source_file, None})
     seated_id = None if seated is None else keys[seated][1]
     never_rising(hits, seated_id)
     clock.lap("fuse_ms")
@@ -365,6 +373,24 @@ def _copies(order: list[int], keys: list[Key], rows: dict[Key, Any]) -> set[int]
             copies.add(i)
         seen.add(digest)
     return copies
+
+
+def _same_text(
+    chosen: list[int], copies: set[int], keys: list[Key], rows: dict[Key, Any]
+) -> dict[Key, list[Key]]:
+    """For each chosen document, the candidates dedup left out that are documents of its
+    namespace with its text: whose files the hit names (Hit.also_in)."""
+    by_text: dict[tuple[str, str], list[Key]] = {}
+    for i in copies:
+        if rows[keys[i]]["doc_type"] == "document":
+            by_text.setdefault((keys[i][0], rows[keys[i]]["content_hash"]), []).append(keys[i])
+    same: dict[Key, list[Key]] = {}
+    for i in chosen:
+        if rows[keys[i]]["doc_type"] == "document":
+            found = by_text.get((keys[i][0], rows[keys[i]]["content_hash"]))
+            if found:
+                same[keys[i]] = found
+    return same
 
 
 def never_rising(hits: list[Hit], seated_id: str | None) -> None:

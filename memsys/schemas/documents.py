@@ -62,9 +62,10 @@ class IndexDirectoryIn(Input):
     force: Annotated[
         bool,
         Field(
-            description="Drop the files indexed from this folder before even when it now holds "
-            "no file at all. Without it such a folder (a disk not mounted?) keeps them, with "
-            "a warning; files gone from a folder that still holds others are always dropped."
+            description="Drop the files indexed from this folder before even when it, or a "
+            "subfolder that still exists, now holds no file at all. Without it such a folder "
+            "(a disk not mounted?) keeps them, with a warning; files gone from a folder that "
+            "still holds others, or gone with their subfolder, are always dropped."
         ),
     ] = False
 
@@ -84,10 +85,11 @@ class IndexDirectoryOut(Output):
     # Files indexed from the folder before and deleted from it since: their chunks are closed.
     removed_files: list[str] = []
     removed_chunks: int = 0
-    # Files indexed from the folder before, all gone from it now: kept (see `force`).
+    # Files indexed before from the folder or a subfolder that now holds none: kept (`force`).
     kept_files: list[str] = []
     warning: str | None = Field(
-        default=None, description="Set when the folder held no file and kept_files were kept"
+        default=None,
+        description="Set when the folder or a subfolder held no file and kept_files were kept",
     )
 
 

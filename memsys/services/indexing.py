@@ -4,10 +4,10 @@ file below it.
 Re-indexing an unchanged file (same SHA-256, and the chunks today's chunker makes of it:
 known without chunking it again from the chunker fingerprint its event recorded) does
 nothing; a changed file closes its old chunks and writes new ones in one transaction.
-`index_directory` also drops the files gone from its folder (not all of them from a folder
-found empty, unless forced), and writes chunks without embeddings first (full text finds
-them at once) and then embeds them in batches — in this call, or in the background when
-async_mode is on (memsys.services.embedding_queue).
+`index_directory` also drops the files gone from its folder (not those of a folder or
+subfolder found empty, unless forced), and writes chunks without embeddings first (full
+text finds them at once) and then embeds them in batches — in this call, or in the
+background when async_mode is on (memsys.services.embedding_queue).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from sqlalchemy import insert, select
@@ -35,6 +36,7 @@ from memsys.errors import (
     NotFound,
     Protected,
     encodable,
+    from_os_error,
 )
 from memsys.ids import content_hash
 from memsys.models import Chunk, Document, Event
@@ -62,12 +64,17 @@ SKIPPED_DIRS = {"node_modules", "__pycache__", "venv", "site-packages"}
 # blocks of 64 ran ~15% slower than the whole list), while the progress bar still moves.
 SYNC_EMBED_BLOCK = 256
 MIN_EMBED_BLOCK = 32
+# index_directory writes the new chunks of the files it read in INSERTs of this many rows
+# (write_chunks); what it holds meanwhile is their text, a few MB at most.
+CHUNK_BLOCK = 1000
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 Pieces = Callable[[], list[chunking.Piece]]  # a file's pieces, made when first asked for
 
 # A file whose name holds a byte that is not UTF-8: no path memsys can store or answer with.
 NOT_UTF8_NAME = "its name is not UTF-8 text: rename the file"
+# What a path that is no regular file is, also when it became one after it was checked.
+NOT_REGULAR = "(a directory, pipe, socket or device: only regular files are indexed)"
 
 
 # Set while the CLI runs a call in its own process: the paths are its user's own, read with
@@ -114,7 +121,7 @@ def _read(path: Path, display: str, suffix: str) -> tuple[bytes, str]:
     if path.is_dir():
         raise InvalidInput(f"Not a file: {display} (use index_directory for folders)")
     if not path.is_file():  # a FIFO would block the read forever; a device never ends
-        raise InvalidInput(f"Not a regular file: {display} (a pipe, socket or device)")
+        raise InvalidInput(f"Not a regular file: {display} {NOT_REGULAR}")
     kind = chunking.file_type(suffix)
     limit = get_settings().max_file_bytes
     try:
@@ -123,7 +130,7 @@ def _read(path: Path, display: str, suffix: str) -> tuple[bytes, str]:
             raise _too_large(f"{size} bytes", limit)
         # Never more than the limit allows, and one byte to tell: a file still being written
         # may have grown past it since it was measured.
-        data = regular_files.read_bytes(path, display, limit + 1)
+        data = regular_files.read_bytes(path, display, limit + 1, NOT_REGULAR)
     except OSError as exc:
         raise InvalidInput(f"Failed to read file: {exc.strerror or exc}") from None
     if len(data) > limit:
@@ -255,11 +262,13 @@ def index_file(
     *,
     embed_now: bool = True,
     prepared: ReadFile | None = None,
+    chunk_rows: list[dict[str, Any]] | None = None,
 ) -> IndexFileOut:
     """Index one file; unchanged files are skipped, changed ones replace their chunks.
 
     Through the runner the file is read and embedded before the transaction opens
-    (`prepared`); index_directory reads each file here and leaves embedding to the queue.
+    (`prepared`); index_directory reads each file here and leaves embedding to the queue,
+    and writes the new chunks of many files at once (`chunk_rows`: write_chunks).
     """
     read = prepared or read_file(params, embed=False)
     source, digest = read.source, read.digest
@@ -315,26 +324,27 @@ def index_file(
     chunk_ids = [ids.new_id(ids.CHUNK) for _ in pieces]
     if pieces:
         tokens = count_tokens_batch(texts)
-        session.execute(  # RETURNING: one multi-row INSERT (the statistics trigger once)
-            insert(Chunk).returning(Chunk.id),
-            [
-                {
-                    "namespace": params.namespace,
-                    "id": chunk_ids[i],
-                    "doc_type": "document",
-                    "content": piece.content,
-                    "content_hash": content_hash(piece.content),
-                    "token_count": tokens[i],
-                    "embedding": None if vectors is None or i >= embedded else vectors[i],
-                    "meta": piece.metadata,
-                    "document_id": doc_id,
-                    "source_file": source,
-                    "chunk_index": i,
-                    "header_path": piece.header_path,
-                }
-                for i, piece in enumerate(pieces)
-            ],
-        )
+        rows = [
+            {
+                "namespace": params.namespace,
+                "id": chunk_ids[i],
+                "doc_type": "document",
+                "content": piece.content,
+                "content_hash": content_hash(piece.content),
+                "token_count": tokens[i],
+                "embedding": None if vectors is None or i >= embedded else vectors[i],
+                "meta": piece.metadata,
+                "document_id": doc_id,
+                "source_file": source,
+                "chunk_index": i,
+                "header_path": piece.header_path,
+            }
+            for i, piece in enumerate(pieces)
+        ]
+        if chunk_rows is None:
+            write_chunks(session, rows)
+        else:  # the caller writes them, with other files' chunks
+            chunk_rows.extend(rows)
         mentions.link(session, params.namespace, list(zip(chunk_ids, texts, strict=True)))
     events.record(
         session,
@@ -362,10 +372,21 @@ def index_file(
     )
 
 
-def discover(root: Path, recursive: bool) -> list[Path]:
-    """Supported files under root, sorted; hidden and dependency folders are skipped."""
+def write_chunks(session: Session, rows: list[dict[str, Any]]) -> None:
+    """Insert chunk rows; RETURNING makes it one multi-row INSERT (up to 1,000 rows), so the
+    statistics trigger runs once for them. Once per file, a folder of thousands of files
+    grew slower with each: every run of the trigger updates the counts of the same common
+    terms again in the one transaction, and each update walked all the row versions the
+    earlier ones left (5,000 small files: 5 minutes, most of it there)."""
+    if rows:
+        session.execute(insert(Chunk).returning(Chunk.id), rows)
+
+
+def discover(root: Path, recursive: bool, unread: list[OSError] | None = None) -> list[Path]:
+    """Supported files under root, sorted; hidden and dependency folders are skipped. The
+    folders that could not be listed (no permission) are added to `unread`."""
     found: list[Path] = []
-    for folder, dirs, files in os.walk(root):
+    for folder, dirs, files in os.walk(root, onerror=None if unread is None else unread.append):
         dirs[:] = sorted(d for d in dirs if _walked(d))
         if not recursive:
             dirs[:] = []
@@ -373,6 +394,12 @@ def discover(root: Path, recursive: bool) -> list[Path]:
             if _wanted(name):
                 found.append(Path(folder) / name)
     return found
+
+
+def _unlisted(exc: OSError) -> FailedFile:
+    """A folder the walk could not list: a failure of its own, as its files cannot be named."""
+    folder = encodable(str(exc.filename))
+    return FailedFile(file=folder, error=f"{exc.strerror or exc}: the files in it were not read")
 
 
 def _walked(folder: str) -> bool:
@@ -447,11 +474,31 @@ def drop_deleted(session: Session, docs: list[Document]) -> tuple[list[str], int
     return removed, closed
 
 
-def _kept_warning(kept: int, shown: str) -> str:
+def _kept(deleted: list[Document], files: list[Path], root: Path) -> dict[Path, list[str]]:
+    """The files gone from the disk that look unmounted rather than deleted, by the folder
+    that lost them: the nearest folder on a file's path that still exists (its own, or the
+    one around the gone ones) holds no file to index now. An empty folder is what a mount
+    point is without its disk (the indexed folder itself, or one below it); a file whose
+    folder is gone with it was deleted or renamed together with the folder."""
+    held: set[Path] = set()  # the folders with a file to index below them
+    for path in files:
+        held.update(p for p in path.parents if p.is_relative_to(root))
+    kept: dict[Path, list[str]] = {}
+    for doc in deleted:
+        folder = Path(doc.source_file).parent
+        while folder != root and not os.path.isdir(folder):  # False, not raised, on EACCES
+            folder = folder.parent
+        if folder not in held:
+            kept.setdefault(folder, []).append(doc.source_file)
+    return kept
+
+
+def _kept_warning(kept: int, folders: list[str]) -> str:
+    holds = "the folder holds" if len(folders) == 1 else "these folders hold"
     return (
-        f"Kept {kept} file(s) indexed from {shown} before: the folder holds no file to index "
-        "now (a disk not mounted?). If you deleted them all, index it again with force=true "
-        "(memsys index-directory --force) to drop them."
+        f"Kept {kept} file(s) indexed from {', '.join(folders)} before: {holds} no file to "
+        "index now (a disk not mounted?). If you deleted them all, index it again with "
+        "force=true (memsys index-directory --force) to drop them."
     )
 
 
@@ -459,39 +506,48 @@ def index_directory(
     session: Session, params: IndexDirectoryIn, progress: Progress | None = None
 ) -> IndexDirectoryOut:
     """Index every supported file below a folder, continuing past files that fail; the
-    files indexed from it before and deleted since are dropped (drop_deleted), but not all
-    of them when the folder holds none at all, unless params.force says so."""
+    files indexed from it before and deleted since are dropped (drop_deleted), but not those
+    of a folder or subfolder that holds none at all now (_kept), unless params.force says so."""
     root = resolve_path(params.dir_path)
     check_root(root, params.dir_path)
     if not root.exists():
         raise NotFound(f"Directory not found: {params.dir_path}")
     if not root.is_dir():
         raise InvalidInput(f"Not a directory: {params.dir_path} (use index_file for one file)")
-    files = discover(root, params.recursive)
+    unread: list[OSError] = []
+    files = discover(root, params.recursive, unread)
     # One transaction for the whole folder, which names entities after writing each file's
     # chunks: it writes alone in the namespace, as an import does (namespaces.write_alone).
     namespaces.write_alone(session, [params.namespace])
     namespaces.ensure(session, params.namespace)
     indexed = skipped = chunks = 0
-    failed: list[FailedFile] = []
+    failed = [_unlisted(exc) for exc in unread if not _gone(str(exc.filename))]
     new_chunk_ids: list[str] = []
+    unwritten: list[dict[str, Any]] = []  # new chunks of the files read, written in blocks
     for n, path in enumerate(files, start=1):
         raise_if_cancelled()  # a cancelled call stops here, not after thousands of files
         if encodable(str(path)) != str(path):  # a byte of its name is not UTF-8
             failed.append(FailedFile(file=encodable(str(path)), error=NOT_UTF8_NAME))
             continue
+        rows: list[dict[str, Any]] = []
         try:
             with session.begin_nested():  # one bad file rolls back only itself
                 result = index_file(
                     session,
                     IndexFileIn(file_path=str(path), namespace=params.namespace),
                     embed_now=False,
+                    chunk_rows=rows,
                 )
-        except MemsysError as exc:
+        except (MemsysError, OSError) as exc:
+            # An OSError about the path (a folder listed but not to be entered) fails the
+            # file; one about the machine (a full disk, too many open files) fails the call.
+            error = exc if isinstance(exc, MemsysError) else from_os_error(exc)
+            if isinstance(exc, OSError) and not isinstance(error, InvalidInput):
+                raise error from None
             # Deleted since it was listed (before or while it was read): no failure, a file
             # gone (drop_deleted below).
             if not _gone(str(path)):
-                failed.append(FailedFile(file=str(path), error=exc.message))
+                failed.append(FailedFile(file=str(path), error=error.message))
         else:
             if result.skipped_unchanged:
                 skipped += 1
@@ -499,14 +555,24 @@ def index_directory(
                 indexed += 1
                 chunks += result.chunks_created
                 new_chunk_ids.extend(result.chunk_ids)
+                unwritten += rows
+                if len(unwritten) >= CHUNK_BLOCK:
+                    write_chunks(session, unwritten)
+                    unwritten = []
         if progress:
             progress("read", n, len(files))
+    write_chunks(session, unwritten)
     # A folder with nothing in it looks like one whose files were all deleted: a mount point
     # whose disk is not mounted would lose its whole index. Then they are kept unless forced.
     deleted = _deleted(session, params, root)
-    kept: list[str] = []
-    if deleted and not files and not params.force:
-        kept, deleted = [d.source_file for d in deleted], []
+    kept: set[str] = set()
+    folders: list[str] = []
+    if deleted and not params.force:
+        for folder, paths in _kept(deleted, files, root).items():
+            kept.update(paths)
+            below = folder.relative_to(root)
+            folders.append(os.path.join(params.dir_path, below) if below.parts else params.dir_path)
+        deleted = [d for d in deleted if d.source_file not in kept]
     removed, removed_chunks = drop_deleted(session, deleted)
 
     done = 0
@@ -529,6 +595,6 @@ def index_directory(
         namespace=params.namespace,
         removed_files=removed,
         removed_chunks=removed_chunks,
-        kept_files=kept,
-        warning=_kept_warning(len(kept), params.dir_path) if kept else None,
+        kept_files=sorted(kept),
+        warning=_kept_warning(len(kept), sorted(folders)) if kept else None,
     )

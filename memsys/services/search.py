@@ -114,6 +114,8 @@ def _document_hit(h: Hit) -> SearchHit:
             "header_path": h.header_path,
             **h.metadata,
         }
+        if h.also_in:  # the same text in other indexed files, listed once (dedup)
+            metadata["also_in"] = h.also_in
     else:
         metadata = {
             "memory_type": h.memory_type,

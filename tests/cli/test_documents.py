@@ -30,6 +30,7 @@ def test_index_directory_sync_then_second_run_skips_duplicates(tmp_path: Path) -
     assert human.exit_code == 0 and "4 unchanged files skipped" in human.stdout
 
     files["deploy"].unlink()  # gone from the folder: dropped, and said so
+    files["deploy"].parent.rmdir()  # (an empty guides/ would be kept: a disk not mounted?)
     human = run("index-directory", str(tmp_path / "docs"), "-n", "kb")
     assert human.exit_code == 0 and "3 unchanged files skipped" in human.stdout
     assert "Dropped 1 deleted file (2 chunks):" in human.stdout

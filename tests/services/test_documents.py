@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -364,6 +366,7 @@ def test_reindexing_a_folder_drops_the_files_deleted_from_it(tmp_path, embedder)
     index(hidden), index(outside)
     for path in (files["deploy"], files["notes"], hidden, outside):
         path.unlink()
+    files["deploy"].parent.rmdir()  # left empty, guides/ would look like a disk not mounted
 
     flat = index_dir(root, recursive=False, async_mode=False)
     assert flat.removed_files == [str(files["notes"].resolve())] and flat.removed_chunks == 1
@@ -428,6 +431,80 @@ def test_a_folder_found_empty_keeps_its_files_unless_forced(tmp_path, embedder) 
     }
 
 
+def test_an_empty_subfolder_keeps_its_files_a_subfolder_gone_drops_them(tmp_path, embedder) -> None:
+    """With `recursive`, a mount point inside an indexed folder (archive/) whose disk was not
+    mounted lost all its files from the index, because the folder around it still held
+    others. A subfolder that exists and holds no file to index now keeps the files indexed
+    from it, named with the same warning, unless forced; a subfolder gone altogether was
+    deleted or renamed (as `rsync --delete` does), and its files are dropped as before."""
+    import shutil
+
+    root = tmp_path / "docs"
+    files = write_docs(root)
+    archive = root / "archive"
+    (archive / "2024").mkdir(parents=True)
+    (archive / "2024" / "old.md").write_text("# Old\n\nThe 2024 budget closed in March.\n")
+    (archive / "top.md").write_text("# Top\n\nThe archive's own index page.\n")
+    (root / "scratch").mkdir()
+    (root / "scratch" / "draft.md").write_text("# Draft\n\nA draft the user threw away.\n")
+    index_dir(root, async_mode=False)
+    shutil.rmtree(archive / "2024"), (archive / "top.md").unlink()  # unmounted: archive/ empty
+    shutil.rmtree(root / "scratch")  # deleted by the user, folder and all
+    files["notes"].unlink()
+
+    out = index_dir(root, async_mode=False)
+    assert out.removed_files == [str(files["notes"]), str(root / "scratch" / "draft.md")]
+    assert out.kept_files == [str(archive / "2024" / "old.md"), str(archive / "top.md")]
+    assert out.warning and str(archive) in out.warning and "force=true" in out.warning
+    sources = runner.execute_bare(index_stats.stats).source_files
+    assert set(out.kept_files) <= set(sources)
+    mcp = call(BY_NAME["index_directory"], {"dir_path": str(root)})
+    assert mcp["success"] and mcp["data"]["kept_files"] == out.kept_files
+    assert mcp["data"]["warning"] == out.warning
+
+    forced = index_dir(root, force=True, async_mode=False)
+    assert forced.removed_files == out.kept_files and forced.kept_files == []
+    assert forced.warning is None
+    assert not set(out.kept_files) & set(runner.execute_bare(index_stats.stats).source_files)
+
+
+def test_a_folder_of_many_files_writes_its_chunks_in_few_statements(tmp_path, embedder) -> None:
+    """Every file's chunks were one INSERT, and each INSERT runs the full-text statistics
+    trigger, which updates the counts of the same common terms again in the one transaction:
+    each run walked the row versions the earlier ones left, and 5,000 small files took five
+    minutes instead of fifteen seconds (the figures in benchmarks/README.md). The chunks of
+    many files are written together now; what is stored and counted is the same."""
+    from sqlalchemy import event
+
+    from memsys.db import get_engine
+    from memsys.models import CorpusStat
+
+    for i in range(60):
+        (tmp_path / f"note{i:02d}.md").write_text(f"# Note {i}\n\nThe cache server note {i}.\n")
+    inserts: list[str] = []
+
+    def count(conn, cursor, statement, *args) -> None:  # type: ignore[no-untyped-def]
+        if statement.startswith("INSERT INTO chunk"):
+            inserts.append(statement)
+
+    event.listen(get_engine(), "before_cursor_execute", count)
+    try:
+        out = index_dir(tmp_path, async_mode=False)
+    finally:
+        event.remove(get_engine(), "before_cursor_execute", count)
+    assert out.files_indexed == 60 and out.total_chunks == 60 and out.pending_embeddings == 0
+    assert len(inserts) == 1
+    with session_scope() as s:
+        stat = s.scalars(select(CorpusStat).where(CorpusStat.namespace == "default")).one()
+        assert stat.doc_count == 60
+    hits = runner.execute(
+        search_service.search_with_filters,
+        SearchWithFiltersIn,
+        {"query": "cache server note 42", "filters": {"namespace": "default"}},
+    )
+    assert hits.results[0].metadata["source_file"] == str(tmp_path / "note42.md")
+
+
 def test_a_file_deleted_while_its_folder_is_indexed_is_dropped_not_failed(
     tmp_path, embedder
 ) -> None:
@@ -461,8 +538,8 @@ def test_a_deleted_file_another_writer_closed_meanwhile_is_not_dropped_again(
     valid_to overwritten, a second delete event, the file listed in removed_files)."""
     files = write_docs(tmp_path)
     index_dir(tmp_path, async_mode=False)
-    files["deploy"].unlink()
-    source = str(files["deploy"].resolve())
+    files["notes"].unlink()
+    source = str(files["notes"].resolve())
     out: list[Any] = []
     with session_scope() as s:  # the other writer: holds the file's turn, closes it
         take_turns(s, "default", source)
@@ -599,6 +676,90 @@ def test_pipes_devices_and_symlink_loops_are_refused_without_hanging(tmp_path, e
     out = index_dir(tmp_path, async_mode=False)
     assert out.files_indexed == 1
     assert sorted(Path(f.file).name for f in out.failed_files) == ["loop.md", "pipe.md", "zero.txt"]
+
+
+def test_a_file_swapped_for_a_pipe_after_its_check_is_refused_in_indexing_words(
+    tmp_path, embedder, monkeypatch
+) -> None:
+    """A file replaced by a FIFO between the first check and the read was refused with
+    "use - for stdin or stdout", the CLI's words for its own file arguments: indexing takes
+    no `-`. The refusal says what is wrong for indexing."""
+    import os
+
+    real = tmp_path / "notes.md"
+    real.write_text("# Notes\n\nSwapped for a pipe while it was being indexed.\n")
+    file_type = chunking.file_type
+
+    def swapped(suffix: str) -> str:  # runs between _read's check and the read itself
+        real.unlink()
+        os.mkfifo(real)
+        return file_type(suffix)
+
+    monkeypatch.setattr(chunking, "file_type", swapped)
+    before = table_counts()
+    with pytest.raises(InvalidInput) as refused:
+        index(real)
+    assert refused.value.message.startswith(f"Not a regular file: {real}")
+    assert "stdin" not in refused.value.message and "indexed" in refused.value.message
+    assert table_counts() == before
+
+
+@contextmanager
+def without_root_powers(tree: Path) -> Iterator[None]:
+    """Within the block, file permissions hold for this thread as they do for any user: run
+    as root, its file accesses are checked as `nobody`'s (setfsuid), the owner of `tree`
+    then. (A connection to the database opened before goes on being used.)"""
+    import ctypes
+    import os
+
+    if os.geteuid() != 0:
+        yield
+        return
+    for folder, dirs, files in os.walk(tree):
+        for name in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
+            os.chown(name, 65534, 65534, follow_symlinks=False)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.setfsuid(65534)
+    try:
+        yield
+    finally:
+        libc.setfsuid(0)
+
+
+def test_files_and_folders_it_may_not_read_fail_one_by_one_not_the_folder(embedder) -> None:
+    """A file in a folder that can be listed but not entered (`chmod -R 644 docs/`) raised
+    the system's PermissionError out of index_directory: the whole folder failed, nothing
+    was indexed. A folder that cannot be listed at all was skipped without a word. Each is
+    now a failed file of its own, the rest of the folder is indexed, and what was indexed
+    from them before is not dropped (it may still be there)."""
+    import shutil
+    import tempfile
+
+    tree = Path(tempfile.mkdtemp(dir="/tmp"))  # outside pytest's folders, which root owns
+    try:
+        docs = tree / "docs"
+        files = write_docs(docs)
+        (docs / "locked.md").write_text("# Locked\n\nNo one may read this note.\n")
+        for name in ("half", "shut"):
+            (docs / name).mkdir()
+            (docs / name / "inside.md").write_text(f"# {name}\n\nA note in {name}.\n")
+        index_dir(docs, async_mode=False)  # all readable yet
+        (docs / "locked.md").chmod(0o000)
+        (docs / "half").chmod(0o644)  # listed, not entered
+        (docs / "shut").chmod(0o000)  # not even listed
+        with without_root_powers(tree):
+            (docs / "guides" / "new.md").write_text("# New\n\nWritten since.\n")
+            out = index_dir(docs, async_mode=False)
+        assert out.files_indexed == 1 and out.skipped_duplicates == len(files)
+        failed = {f.file: f.error for f in out.failed_files}
+        assert sorted(failed) == [str(docs / p) for p in ("half/inside.md", "locked.md", "shut")]
+        assert all("Permission denied" in error for error in failed.values()), failed
+        assert out.removed_files == [] and out.kept_files == []
+        assert len(runner.execute_bare(index_stats.stats).source_files) == len(files) + 4
+    finally:
+        for name in ("half", "shut"):
+            (tree / "docs" / name).chmod(0o755)
+        shutil.rmtree(tree)
 
 
 def test_a_symlinked_file_is_indexed_under_the_path_its_folder_holds(tmp_path, embedder) -> None:

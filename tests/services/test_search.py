@@ -148,3 +148,36 @@ def test_stopword_only_query_still_answers_by_meaning(corpus) -> None:
     # The score is an absolute relevance (issue 9): with no lexical evidence it is the
     # similarity itself, not 1.0 for whatever came first.
     assert out.results[0].score == out.results[0].similarity < 0.5
+
+
+def test_a_text_in_two_indexed_files_is_one_hit_naming_both(tmp_path, embedder) -> None:
+    """A link and its target in one indexed folder (or a file copied under a second name)
+    are two documents with the same chunks. Retrieval lists a text once, so the second
+    path was nowhere in the answer: the hit now names the other files holding its exact
+    text, in its metadata's `also_in`."""
+    from memsys.schemas import IndexDirectoryIn
+    from memsys.services import indexing
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    plan = folder / "plan.md"
+    plan.write_text("# Plan\n\nThe migration window opens on Sunday at dawn.\n")
+    (folder / "plan-link.md").symlink_to(plan)
+    (folder / "plan-copy.md").write_text(plan.read_text())
+    (folder / "other.md").write_text("# Other\n\nThe migration of the mail server is done.\n")
+    runner.execute(
+        indexing.index_directory, IndexDirectoryIn, {"dir_path": str(folder), "async_mode": False}
+    )
+    paths = {str(folder / n) for n in ("plan.md", "plan-link.md", "plan-copy.md")}
+    for out in (
+        run_search("migration window"),
+        filtered("migration window", {"doc_type": "document"}),
+        budget("migration window", 500),
+    ):
+        same = [r for r in out.results if "migration window" in r.content]
+        assert len(same) == 1, out.results
+        (hit,) = same
+        assert {hit.metadata["source_file"], *hit.metadata["also_in"]} == paths
+        assert len(hit.metadata["also_in"]) == 2
+        other = [r for r in out.results if "mail server" in r.content]
+        assert other and "also_in" not in other[0].metadata
