@@ -132,7 +132,7 @@ def _read(path: Path, display: str, suffix: str) -> tuple[bytes, str]:
         # may have grown past it since it was measured.
         data = regular_files.read_bytes(path, display, limit + 1, NOT_REGULAR)
     except OSError as exc:
-        raise InvalidInput(f"Failed to read file: {exc.strerror or exc}") from None
+        raise InvalidInput(f"Failed to read file {display}: {exc.strerror or exc}") from None
     if len(data) > limit:
         raise _too_large(f"more than {limit} bytes", limit)
     return data, kind

@@ -1027,3 +1027,23 @@ def test_a_long_file_indexed_where_a_worker_runs_leaves_the_rest_to_it(
     assert all(c.embedding is not None for c in live_chunks(source))
     with session_scope() as s:
         assert s.scalar(select(Document.status).where(Document.id == out.document_id)) == "ready"
+
+
+def test_a_file_it_may_not_read_is_named_in_the_refusal(embedder) -> None:
+    """index_file of a file the server may not read said "Failed to read file: Permission
+    denied" without saying which file, though every other refusal of a path names it."""
+    import shutil
+    import tempfile
+
+    tree = Path(tempfile.mkdtemp(dir="/tmp"))  # outside pytest's folders, which root owns
+    try:
+        locked = tree / "locked.md"
+        locked.write_text("# Locked\n\nNo one may read this note.\n")
+        locked.chmod(0o000)
+        before = table_counts()
+        with without_root_powers(tree), pytest.raises(InvalidInput) as refused:
+            index(locked)
+        assert refused.value.message == f"Failed to read file {locked}: Permission denied"
+        assert table_counts() == before
+    finally:
+        shutil.rmtree(tree)
