@@ -174,6 +174,9 @@ def _imported(r: ImportOut) -> None:
         echo(f"new version of {v.id} (previous fields kept as {v.previous})")
     for warning in r.warnings:  # a secret-like text: the user should know it is stored
         warn(warning)
+    if r.warning_count > len(r.warnings):
+        left = r.warning_count - len(r.warnings)
+        warn(f"… and {left} more of these (text that looks like it holds a secret)")
 
 
 def diff_command(

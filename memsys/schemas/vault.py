@@ -104,6 +104,11 @@ class ImportOut(Output):
         description=f"The first {MAX_LISTED} records whose text looks like it holds a secret "
         "(file:line; imported all the same, as memory_store stores and flags one)",
     )
+    warning_count: int = Field(
+        default=0,
+        description="How many warnings in all, listed or not (one per kind of secret a "
+        "record's text looks like it holds)",
+    )
 
 
 class DiffIn(Input):

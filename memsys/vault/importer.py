@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from memsys import deferred, secretscan, tenancy
 from memsys.db import raise_if_cancelled, session_scope
 from memsys.errors import Protected
+from memsys.schemas.vault import MAX_LISTED
 from memsys.services import namespaces
 from memsys.vault import apply, records
 from memsys.vault import restore as restore_mode
@@ -112,7 +113,15 @@ class Report:
     preferences: Counts = field(default_factory=Counts)
     problems: list[Problem] = field(default_factory=list)
     versions: list[dict[str, str]] = field(default_factory=list)  # memory id → superseded copy
-    warnings: list[str] = field(default_factory=list)  # secret-like texts (memsys.secretscan)
+    # Secret-like texts (memsys.secretscan): the first MAX_LISTED, and how many in all (an
+    # import of a million flagged records holds no million strings).
+    warnings: list[str] = field(default_factory=list)
+    warning_count: int = 0
+
+    def flag(self, found: list[str]) -> None:
+        """Count a record's warnings, keeping them while fewer than MAX_LISTED are kept."""
+        self.warning_count += len(found)
+        self.warnings += found[: MAX_LISTED - len(self.warnings)]
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -127,6 +136,7 @@ class Report:
             ],
             "versions": self.versions,
             "warnings": self.warnings,
+            "warning_count": self.warning_count,
         }
 
 
@@ -403,8 +413,10 @@ def run(
         for rec in _checked(snapshot, _Seen(), []):
             if not _as_checked(rec, seen):
                 continue  # the file changed between the passes: only what was checked
-            report.warnings += _flagged(rec)
-            if rec["kind"] == "memory" and rec["id"] not in seen.bad:
+            if rec["kind"] == "memory" and rec["id"] in seen.bad:
+                continue  # refused in pass 1 (a problem): neither stored nor flagged
+            report.flag(_flagged(rec))
+            if rec["kind"] == "memory":
                 batch.append(rec)
                 if len(batch) >= BATCH:
                     raise_if_cancelled()  # a cancelled import stops between batches

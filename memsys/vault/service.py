@@ -193,7 +193,6 @@ def import_from(
     data = report.as_dict()
     data["problem_count"] = len(data["problems"])
     data["problems"] = data["problems"][:MAX_LISTED]
-    data["warnings"] = data["warnings"][:MAX_LISTED]
     return ImportOut.model_validate(data)
 
 

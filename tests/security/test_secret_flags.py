@@ -97,3 +97,54 @@ def test_memory_import_flags_a_secret_in_what_it_imports(
     shown = cli("import", str(snapshot))
     assert shown.exit_code == 0
     assert f"warning: {snapshot}:4: value looks like it holds a secret" in shown.stderr
+
+
+def test_memory_import_counts_every_flagged_record_beyond_those_it_lists(
+    embedder: Any, client: Any, tmp_path: Path
+) -> None:
+    """A snapshot of more flagged records than an answer lists: the answer listed the first
+    MAX_LISTED with no word of the rest (the user saw a list and took it for all), and the
+    import held every warning in memory until its end. Now `warning_count` says how many,
+    the report keeps only the first MAX_LISTED, and the CLI says how many it left out."""
+    from memsys.db import session_scope
+    from memsys.mcp.server import call
+    from memsys.schemas.vault import MAX_LISTED
+    from memsys.vault import files, importer
+    from tests.cli.helpers import run as cli
+
+    flagged = MAX_LISTED + 3
+    preferences = [
+        {"kind": "preference", "namespace": "project:kiwi", "key": f"db{i}",
+         "value": {"password": f"{TOKEN[-20:]}{i}"}}
+        for i in range(flagged)
+    ]  # fmt: skip
+    snapshot = tmp_path / "snap.jsonl"
+    write_jsonl(snapshot, preferences)
+    with session_scope() as s:
+        report = importer.run(s, files.open_snapshot(snapshot), dry_run=True)
+    assert len(report.warnings) == MAX_LISTED and report.warning_count == flagged
+    answer = call(BY_NAME["memory_import"], {"path": str(snapshot)})
+    assert answer["data"]["warning_count"] == flagged
+    assert len(answer["data"]["warnings"]) == MAX_LISTED
+    assert answer["data"]["warnings"][0].startswith(f"{snapshot}:2: value")
+    body = client.post("/v1/import?dry_run=true", content=snapshot.read_bytes())
+    assert body.status_code == 200 and body.json()["warning_count"] == flagged
+    shown = cli("import", "--dry-run", str(snapshot))
+    assert shown.exit_code == 0, shown.stderr
+    assert shown.stderr.count("warning: ") == MAX_LISTED + 1
+    assert "warning: … and 3 more of these (text that looks like it holds a secret)" in shown.stderr
+
+
+def test_memory_import_does_not_flag_a_record_it_refuses(embedder: Any, tmp_path: Path) -> None:
+    """A partial import skips a memory whose id the snapshot holds twice (a problem), yet
+    flagged its first copy as imported ("memsys stored it") though it stored neither."""
+    from memsys.mcp.server import call
+
+    twice = stored(1, f"CI uses the {TOKEN}")
+    snapshot = tmp_path / "snap.jsonl"
+    write_jsonl(snapshot, [twice, {**twice, "content": f"CD uses the {TOKEN}"}])
+    answer = call(BY_NAME["memory_import"], {"path": str(snapshot), "dry_run": False,
+                                             "partial": True})  # fmt: skip
+    data = answer["data"]
+    assert data["applied"] and data["problem_count"] == 1 and data["memories"]["new"] == 0
+    assert data["warnings"] == [] and data["warning_count"] == 0
