@@ -66,6 +66,14 @@ class _JsonBodyRequest(Request):
 _UNREAD = "The body could not be read as JSON"
 
 
+def declared_length(request: Request) -> int:
+    """The body's size as its Content-Length says (0 when it says nothing readable)."""
+    try:
+        return int(request.headers.get("content-length", "0"))
+    except ValueError:  # not a number: the body is counted as it comes
+        return 0
+
+
 def unread_body(status: int, message: str) -> JSONResponse:
     """The error of a request refused before its body was read to the end (a body of NULs,
     bytes that are not UTF-8, too many): the connection closes after it, or the server

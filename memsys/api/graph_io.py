@@ -13,7 +13,8 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import PlainTextResponse
 
 from memsys import runner
-from memsys.api.deps import unread_body
+from memsys.api.deps import declared_length, unread_body
+from memsys.config import get_settings
 from memsys.schemas import parse
 from memsys.schemas.common import NamespaceName
 from memsys.schemas.graph import ReadGraphIn
@@ -28,6 +29,8 @@ class JsonLines(PlainTextResponse):
     media_type = NDJSON
 
 
+# The file is read whole into memory (then parsed whole): past this it is refused whatever
+# MEMSYS_MAX_IMPORT_BYTES says (4 GiB by default, for a snapshot spooled to a file).
 MAX_BODY = 64 * 1024 * 1024
 Namespace = Annotated[
     NamespaceName | None,
@@ -50,20 +53,27 @@ def export_graph(namespace: Namespace = None, as_of: AsOf = None) -> JsonLines:
     return JsonLines(render_jsonl(graph))
 
 
-@router.post("/graph/import", response_model=dict[str, int | list[str]])
+@router.post(
+    "/graph/import",
+    response_model=dict[str, int | list[str]],
+    responses={413: {"description": "A body over MEMSYS_MAX_IMPORT_BYTES (or 64 MiB)"}},
+)
 async def import_graph(request: Request, namespace: Namespace = None) -> Any:
     """Load a memory server JSONL file (the request body): new entities with their
     observations, then new relations; existing names and triples are kept. Every line is
     validated first; one bad line refuses the file and writes nothing. `warnings`, when
     there is one: an observation written that looks like it holds a secret (stored all the
     same, as memory_store flags its content)."""
+    limit = min(MAX_BODY, get_settings().max_import_bytes)
+    if declared_length(request) > limit:  # refused before a byte of it is read
+        return unread_body(413, _too_large(limit))
     pieces, size = [], 0
     decoder = codecs.getincrementaldecoder("utf-8")()
     try:
         async for piece in request.stream():  # read up to the limit, not whole before it
             size += len(piece)
-            if size > MAX_BODY:
-                return unread_body(422, f"The file is too large: over {MAX_BODY} bytes (the limit)")
+            if size > limit:  # a body without a Content-Length, or a false one
+                return unread_body(413, _too_large(limit))
             pieces.append(decoder.decode(piece))
             if "\0" in pieces[-1]:  # no JSON line holds one: /dev/zero sent as the file
                 return unread_body(422, "The body holds a NUL character: it is no JSON lines")
@@ -77,3 +87,11 @@ async def import_graph(request: Request, namespace: Namespace = None) -> Any:
         return graph_io.summary(*runner.run(graph_io.import_graph, params))
 
     return await anyio.to_thread.run_sync(run)
+
+
+def _too_large(limit: int) -> str:
+    return (
+        f"The body is over the {limit}-byte limit of a graph import (MEMSYS_MAX_IMPORT_BYTES, "
+        f"{MAX_BODY} at most: the file is read whole): nothing was imported. Import the graph "
+        "in parts, or raise the limit"
+    )

@@ -29,7 +29,7 @@ from pydantic import Field
 from starlette.types import Receive, Scope, Send
 
 from memsys import envelope, migrator, tenancy
-from memsys.api.deps import JsonBodyRoute, unread_body
+from memsys.api.deps import JsonBodyRoute, declared_length, unread_body
 from memsys.api.operations import strict
 from memsys.config import get_settings
 from memsys.db import session_scope
@@ -204,7 +204,7 @@ async def import_(
     record is checked first; with problems nothing is written (422, each problem with its
     line) unless partial=true (MCP: memory_import, dry run by default)."""
     limit = get_settings().max_import_bytes
-    if _declared(request) > limit:  # refused before a byte of it is read
+    if declared_length(request) > limit:  # refused before a byte of it is read
         return unread_body(413, _too_large(limit))
     with tempfile.TemporaryDirectory(prefix="memsys-import-") as folder:
         spool = Path(folder) / "body.json"
@@ -228,14 +228,6 @@ async def import_(
         body = envelope.failure(service.refusal(result))
         return JSONResponse({**body, "data": result.model_dump(mode="json")}, status_code=422)
     return result
-
-
-def _declared(request: Request) -> int:
-    """The body's size as its Content-Length says (0 when it says nothing readable)."""
-    try:
-        return int(request.headers.get("content-length", "0"))
-    except ValueError:  # not a number: the body is counted as it comes
-        return 0
 
 
 def _too_large(limit: int) -> str:

@@ -117,3 +117,39 @@ def test_an_import_larger_than_the_lock_table_imports_whole(client: TestClient) 
     opened = client.post("/v1/graph/open", json={"names": ["Host 10"]}).json()
     assert opened["entities"][0]["observations"] == ["rack 0"]
     assert opened["relations"] == [{"from": "Host 10", "to": "Host 11", "relationType": "next"}]
+
+
+def test_a_graph_import_over_the_limit_is_413_naming_the_setting(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """POST /v1/import answers a body over MEMSYS_MAX_IMPORT_BYTES 413 and names the setting;
+    POST /v1/graph/import answered its own (fixed) limit 422, a status that says the file's
+    lines are wrong, and took any body up to 64 MiB whatever the setting said. Now the same
+    413, whether the Content-Length says so or the body only turns out so as it comes, and
+    nothing imported."""
+    from memsys.api.graph_io import MAX_BODY
+    from memsys.config import get_settings
+
+    before = table_counts()
+    body = FILE.encode()
+    monkeypatch.setenv("MEMSYS_MAX_IMPORT_BYTES", str(len(body) - 1))
+    get_settings.cache_clear()
+    try:
+        declared = client.post("/v1/graph/import", content=body)
+        streamed = client.post("/v1/graph/import", content=iter([body[:50], body[50:]]))
+        for answer in (declared, streamed):
+            assert answer.status_code == 413, answer.text
+            error = answer.json()["error"]
+            assert f"over the {len(body) - 1}-byte limit of a graph import" in error
+            assert "MEMSYS_MAX_IMPORT_BYTES" in error and "nothing was imported" in error
+        assert table_counts() == before
+        monkeypatch.setenv("MEMSYS_MAX_IMPORT_BYTES", str(len(body)))
+        get_settings.cache_clear()
+        assert client.post("/v1/graph/import", content=body).status_code == 200  # at the limit
+    finally:
+        monkeypatch.delenv("MEMSYS_MAX_IMPORT_BYTES")
+        get_settings.cache_clear()
+    # The graph file is read whole into memory: past MAX_BODY it is refused whatever the
+    # setting (4 GiB by default), with the same status.
+    huge = client.post("/v1/graph/import", content=b" " * (MAX_BODY + 1))
+    assert huge.status_code == 413 and f"over the {MAX_BODY}-byte limit" in huge.json()["error"]
