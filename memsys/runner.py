@@ -1,6 +1,7 @@
 """What every front end does with a call: validate the input, run the service in one
 transaction, hand back the output schema. Errors propagate as MemsysError."""
 
+import functools
 import logging
 import random
 import time
@@ -71,8 +72,17 @@ def run(service: Callable[[Session, In], Out], params: In) -> Out:
                 time.sleep(_PAUSE_S * attempt * (1 + random.random()))
         return _once(service, params, prepared, last=True)
     except OSError as exc:  # a path the file system refused (too long, a link loop, …)
-        log.warning("%s: refused by the system: %s", getattr(service, "__name__", service), exc)
+        log.warning("%s: refused by the system: %s", _operation_name(service), exc)
         raise from_os_error(exc) from None
+
+
+def _operation_name(service: Callable[..., Any]) -> str:
+    """The service's function name, for a log line: a call with arguments bound
+    (functools.partial, as `memsys index` binds its progress bar) by the function it calls,
+    not the partial's repr (an address and every bound argument)."""
+    while isinstance(service, functools.partial):
+        service = service.func
+    return str(getattr(service, "__name__", type(service).__name__))
 
 
 def _once(service: Callable[..., Out], params: In, prepared: Any, last: bool) -> Out:

@@ -1047,3 +1047,19 @@ def test_a_file_it_may_not_read_is_named_in_the_refusal(embedder) -> None:
         assert table_counts() == before
     finally:
         shutil.rmtree(tree)
+
+
+def test_a_file_system_refusal_is_logged_under_the_operation_s_name(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`memsys index` runs index_directory with its progress bar bound (functools.partial):
+    the server log's line for a path the file system refused named the call
+    `functools.partial(<function index_directory at 0x…>, progress=…)`."""
+    import logging
+
+    service = functools.partial(indexing.index_directory, progress=None)
+    with caplog.at_level(logging.WARNING, logger="memsys.runner"), pytest.raises(InvalidInput):
+        runner.execute(service, IndexDirectoryIn, {"dir_path": str(tmp_path / ("a" * 256))})
+    [line] = [r.getMessage() for r in caplog.records if r.name == "memsys.runner"]
+    assert line.startswith("index_directory: refused by the system: "), line
+    assert "partial" not in line and "File name too long" in line
