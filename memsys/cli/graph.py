@@ -112,3 +112,6 @@ def import_(
     flagged = answer.get("warnings", [])  # a secret-like observation: stored, flagged
     for warning in flagged if isinstance(flagged, list) else []:
         warn(warning)
+    revived = answer.get("revived", [])
+    for memory_id in revived if isinstance(revived, list) else []:
+        typer.echo(f"{memory_id}: aged, made active again")  # as `memsys store` says of one

@@ -224,11 +224,22 @@ class RelationOut(Output):
 # Left out of the answer when empty: the memory server's own shapes, as a client of it reads
 # them, unless there is something to flag (memory_store's `warnings`, memsys.secretscan).
 Flagged = Annotated[SecretWarnings, Field(exclude_if=lambda v: not v)]
+# The aged memories a write restated, made active again (as memory_store's `revived`); left
+# out when empty, as `warnings` is.
+Revived = Annotated[
+    list[str],
+    Field(
+        exclude_if=lambda v: not v,
+        description="Ids of aged (archived, rehydratable) memories whose text this call gave "
+        "again: made active again, in full, as memory_store does",
+    ),
+]
 
 
 class EntitiesOut(Output):
     entities: list[EntityOut]
     warnings: Flagged = Field(default_factory=list)
+    revived: Revived = Field(default_factory=list)
 
 
 class RelationsOut(Output):
@@ -243,6 +254,7 @@ class AddedObservations(Output):
 class ObservationsOut(Output):
     results: list[AddedObservations]
     warnings: Flagged = Field(default_factory=list)
+    revived: Revived = Field(default_factory=list)
 
 
 class DoneOut(Output):

@@ -38,6 +38,7 @@ def import_graph(
         out = knowledge.create_entities(session, entities, prepared=vectors)
         made.entities += out.entities
         made.warnings += out.warnings
+        made.revived += out.revived
     linked = RelationsOut(relations=[])
     for relations in params.relations:
         linked.relations += knowledge.create_relations(session, relations).relations
@@ -45,11 +46,14 @@ def import_graph(
 
 
 def summary(made: EntitiesOut, linked: RelationsOut) -> dict[str, int | list[str]]:
-    """What an import answers (REST, the CLI): counts, and its secret warnings if any."""
+    """What an import answers (REST, the CLI): counts, and its secret warnings and the aged
+    memories it made active again (their ids), if any."""
     answer: dict[str, int | list[str]] = {
         "entities_created": len(made.entities),
         "relations_created": len(linked.relations),
     }
     if made.warnings:
         answer["warnings"] = made.warnings
+    if made.revived:
+        answer["revived"] = sorted(made.revived)
     return answer

@@ -44,7 +44,7 @@ from memsys.schemas.graph import (
     RelationsOut,
 )
 from memsys.schemas.memories import check_batch_load
-from memsys.services import events, namespaces, observation_links
+from memsys.services import events, lifecycle, namespaces, observation_links
 from memsys.services.mentions import MENTIONS
 from memsys.services.observation_links import (
     KEY_PREFIX,
@@ -228,11 +228,13 @@ def create_entities(
         session, ns, [(item.name, item.entityType) for item in fresh]
     )
     wanted = [(made[i.name], i.name, i.observations) for i in fresh if i.name in made]
-    added = observation_links.link(session, ns, wanted, vectors)
+    aged: set[str] = set()
+    added = observation_links.link(session, ns, wanted, vectors, aged)
     created = live_entities(session, ns, list(made)) if made else []
     _record(session, ns, "create_entities", len(created))
     flagged = flag(zip([w[1] for w in wanted], added, strict=True))
-    return EntitiesOut(entities=entities_out(session, ns, created), warnings=flagged)
+    back = revived(session, ns, aged, "create_entities")
+    return EntitiesOut(entities=entities_out(session, ns, created), warnings=flagged, revived=back)
 
 
 def flag(written: Iterable[tuple[str, list[str]]]) -> list[str]:
@@ -244,6 +246,15 @@ def flag(written: Iterable[tuple[str, list[str]]]) -> list[str]:
         for content in contents
         for warning in secretscan.warnings(content, f"an observation of {name}")
     ]
+
+
+def revived(session: Session, ns: str, aged: set[str], operation: str) -> list[str]:
+    """Bring back the aged memories an observation restated (observation_links.link's
+    `aged`), as memory_store does one it deduplicates onto (lifecycle.revive): the ids it
+    revived, sorted."""
+    if not aged:
+        return []
+    return sorted(lifecycle.revive(session, ns, sorted(aged), operation))
 
 
 def upsert_entity(session: Session, ns: str, name: str, entity_type: str) -> tuple[Entity, bool]:
@@ -377,14 +388,16 @@ def add_observations(
     namespaces.share(session, [ns])  # after any import of the namespace (it takes no turns)
     entities = _require(session, ns, [o.entityName for o in params.observations])
     wanted = [(entities[o.entityName].id, o.entityName, o.contents) for o in params.observations]
-    added = observation_links.link(session, ns, wanted, vectors)
+    aged: set[str] = set()
+    added = observation_links.link(session, ns, wanted, vectors, aged)
     results = [
         AddedObservations(entityName=o.entityName, addedObservations=new)
         for o, new in zip(params.observations, added, strict=True)
     ]
     _record(session, ns, "add_observations", sum(len(r.addedObservations) for r in results))
     flagged = flag((r.entityName, r.addedObservations) for r in results)
-    return ObservationsOut(results=results, warnings=flagged)
+    back = revived(session, ns, aged, "add_observations")
+    return ObservationsOut(results=results, warnings=flagged, revived=back)
 
 
 def extracted_twins(

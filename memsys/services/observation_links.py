@@ -68,6 +68,7 @@ class ObservationEdge(NamedTuple):
     target_id: str  # the entity
     source_id: str  # the observation's memory
     content: str
+    stage: str = "active"  # the memory's (memsys.models.chunk.STAGES)
 
 
 def observation_edges(
@@ -98,7 +99,9 @@ def observation_edges(
     aged = [(ns, r.source_id, r.content) for r in rows if r.stage in AGED]
     full = history.full_texts(session, aged) if aged else {}
     return [
-        ObservationEdge(r.id, r.target_id, r.source_id, full.get((ns, r.source_id), r.content))
+        ObservationEdge(
+            r.id, r.target_id, r.source_id, full.get((ns, r.source_id), r.content), r.stage
+        )
         for r in rows
     ]
 
@@ -140,19 +143,27 @@ def link(
     ns: str,
     wanted: list[tuple[str, str, list[str]]],
     vectors: dict[str, np.ndarray],
+    aged: set[str] | None = None,
 ) -> list[list[str]]:
     """Add observations to entities: (entity id, entity name, contents) → for each, the
     contents it did not have yet (in order, each once). `vectors` maps content → embedding
-    (what is missing is embedded here)."""
+    (what is missing is embedded here). `aged` gets the ids of the memories given again that
+    are not active (an observation the entity has, a memory a new one deduplicates onto),
+    for the caller to revive as memory_store does (knowledge.revived)."""
     entity_ids = sorted({w[0] for w in wanted})
     take_turns_all(session, [(ns, "observations", e) for e in entity_ids])
     present: dict[str, set[str]] = defaultdict(set)
+    resting: dict[tuple[str, str], str] = {}  # (entity, text) → its memory, not active
     for row in observation_edges(session, ns, entity_ids):
         present[row.target_id].add(row.content)
+        if row.stage != "active":
+            resting[(row.target_id, row.content)] = row.source_id
     added: list[list[str]] = []
     pending: list[tuple[str, str]] = []
     memories: dict[str, MemoryStoreIn] = {}
     for entity_id, name, contents in wanted:
+        if aged is not None:
+            aged.update(resting[(entity_id, c)] for c in contents if (entity_id, c) in resting)
         fresh = [c for c in dict.fromkeys(contents) if c not in present[entity_id]]
         present[entity_id].update(fresh)
         pending += [(entity_id, c) for c in fresh]
@@ -178,7 +189,7 @@ def link(
     if missing:
         vectors = {**vectors, **dict(zip(missing, get_embedder().embed(missing), strict=True))}
     stored = memory_batch.store_many(
-        session, list(memories.values()), [vectors[c] for c in memories]
+        session, list(memories.values()), [vectors[c] for c in memories], aged
     )
     memory_of = {c: r.id for c, r in zip(memories, stored, strict=True)}
     session.execute(

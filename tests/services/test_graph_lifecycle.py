@@ -60,3 +60,45 @@ def test_s002_decay_never_deletes_a_session_memory_that_is_an_observation(
     assert op("open_nodes", names=["Lena"])["entities"] == [lena]
     assert op("memory_get", memory_id=stored["id"])["id"] == stored["id"]
     assert "not found" in fails("memory_get", memory_id=scratch)
+
+
+def test_restating_an_aged_observation_brings_its_memory_back(embedder: Any) -> None:
+    """memory_store of an aged memory's text brings it back active in full and says so
+    (`revived`); add_observations of the same text left it aged and said nothing, both when
+    the entity had the observation already and when the text was another memory's (the
+    observation deduplicates onto it), and so did create_entities. They revive them now and
+    list them in `revived`, a field left out when empty (the memory server's answer shape)."""
+    from sqlalchemy import text
+
+    from memsys.db import session_scope
+
+    other = "Hank rotates the backup bucket's keys every quarter and files the change ticket"
+    third = "Ivy reviews the restore drill's results and signs off on the quarterly report"
+    gina = {"name": "Gina", "entityType": "person", "observations": [LONG]}
+    op("create_entities", entities=[gina])
+    stored = [
+        op("memory_store", content=t, memory_type="configuration")["id"] for t in (other, third)
+    ]
+    maintain.run(now=later(100))
+    stage = text("SELECT id, stage FROM chunk WHERE doc_type = 'memory' AND valid_to IS NULL")
+
+    def stages() -> dict[str, str]:
+        with session_scope() as s:
+            return dict(s.execute(stage).tuples().all())
+
+    assert set(stages().values()) == {"rehydratable"} and len(stages()) == 3
+    [observation] = set(stages()) - set(stored)
+    added = op("add_observations", observations=[{"entityName": "Gina", "contents": [LONG, other]}])
+    assert added["results"] == [{"entityName": "Gina", "addedObservations": [other]}]
+    assert added["revived"] == sorted([observation, stored[0]])
+    back = stages()
+    assert (back[observation], back[stored[0]], back[stored[1]]) == (
+        "active",
+        "active",
+        "rehydratable",
+    )
+    again = op("add_observations", observations=[{"entityName": "Gina", "contents": [LONG]}])
+    assert "revived" not in again  # active already: nothing to say
+    ivy = {"name": "Ivy", "entityType": "person", "observations": [third]}
+    assert op("create_entities", entities=[ivy]) == {"entities": [ivy], "revived": [stored[1]]}
+    assert set(stages().values()) == {"active"}
