@@ -4,6 +4,7 @@ and out over HTTP, round trip exact, bad files refused whole."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -153,3 +154,40 @@ def test_a_graph_import_over_the_limit_is_413_naming_the_setting(
     # setting (4 GiB by default), with the same status.
     huge = client.post("/v1/graph/import", content=b" " * (MAX_BODY + 1))
     assert huge.status_code == 413 and f"over the {MAX_BODY}-byte limit" in huge.json()["error"]
+
+
+def test_a_graph_import_names_the_aged_memories_it_brings_back(
+    client: TestClient, tmp_path: Any
+) -> None:
+    """An imported observation whose text an aged memory holds is linked to that memory
+    and brings it back active (as memory_store does); the answer lists it in `revived`
+    and `memsys graph import` prints it."""
+    from datetime import UTC, datetime, timedelta
+
+    from memsys.services import maintain
+    from tests.cli.helpers import run as cli
+
+    texts = [
+        "Olga rotates the staging database credentials on the first Monday of each month",
+        "Pavel owns the release calendar and freezes merges two days before each release",
+    ]
+    stored = [
+        client.post("/v1/memories", json={"content": t, "memory_type": "configuration"}).json()
+        for t in texts
+    ]
+    maintain.run(now=datetime.now(UTC) + timedelta(days=100))
+    lines = [
+        json.dumps({"type": "entity", "name": n, "entityType": "person", "observations": [t]})
+        for n, t in zip(["Olga", "Pavel"], texts, strict=True)
+    ]
+    done = client.post("/v1/graph/import", content=lines[0].encode())
+    assert done.json() == {
+        "entities_created": 1,
+        "relations_created": 0,
+        "revived": [stored[0]["id"]],
+    }
+    path = tmp_path / "pavel.jsonl"
+    path.write_text(lines[1] + "\n")
+    shown = cli("graph", "import", str(path))
+    assert shown.exit_code == 0, shown.stderr
+    assert f"{stored[1]['id']}: aged, made active again" in shown.stdout
