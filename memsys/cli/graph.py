@@ -20,6 +20,15 @@ if TYPE_CHECKING:
 
 app = typer.Typer(no_args_is_help=True)
 
+GraphNamespaceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--namespace",
+        "-n",
+        help="Namespace of the graph (default: MEMSYS_GRAPH_NAMESPACE, 'global')",
+    ),
+]
+
 
 def show(result: BaseModel) -> None:
     typer.echo(json_dumps(result.model_dump(mode="json", by_alias=True)))
@@ -65,7 +74,7 @@ def export(
     path: Annotated[
         str, typer.Argument(help="The JSONL file to write; - for stdout.", callback=path_given)
     ],
-    namespace: Annotated[str | None, typer.Option("--namespace", "-n")] = None,
+    namespace: GraphNamespaceOption = None,
     as_of: Annotated[
         str | None, typer.Option("--as-of", help="ISO 8601 time: the graph as it was then.")
     ] = None,
@@ -90,7 +99,7 @@ def import_(
         str,
         typer.Argument(help="The memory server's JSONL file; - for stdin.", callback=path_given),
     ],
-    namespace: Annotated[str | None, typer.Option("--namespace", "-n")] = None,
+    namespace: GraphNamespaceOption = None,
 ) -> None:
     """Load the official memory server's JSONL file: entities (with their observations),
     then relations, in one transaction (a bad line writes nothing). Existing names and

@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 UNREACHABLE = "postgresql+psycopg://nobody@127.0.0.1:1/nothing"
 
@@ -163,3 +165,26 @@ def test_stdin_that_is_a_device_or_no_text_is_one_line_not_read_forever(tmp_path
         )
         _one_line(done, "invalid continuation byte (stdin is not utf-8 text)")
     assert not any(tmp_path.iterdir())
+
+
+def test_every_option_and_argument_of_every_command_has_help() -> None:
+    # `memsys <command> --help` is the CLI's manual: an option listed without a word of
+    # help (`graph export -n` said nothing of which namespace) leaves the user guessing.
+    import typer.main
+
+    from memsys.cli.main import app
+
+    def commands(command: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, Any]]:
+        if hasattr(command, "commands"):
+            for name, sub in command.commands.items():
+                yield from commands(sub, (*path, name))
+        else:
+            yield " ".join(path), command
+
+    silent = [
+        (name, param.opts[0])
+        for name, command in commands(typer.main.get_command(app))
+        for param in command.params
+        if not getattr(param, "help", None)
+    ]
+    assert silent == []
