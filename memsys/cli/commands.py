@@ -10,6 +10,7 @@ place. Values the shell can only give as text are parsed here: a dict option as 
 from __future__ import annotations
 
 import inspect
+import re
 import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Union, get_args, get_origin
@@ -99,6 +100,19 @@ class Param:
         return self.convert(given, getattr(self, "flag", self.name))
 
 
+def _cli_wording(message: str, op: Operation, params: list[Param]) -> str:
+    """A service's error in the CLI's words: "Set confirm=True" is "Pass --confirm", and
+    "give older_than_days" is "give --older-than-days" (the argument a call names, here
+    the option the user types)."""
+    if SET_CONFIRM in message and "confirm" in op.cli.flags:
+        message = message.replace(SET_CONFIRM, f"Pass {op.cli.flags['confirm'][0]}")
+    for p in params:
+        flag = getattr(p, "flag", None)
+        if flag is not None:
+            message = re.sub(rf"\bgive {p.name}\b", f"give {flag}", message)
+    return message
+
+
 def parameters(op: Operation) -> list[Param]:
     cli = op.cli
     found: list[Param] = []
@@ -169,10 +183,10 @@ def make_command(op: Operation) -> Callable[..., None]:
         try:
             result = remote.run(op, data)  # a running server answers fastest
         except InvalidInput as exc:  # S001's wording names the argument, not the CLI's flag
-            if SET_CONFIRM not in str(exc) or "confirm" not in op.cli.flags:
+            worded = _cli_wording(str(exc), op, params)
+            if worded == str(exc):
                 raise
-            flag = op.cli.flags["confirm"][0]
-            raise InvalidInput(str(exc).replace(SET_CONFIRM, f"Pass {flag}")) from None
+            raise InvalidInput(worded) from None
         render = resolve(op.cli.render) if op.cli.render else None
         emit(result, as_json, render)
 
