@@ -116,9 +116,10 @@ def test_prune_with_traces_kept_for_good_names_the_cli_option(
     try:
         # The CLI's option, not the MCP argument's name (older_than_days is no flag here).
         assert "--older-than-days" in fails("trace", "prune")
-        assert "Deleted 0 traces older than 400 days" in run(
-            "trace", "prune", "--older-than-days", "400"
-        ).stdout
+        assert (
+            "Deleted 0 traces older than 400 days"
+            in run("trace", "prune", "--older-than-days", "400").stdout
+        )
     finally:
         monkeypatch.delenv("MEMSYS_TRACE_RETENTION_DAYS")
         get_settings.cache_clear()
