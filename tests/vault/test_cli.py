@@ -69,6 +69,9 @@ def test_import_with_problems_exits_2_and_writes_nothing(tmp_path: Path) -> None
     assert result.exit_code == 2
     assert f"{path}:2: type: unknown memory type 'nonsense'" in result.stdout
     assert f"{path}:3: not valid JSON" in result.stdout
+    # No counts: a refused import computed none ("Checked memories: 0 new, 0 changed,
+    # 0 unchanged" read as if the file held nothing).
+    assert "Checked" not in result.stdout and " 0 new" not in result.stdout
     assert result.stderr.strip().startswith("error: 2 problems in")
     assert table_counts() == before
 
