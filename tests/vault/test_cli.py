@@ -511,3 +511,13 @@ def test_a_blank_path_is_refused_not_taken_for_the_working_folder(
         assert "a path cannot be empty or blank" in fails(*args), args
     assert table_counts() == before
     assert not (tmp_path / "vault" / " ").exists()
+
+
+def test_lint_counts_one_record_in_the_singular(tmp_path: Path, embedder: object) -> None:
+    # It printed "1 memories, 1 preferences checked against schema …".
+    assert run("store", "Deploys run on Tuesdays", "--type", "fact").exit_code == 0
+    assert run("pref", "set", "editor", "helix").exit_code == 0
+    assert run("export", str(tmp_path / "snap.json")).exit_code == 0
+    linted = run("lint", str(tmp_path / "snap.json"))
+    assert linted.exit_code == 0, linted.output
+    assert "1 memory, 1 preference checked against schema" in linted.stdout
