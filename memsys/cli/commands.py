@@ -75,7 +75,8 @@ class Param:
         help_text = info.description or ""
         if self.required and not required:
             help_text += " (required unless --from-file is given)"
-        if not self.required and info.default is not None:
+        # The default once: S001's own words give some ("(default: 100, max: 1000)").
+        if not self.required and info.default is not None and "(default" not in help_text:
             shown = str(info.default).lower() if isinstance(info.default, bool) else info.default
             help_text += f" (default {shown})"
         dash = name.replace("_", "-")

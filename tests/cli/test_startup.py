@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -181,10 +182,23 @@ def test_every_option_and_argument_of_every_command_has_help() -> None:
         else:
             yield " ".join(path), command
 
-    silent = [
-        (name, param.opts[0])
+    every = [
+        (name, param)
         for name, command in commands(typer.main.get_command(app))
         for param in command.params
-        if not getattr(param, "help", None)
     ]
+    silent = [(name, p.opts[0]) for name, p in every if not getattr(p, "help", None)]
     assert silent == []
+
+    # ... and says its default once: "(default 100) (default 100)" or "(default 300)
+    # [default: 300.0]" read as two settings.
+    def defaults(p: Any) -> int:
+        shown = (
+            getattr(p, "show_default", False)
+            and p.default is not None
+            and not getattr(p, "is_flag", False)
+        )
+        return len(re.findall(r"\(default\b", p.help)) + bool(shown)
+
+    twice = [(name, p.opts[0]) for name, p in every if p.help and defaults(p) > 1]
+    assert twice == []
