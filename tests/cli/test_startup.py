@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import subprocess
@@ -202,3 +203,21 @@ def test_every_option_and_argument_of_every_command_has_help() -> None:
 
     twice = [(name, p.opts[0]) for name, p in every if p.help and defaults(p) > 1]
     assert twice == []
+
+
+def test_command_lists_show_each_summary_as_flowing_text() -> None:
+    # `memsys --help` drew a docstring's line breaks as they were typed ("stage changes
+    # (demote 7 d, archive" / "30 d, key only 90 d), ..."): the summary is one paragraph.
+    from typer.testing import CliRunner
+
+    from memsys.cli.main import app
+
+    for group in ([], ["graph"], ["trace"], ["bench"]):
+        shown = CliRunner().invoke(app, [*group, "--help"], env={"COLUMNS": "200"}).stdout
+        # A row that continues the one above starts in the description column, and the
+        # row above it then reaches the panel's right edge (wrapped, not broken early).
+        lines = [line for line in shown.splitlines() if line.startswith("│ ")]
+        for above, below in itertools.pairwise(lines):
+            if below[1:].lstrip() and below[2] == " " and not below.strip("│ ").startswith("-"):
+                assert len(above.rstrip("│ ").rstrip()) > 150, (group, above, below)
+        assert len(lines) > 1, shown
