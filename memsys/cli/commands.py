@@ -109,8 +109,18 @@ def _cli_wording(message: str, op: Operation, params: list[Param]) -> str:
         message = message.replace(SET_CONFIRM, f"Pass {op.cli.flags['confirm'][0]}")
     for p in params:
         flag = getattr(p, "flag", None)
-        if flag is not None:
-            message = re.sub(rf"\bgive {p.name}\b", f"give {flag}", message)
+        if flag is None:
+            continue
+        message = re.sub(rf"\bgive {p.name}\b", f"give {flag}", message)
+        # A field named in a problem ("output_format: Input should be…", "filters.doc_type:
+        # …", "Invalid order_by: …"): the option. A name like order_by is never a word of
+        # prose, so it is the field wherever it stands; a plain word (scope) only where a
+        # problem starts.
+        nested = rf"(?:\w+\.)?{re.escape(p.name)}"
+        if "_" in p.name:
+            message = re.sub(rf"(?<![\w.-]){nested}\b(?!\()", flag, message)
+        else:
+            message = re.sub(rf"(^|; ){nested}:", rf"\g<1>{flag}:", message)
     return message
 
 
