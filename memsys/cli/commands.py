@@ -114,13 +114,13 @@ def _cli_wording(message: str, op: Operation, params: list[Param]) -> str:
         message = re.sub(rf"\bgive {p.name}\b", f"give {flag}", message)
         # A field named in a problem ("output_format: Input should be…", "filters.doc_type:
         # …", "Invalid order_by: …"): the option. A name like order_by is never a word of
-        # prose, so it is the field wherever it stands; a plain word (scope) only where a
-        # problem starts.
+        # prose, so it is the field wherever it stands; a plain word (scope, query) only
+        # where a problem starts or in a list of fields ("Give memory_id, query or …").
         nested = rf"(?:\w+\.)?{re.escape(p.name)}"
         if "_" in p.name:
             message = re.sub(rf"(?<![\w.-]){nested}\b(?!\()", flag, message)
         else:
-            message = re.sub(rf"(^|; ){nested}:", rf"\g<1>{flag}:", message)
+            message = re.sub(rf"(^|; |, |Give ){nested}(?=:|,| or )", rf"\g<1>{flag}", message)
     return message
 
 

@@ -397,3 +397,5 @@ def test_bad_input_names_the_option_the_user_typed() -> None:
     assert fails("decay", "--scope", "bogus").startswith("error: --scope: Input should be")
     assert "Invalid --order-by: bogus" in fails("list", "--order-by", "bogus")
     assert "--edge-id, --memory-id, or --source-id with --target-id" in fails("edge-forget")
+    # input_value is forget's positional argument: the usage line names it so.
+    assert "Give --id, --query or input_value to say what to forget" in fails("forget")
