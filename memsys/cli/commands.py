@@ -120,7 +120,8 @@ def _cli_wording(message: str, op: Operation, params: list[Param]) -> str:
         if "_" in p.name:
             message = re.sub(rf"(?<![\w.-]){nested}\b(?!\()", flag, message)
         else:
-            message = re.sub(rf"(^|; |, |Give ){nested}(?=:|,| or )", rf"\g<1>{flag}", message)
+            listed = rf"(^|; |, |Give ){nested}(?=:|,| or | must )"
+            message = re.sub(listed, rf"\g<1>{flag}", message)
     return message
 
 

@@ -399,3 +399,6 @@ def test_bad_input_names_the_option_the_user_typed() -> None:
     assert "--edge-id, --memory-id, or --source-id with --target-id" in fails("edge-forget")
     # input_value is forget's positional argument: the usage line names it so.
     assert "Give --id, --query or input_value to say what to forget" in fails("forget")
+    assert fails("graph", "query", "x", "--depth", "5") == (
+        "error: --depth must be between 1 and 3, got 5"
+    )
