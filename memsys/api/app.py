@@ -32,7 +32,7 @@ from memsys.api.deps import (
 from memsys.background import worker
 from memsys.config import allowed_hosts, allowed_origins, get_settings
 from memsys.embeddings import warm_up
-from memsys.errors import MemsysError, clauses
+from memsys.errors import MemsysError, clauses, shortened
 from memsys.mcp.server import build_server, http_routes
 from memsys.schemas.common import ErrorOut
 from memsys.schemas.contract import publish_text_rule
@@ -94,9 +94,14 @@ def create_app(extra_hosts: list[str] | None = None, background: bool = True) ->
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         # 404 unknown path, 405 wrong method, 400 a body that is not JSON or not UTF-8
         headers = dict(exc.headers or {})
+        detail = str(exc.detail)
+        path = shortened(request.url.path)
         if exc.status_code == 405:  # every method of the path, not only the first route's
             headers["Allow"] = ", ".join(sorted(allowed_methods(app, request)))
-        detail = str(exc.detail)
+            if detail == "Method Not Allowed":  # Starlette's words: say which and what else
+                detail = f"{request.method} is not a method of {path}: it takes {headers['Allow']}"
+        elif exc.status_code == 404 and detail == "Not Found":  # no route has that path
+            detail = f"No route {request.method} {path}: the routes are listed at /docs"
         if detail == _UNPARSED_BODY:  # FastAPI's words when its JSON reader raised
             detail = (
                 "The body could not be read as JSON: it is not UTF-8 text, or it is nested "

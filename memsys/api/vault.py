@@ -177,6 +177,7 @@ IMPORT_BODY = {
 
 @router.post(
     "/import",
+    summary="Import",  # not the function's name, import_, which reads "Import " on /docs
     response_model=ImportOut,
     responses={
         413: {"description": "A body over MEMSYS_MAX_IMPORT_BYTES"},

@@ -10,6 +10,7 @@ place. Values the shell can only give as text are parsed here: a dict option as 
 from __future__ import annotations
 
 import inspect
+import re
 import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Union, get_args, get_origin
@@ -74,7 +75,8 @@ class Param:
         help_text = info.description or ""
         if self.required and not required:
             help_text += " (required unless --from-file is given)"
-        if not self.required and info.default is not None:
+        # The default once: S001's own words give some ("(default: 100, max: 1000)").
+        if not self.required and info.default is not None and "(default" not in help_text:
             shown = str(info.default).lower() if isinstance(info.default, bool) else info.default
             help_text += f" (default {shown})"
         dash = name.replace("_", "-")
@@ -97,6 +99,30 @@ class Param:
         if self.convert is None:
             return given
         return self.convert(given, getattr(self, "flag", self.name))
+
+
+def _cli_wording(message: str, op: Operation, params: list[Param]) -> str:
+    """A service's error in the CLI's words: "Set confirm=True" is "Pass --confirm", and
+    "give older_than_days" is "give --older-than-days" (the argument a call names, here
+    the option the user types)."""
+    if SET_CONFIRM in message and "confirm" in op.cli.flags:
+        message = message.replace(SET_CONFIRM, f"Pass {op.cli.flags['confirm'][0]}")
+    for p in params:
+        flag = getattr(p, "flag", None)
+        if flag is None:
+            continue
+        message = re.sub(rf"\bgive {p.name}\b", f"give {flag}", message)
+        # A field named in a problem ("output_format: Input should be…", "filters.doc_type:
+        # …", "Invalid order_by: …"): the option. A name like order_by is never a word of
+        # prose, so it is the field wherever it stands; a plain word (scope, query) only
+        # where a problem starts or in a list of fields ("Give memory_id, query or …").
+        nested = rf"(?:\w+\.)?{re.escape(p.name)}"
+        if "_" in p.name:
+            message = re.sub(rf"(?<![\w.-]){nested}\b(?!\()", flag, message)
+        else:
+            listed = rf"(^|; |, |Give ){nested}(?=:|,| or | must )"
+            message = re.sub(listed, rf"\g<1>{flag}", message)
+    return message
 
 
 def parameters(op: Operation) -> list[Param]:
@@ -169,10 +195,10 @@ def make_command(op: Operation) -> Callable[..., None]:
         try:
             result = remote.run(op, data)  # a running server answers fastest
         except InvalidInput as exc:  # S001's wording names the argument, not the CLI's flag
-            if SET_CONFIRM not in str(exc) or "confirm" not in op.cli.flags:
+            worded = _cli_wording(str(exc), op, params)
+            if worded == str(exc):
                 raise
-            flag = op.cli.flags["confirm"][0]
-            raise InvalidInput(str(exc).replace(SET_CONFIRM, f"Pass {flag}")) from None
+            raise InvalidInput(worded) from None
         render = resolve(op.cli.render) if op.cli.render else None
         emit(result, as_json, render)
 

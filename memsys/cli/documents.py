@@ -10,7 +10,6 @@ import typer
 
 from memsys.cli.output import (
     Json,
-    Namespace,
     Report,
     echo,
     emit,
@@ -52,7 +51,10 @@ def indexed_file(r: IndexFileOut) -> None:
 
 def index_directory(
     directory: Annotated[str, typer.Argument(help="The folder to index.")],
-    namespace: Namespace = None,
+    namespace: Annotated[
+        str | None,
+        typer.Option("--namespace", "-n", help="Namespace to index into (default: default)."),
+    ] = None,
     recursive: Annotated[
         bool, typer.Option("--recursive/--no-recursive", help="Include subfolders.")
     ] = True,

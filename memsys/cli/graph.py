@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from memsys import regular_files
-from memsys.cli.output import inert, json_dumps, path_given, read_input, short, warn
+from memsys.cli.output import Json, inert, json_dumps, path_given, read_input, short, warn
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -19,6 +19,15 @@ if TYPE_CHECKING:
     from memsys.schemas.edges import MemoryEdgeForgetOut, MemoryInspectOut, MemoryRelateOut
 
 app = typer.Typer(no_args_is_help=True)
+
+GraphNamespaceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--namespace",
+        "-n",
+        help="Namespace of the graph (default: MEMSYS_GRAPH_NAMESPACE, 'global')",
+    ),
+]
 
 
 def show(result: BaseModel) -> None:
@@ -65,14 +74,18 @@ def export(
     path: Annotated[
         str, typer.Argument(help="The JSONL file to write; - for stdout.", callback=path_given)
     ],
-    namespace: Annotated[str | None, typer.Option("--namespace", "-n")] = None,
+    namespace: GraphNamespaceOption = None,
     as_of: Annotated[
         str | None, typer.Option("--as-of", help="ISO 8601 time: the graph as it was then.")
     ] = None,
+    as_json: Json = False,
 ) -> None:
     """Write the graph as the official memory server's JSONL file (MEMORY_FILE_PATH)."""
+    from memsys.errors import InvalidInput
     from memsys.schemas.graph_jsonl import render_jsonl
 
+    if as_json and path == "-":
+        raise InvalidInput("--json goes with a file: with -, the graph's JSONL is the output")
     given = {"namespace": namespace, "as_of": as_of}
     graph = _graph_op("read_graph", {k: v for k, v in given.items() if v is not None})
     text = render_jsonl(graph)
@@ -81,7 +94,11 @@ def export(
     else:
         with regular_files.replaced(Path(path).expanduser(), path) as out:
             out.write(text)
-        typer.echo(f"Exported {len(graph.entities)} entities, {len(graph.relations)} relations")
+        entities, relations = len(graph.entities), len(graph.relations)
+        if as_json:
+            typer.echo(json_dumps({"path": path, "entities": entities, "relations": relations}))
+        else:
+            typer.echo(f"Exported {entities} entities, {relations} relations")
 
 
 @app.command("import")
@@ -90,7 +107,8 @@ def import_(
         str,
         typer.Argument(help="The memory server's JSONL file; - for stdin.", callback=path_given),
     ],
-    namespace: Annotated[str | None, typer.Option("--namespace", "-n")] = None,
+    namespace: GraphNamespaceOption = None,
+    as_json: Json = False,
 ) -> None:
     """Load the official memory server's JSONL file: entities (with their observations),
     then relations, in one transaction (a bad line writes nothing). Existing names and
@@ -105,10 +123,13 @@ def import_(
     answer = remote.post_file("/graph/import", text.encode("utf-8"), query)
     if answer is None:  # no server: here
         answer = graph_io.summary(*runner.run(graph_io.import_graph, parse_jsonl(text, namespace)))
-    typer.echo(
-        f"Imported {answer['entities_created']} new entities, "
-        f"{answer['relations_created']} new relations"
-    )
+    if as_json:
+        typer.echo(json_dumps(answer))
+    else:
+        typer.echo(
+            f"Imported {answer['entities_created']} new entities, "
+            f"{answer['relations_created']} new relations"
+        )
     flagged = answer.get("warnings", [])  # a secret-like observation: stored, flagged
     for warning in flagged if isinstance(flagged, list) else []:
         warn(warning)

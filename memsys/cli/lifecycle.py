@@ -100,9 +100,9 @@ def brief(
         str | None,
         typer.Option("--day", help="The day of the episode log (YYYY-MM-DD; default today)"),
     ] = None,
-    out: Annotated[
-        Path, typer.Option("--out", "-o", help="Folder to write the file into (default .)")
-    ] = Path("."),
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the file into.")] = Path(
+        "."
+    ),
     as_json: Json = False,
 ) -> None:
     """Write CORE.md, REFLECTION.md or episodes/YYYY-MM-DD.md into a folder."""
@@ -126,7 +126,7 @@ MAX_BUDGET_S = 86_400  # a day: a pass that needs more runs again tomorrow
 def maintain(
     budget: Annotated[
         float,
-        typer.Option("--budget", help="Seconds after which no new batch starts (default 300)"),
+        typer.Option("--budget", help="Seconds after which no new batch starts."),
     ] = 300.0,
     namespace: Annotated[
         str | None, typer.Option("--namespace", "-n", help="Only this namespace")

@@ -6,6 +6,7 @@ database layer nor the embedding model.
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 from contextlib import suppress
@@ -203,6 +204,21 @@ server.register(app)
 lifecycle.register(app)
 status.register(app)
 vault.register(app)
+
+
+def _flowing_summaries(group: typer.Typer) -> None:
+    """Each command's summary in a command list as one paragraph: typer draws the line
+    breaks of a docstring there as typed (the command's own --help joins them)."""
+    for info in group.registered_commands:
+        text = info.help or inspect.getdoc(info.callback) or ""
+        if info.short_help is None and text:
+            info.short_help = " ".join(text.split("\n\n")[0].split())
+    for sub in group.registered_groups:
+        if sub.typer_instance is not None:
+            _flowing_summaries(sub.typer_instance)
+
+
+_flowing_summaries(app)
 
 
 if __name__ == "__main__":

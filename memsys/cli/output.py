@@ -30,7 +30,10 @@ M = TypeVar("M", bound="BaseModel")
 # Options shared by several commands. Defaults stay None so that the schemas' own defaults
 # apply: the CLI sends only what the user gave.
 Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
-Namespace = Annotated[str | None, typer.Option("--namespace", "-n", help="Namespace.")]
+Namespace = Annotated[
+    str | None,
+    typer.Option("--namespace", "-n", help="Only this namespace (default: every namespace)."),
+]
 
 
 def path_given(value: str | None) -> str | None:

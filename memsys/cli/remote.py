@@ -151,6 +151,13 @@ def _send(request: urllib.request.Request) -> Any | None:
             message = json.loads(exc.read()).get("error") or exc.reason
         except ValueError:
             message = str(exc.reason)
+        if exc.code == 401:  # the CLI sends no header of its own: say where the call went
+            where = urllib.parse.urlsplit(request.full_url)
+            message = (
+                f"{message}: the memsys serve at {where.scheme}://{where.netloc} on this "
+                "MEMSYS_HOME requires a token; set MEMSYS_API_TOKEN to its admin token or a "
+                "scoped token's secret, or MEMSYS_CLI_LOCAL=1 to run the command in process"
+            )
         raise _STATUS_ERRORS.get(exc.code, errors.InvalidInput)(str(message)) from None
     except urllib.error.URLError as exc:
         if isinstance(exc.reason, ConnectionRefusedError):

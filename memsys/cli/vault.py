@@ -163,8 +163,9 @@ def _imported(r: ImportOut) -> None:
         echo(p.shown())
     if r.problem_count > len(r.problems):
         echo(f"… and {r.problem_count - len(r.problems)} more problems (--json lists them)")
-    verb = "Would import" if r.dry_run else ("Imported" if r.applied else "Checked")
-    for kind in ("memories", "edges", "preferences"):
+    verb = "Would import" if r.dry_run else "Imported"
+    counted = r.dry_run or r.applied  # refused for its problems: it counted nothing
+    for kind in ("memories", "edges", "preferences") if counted else ():
         c = getattr(r, kind)
         echo(
             f"{verb} {kind}: {c.new} new, {c.changed} changed, {c.unchanged} unchanged"

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from memsys import regular_files
-from memsys.cli.output import Json, Namespace, echo, emit, path_given, warn
+from memsys.cli.output import Json, Namespace, echo, emit, path_given, plural, warn
 from memsys.cli.vault import EXIT_FOUND, in_session
 
 if TYPE_CHECKING:
@@ -93,8 +93,7 @@ def _show(report: Report) -> None:
     for f in report.findings:
         where = f.source if f.line is None else f"{f.source}:{f.line}"
         echo(f"{where}: {f.severity}: {f.message}" + (" (--fix)" if f.fix else ""))
-    names = {"memory": "memories", "edge": "edges", "preference": "preferences"}
-    checked = ", ".join(f"{n} {names.get(k, k)}" for k, n in report.checked.items() if n)
+    checked = ", ".join(plural(n, kind) for kind, n in report.checked.items() if n)
     echo(
         f"{checked or 'nothing'} checked against schema {report.schema_version}: "
         f"{report.count('error')} errors, {report.count('warning')} warnings"

@@ -84,8 +84,8 @@ def _one_namespace(params: MemoryRelateIn, source: str | None, target: str | Non
     """An edge stays within one namespace (an end not found yet is checked when held)."""
     if source is not None and target is not None and source != target:
         raise InvalidInput(
-            f"The {params.source_kind} and the {params.target_kind} are in different "
-            f"namespaces ({source}, {target}): an edge stays within one"
+            f"The source {params.source_kind} is in {source} and the target "
+            f"{params.target_kind} in {target}: an edge stays within one namespace"
         )
 
 

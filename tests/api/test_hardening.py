@@ -60,6 +60,14 @@ def test_protocol_errors_use_the_envelope(
     assert body["success"] is False and body["error"] and "detail" not in body
 
 
+def test_an_unknown_path_or_method_is_named_with_where_to_look(client: TestClient) -> None:
+    # They read only "Not Found" / "Method Not Allowed": which path, which method?
+    missing = client.get("/v1/nowhere").json()["error"]
+    assert missing == "No route GET /v1/nowhere: the routes are listed at /docs"
+    wrong = client.delete("/v1/search").json()["error"]
+    assert wrong == "DELETE is not a method of /v1/search: it takes POST"
+
+
 def test_a_crash_is_a_500_envelope_without_sql_or_parameters(
     client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -239,6 +239,13 @@ def test_openapi_docs_are_served(client: TestClient) -> None:
     spec = client.get("/openapi.json").json()
     assert "/v1/memories/recall" in spec["paths"] and "/v1/search/budget" in spec["paths"]
     assert client.get("/docs").status_code == 200
+    # Every route is listed on /docs with a title and a description (POST /v1/import was
+    # titled "Import " from its function's name, import_).
+    for path, methods in spec["paths"].items():
+        for method, route in methods.items():
+            summary = route.get("summary", "")
+            assert summary and summary == summary.strip(), (method, path, summary)
+            assert route.get("description"), (method, path)
 
 
 def test_a_token_is_required_when_configured(monkeypatch, embedder) -> None:

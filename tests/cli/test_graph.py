@@ -51,3 +51,15 @@ def test_graph_verbs_from_the_shell() -> None:
     assert "--entities is not valid JSON" in fails("graph", "create-entities", "--entities", "[{")
     assert run_json("graph", "delete-entities", "Bo")["success"] is True
     assert run_json("graph", "read")["entities"] == []
+
+
+def test_graph_import_and_export_answer_json_as_every_command_does(tmp_path: Path) -> None:
+    # README: "--json: every command that answers with data"; these two had no --json.
+    source = tmp_path / "memory.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in SERVER_FILE))
+    imported = run_json("graph", "import", str(source))
+    assert imported["entities_created"] == 2 and imported["relations_created"] == 1
+    exported = run_json("graph", "export", str(tmp_path / "out.jsonl"))
+    assert exported == {"path": str(tmp_path / "out.jsonl"), "entities": 2, "relations": 1}
+    # To stdout the file itself is the output: asking for JSON besides is refused.
+    assert "--json" in fails("graph", "export", "-", "--json")

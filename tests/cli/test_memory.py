@@ -69,7 +69,7 @@ def test_recall_errors() -> None:
     run_json("store", "something to find")
     assert fails("recall", "   ") == "error: Query cannot be empty"
     assert "Namespace not found" in fails("recall", "anything", "--namespace", "nowhere")
-    assert "n_results must be between 1 and 50" in fails("recall", "anything", "-k", "0")
+    assert "--n-results must be between 1 and 50" in fails("recall", "anything", "-k", "0")
     assert "Invalid memory type" in fails("recall", "anything", "--type", "bogus")
 
 
@@ -144,7 +144,7 @@ def test_context_respects_token_budget() -> None:
     human = run("context", "--token-budget", "4000")
     assert human.exit_code == 0
     assert human.stdout.rstrip("\n") == full["context"].rstrip("\n")
-    assert "token_budget must be between" in fails("context", "--token-budget", "0")
+    assert "--token-budget must be between" in fails("context", "--token-budget", "0")
 
 
 def test_count_list_and_namespaces() -> None:
@@ -163,7 +163,7 @@ def test_count_list_and_namespaces() -> None:
     assert [m["content"] for m in ascending["memories"]] == ["alpha fact", "beta decision"]
     human = run("list", "-n", "b")
     assert "gamma fact" in human.stdout and "1-1 of 1" in human.stdout
-    assert "Invalid order_by" in fails("list", "--order-by", "content")
+    assert "Invalid --order-by" in fails("list", "--order-by", "content")
 
     spaces = run_json("namespaces")
     counts = {n["namespace"]: n["memory_count"] for n in spaces["namespaces"]}
@@ -412,3 +412,22 @@ def test_a_json_lines_file_saved_with_a_byte_order_mark(tmp_path) -> None:
     assert contents == {"Saved by Notepad", "Second line"}
     again = run_json("store", "--from-file", str(source), "-n", "project:bom")
     assert (again["stored"], again["duplicates"]) == (0, 2)
+
+
+def test_bad_input_names_the_option_the_user_typed() -> None:
+    # The services and models name their fields (output_format, filters.doc_type); on the
+    # command line those are options, and the error named no option the user could find.
+    assert fails("inspect", "mem_x", "--output-format", "svg").startswith(
+        "error: --output-format: Input should be 'json' or 'mermaid'"
+    )
+    assert fails("search-with-filters", "x", "--doc-type", "pdf").startswith(
+        "error: --doc-type: Input should be 'memory' or 'document'"
+    )
+    assert fails("decay", "--scope", "bogus").startswith("error: --scope: Input should be")
+    assert "Invalid --order-by: bogus" in fails("list", "--order-by", "bogus")
+    assert "--edge-id, --memory-id, or --source-id with --target-id" in fails("edge-forget")
+    # input_value is forget's positional argument: the usage line names it so.
+    assert "Give --id, --query or input_value to say what to forget" in fails("forget")
+    assert fails("graph", "query", "x", "--depth", "5") == (
+        "error: --depth must be between 1 and 3, got 5"
+    )

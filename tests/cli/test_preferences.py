@@ -27,7 +27,7 @@ def test_get_history_and_as_of() -> None:
     assert "Preference not found" in fails(
         "pref", "get", "editor", "-n", "me", "--as-of", "2001-01-01T00:00:00Z"
     )
-    assert "as_of" in fails("pref", "get", "editor", "-n", "me", "--as-of", "yesterday")
+    assert "Invalid --as-of" in fails("pref", "get", "editor", "-n", "me", "--as-of", "yesterday")
 
     history = run_json("pref", "history", "editor", "-n", "me")
     assert [v["value"] for v in history["versions"]] == ["vim", "nano"]

@@ -42,7 +42,7 @@ def test_search_with_filters_by_doc_type(corpus: dict[str, Path]) -> None:
     }
     team = run_json("search-with-filters", "deploy", "-n", "team")
     assert {r["namespace"] for r in team["results"]} == {"team"}
-    assert "doc_type" in fails("search-with-filters", "deploy", "--doc-type", "pdf")
+    assert "--doc-type" in fails("search-with-filters", "deploy", "--doc-type", "pdf")
     assert "Namespace not found" in fails("search-with-filters", "deploy", "-n", "ghost")
 
 
@@ -60,7 +60,7 @@ def test_search_with_budget_filters_and_errors(corpus: dict[str, Path]) -> None:
     human = run("search-with-budget", "deploy", "--max-tokens", "500")
     assert human.exit_code == 0 and "tokens used" in human.stdout
     assert run("search-with-budget", "deploy").exit_code == 2  # --max-tokens is required
-    assert "max_tokens must be between" in fails("search-with-budget", "x", "--max-tokens", "0")
+    assert "--max-tokens must be between" in fails("search-with-budget", "x", "--max-tokens", "0")
     assert fails("search", " ") == "error: Query cannot be empty"
 
 

@@ -308,3 +308,40 @@ def test_sigterm_stops_the_server_though_a_client_stalls_in_the_middle_of_a_requ
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_cli_call_the_server_refuses_for_its_token_says_which_variable_to_set(
+    home: Path,
+) -> None:
+    """It said only "Missing, wrong, expired or revoked bearer token": a CLI user gives no
+    header, and did not know the call had gone to a server, nor which variable to set."""
+    port = _free_port()
+    env = {**_env(home), "MEMSYS_API_TOKEN": "s3cret"}
+    proc = subprocess.Popen(
+        [*_memsys(), "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=2)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.3)
+        without = {k: v for k, v in env.items() if k != "MEMSYS_API_TOKEN"}
+        refused = subprocess.run(
+            [*_memsys(), "count"], env=without, capture_output=True, text=True, timeout=60
+        )
+        assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1
+        assert f"the memsys serve at http://127.0.0.1:{port}" in refused.stderr, refused.stderr
+        assert "MEMSYS_API_TOKEN" in refused.stderr and "MEMSYS_CLI_LOCAL=1" in refused.stderr
+        given = subprocess.run(
+            [*_memsys(), "count"], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert given.returncode == 0 and "0 memories" in given.stdout, given.stderr
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)

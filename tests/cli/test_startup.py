@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import os
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 UNREACHABLE = "postgresql+psycopg://nobody@127.0.0.1:1/nothing"
 
@@ -163,3 +167,57 @@ def test_stdin_that_is_a_device_or_no_text_is_one_line_not_read_forever(tmp_path
         )
         _one_line(done, "invalid continuation byte (stdin is not utf-8 text)")
     assert not any(tmp_path.iterdir())
+
+
+def test_every_option_and_argument_of_every_command_has_help() -> None:
+    # `memsys <command> --help` is the CLI's manual: an option listed without a word of
+    # help (`graph export -n` said nothing of which namespace) leaves the user guessing.
+    import typer.main
+
+    from memsys.cli.main import app
+
+    def commands(command: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, Any]]:
+        if hasattr(command, "commands"):
+            for name, sub in command.commands.items():
+                yield from commands(sub, (*path, name))
+        else:
+            yield " ".join(path), command
+
+    every = [
+        (name, param)
+        for name, command in commands(typer.main.get_command(app))
+        for param in command.params
+    ]
+    silent = [(name, p.opts[0]) for name, p in every if not getattr(p, "help", None)]
+    assert silent == []
+
+    # ... and says its default once: "(default 100) (default 100)" or "(default 300)
+    # [default: 300.0]" read as two settings.
+    def defaults(p: Any) -> int:
+        shown = (
+            getattr(p, "show_default", False)
+            and p.default is not None
+            and not getattr(p, "is_flag", False)
+        )
+        return len(re.findall(r"\(default\b", p.help)) + bool(shown)
+
+    twice = [(name, p.opts[0]) for name, p in every if p.help and defaults(p) > 1]
+    assert twice == []
+
+
+def test_command_lists_show_each_summary_as_flowing_text() -> None:
+    # `memsys --help` drew a docstring's line breaks as they were typed ("stage changes
+    # (demote 7 d, archive" / "30 d, key only 90 d), ..."): the summary is one paragraph.
+    from typer.testing import CliRunner
+
+    from memsys.cli.main import app
+
+    for group in ([], ["graph"], ["trace"], ["bench"]):
+        shown = CliRunner().invoke(app, [*group, "--help"], env={"COLUMNS": "200"}).stdout
+        # A row that continues the one above starts in the description column, and the
+        # row above it then reaches the panel's right edge (wrapped, not broken early).
+        lines = [line for line in shown.splitlines() if line.startswith("│ ")]
+        for above, below in itertools.pairwise(lines):
+            if below[1:].lstrip() and below[2] == " " and not below.strip("│ ").startswith("-"):
+                assert len(above.rstrip("│ ").rstrip()) > 150, (group, above, below)
+        assert len(lines) > 1, shown

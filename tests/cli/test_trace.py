@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from fastapi.testclient import TestClient
 
 from memsys.retrieval.fusion import FUSION_VERSION
@@ -103,3 +104,22 @@ def test_feedback_on_a_returned_memory_does_not_say_it_was_lost(client: TestClie
     lines = [line for line in result.output.splitlines() if "lost at" in line]
     assert lines and all(other in line for line in lines), result.output
     assert f"{kept}: returned at rank 1" in result.output
+
+
+def test_prune_with_traces_kept_for_good_names_the_cli_option(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memsys.config import get_settings
+
+    monkeypatch.setenv("MEMSYS_TRACE_RETENTION_DAYS", "0")
+    get_settings.cache_clear()
+    try:
+        # The CLI's option, not the MCP argument's name (older_than_days is no flag here).
+        assert "--older-than-days" in fails("trace", "prune")
+        assert (
+            "Deleted 0 traces older than 400 days"
+            in run("trace", "prune", "--older-than-days", "400").stdout
+        )
+    finally:
+        monkeypatch.delenv("MEMSYS_TRACE_RETENTION_DAYS")
+        get_settings.cache_clear()

@@ -97,7 +97,7 @@ def test_bad_nodes_are_refused_and_write_nothing(embedder: Any) -> None:
     assert "Fact not found: fact_nope" in fails(
         "memory_relate", source_id=memory, target_id="fact_nope", target_kind="fact",
         relation="relates_to")  # fmt: skip
-    assert "different namespaces" in fails(
+    assert "an edge stays within one namespace" in fails(
         "memory_relate", source_id=memory, target_id=other, relation="relates_to"
     )
     assert "source_kind" in fails(

@@ -69,6 +69,9 @@ def test_import_with_problems_exits_2_and_writes_nothing(tmp_path: Path) -> None
     assert result.exit_code == 2
     assert f"{path}:2: type: unknown memory type 'nonsense'" in result.stdout
     assert f"{path}:3: not valid JSON" in result.stdout
+    # No counts: a refused import computed none ("Checked memories: 0 new, 0 changed,
+    # 0 unchanged" read as if the file held nothing).
+    assert "Checked" not in result.stdout and " 0 new" not in result.stdout
     assert result.stderr.strip().startswith("error: 2 problems in")
     assert table_counts() == before
 
@@ -508,3 +511,13 @@ def test_a_blank_path_is_refused_not_taken_for_the_working_folder(
         assert "a path cannot be empty or blank" in fails(*args), args
     assert table_counts() == before
     assert not (tmp_path / "vault" / " ").exists()
+
+
+def test_lint_counts_one_record_in_the_singular(tmp_path: Path, embedder: object) -> None:
+    # It printed "1 memories, 1 preferences checked against schema …".
+    assert run("store", "Deploys run on Tuesdays", "--type", "fact").exit_code == 0
+    assert run("pref", "set", "editor", "helix").exit_code == 0
+    assert run("export", str(tmp_path / "snap.json")).exit_code == 0
+    linted = run("lint", str(tmp_path / "snap.json"))
+    assert linted.exit_code == 0, linted.output
+    assert "1 memory, 1 preference checked against schema" in linted.stdout
