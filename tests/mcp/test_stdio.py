@@ -139,13 +139,13 @@ def server_params() -> StdioServerParameters:
     )
 
 
-def raw_server() -> subprocess.Popen[bytes]:
+def raw_server(stderr: int = subprocess.DEVNULL) -> subprocess.Popen[bytes]:
     """`memsys mcp` spoken to as raw JSON-RPC lines on its stdin and stdout."""
     return subprocess.Popen(
         [str(Path(sys.executable).parent / "memsys"), "mcp"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=stderr,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
 
@@ -677,13 +677,7 @@ def test_a_refused_request_of_any_method_says_why_without_a_traceback() -> None:
     (which, and memsys's reason for a line it could not read, dropped), "Method not found",
     and for a prompt's unknown argument "Error rendering prompt" under code 0, with a
     traceback in the log as for a crash."""
-    proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "memsys"), "mcp"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    proc = raw_server(stderr=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
 
     def ask(ident: int, method: str, params: Any) -> dict[str, Any]:

@@ -762,11 +762,9 @@ def test_files_and_folders_it_may_not_read_fail_one_by_one_not_the_folder(embedd
         shutil.rmtree(tree)
 
 
-def test_a_symlinked_file_is_indexed_under_the_path_its_folder_holds(tmp_path, embedder) -> None:
-    """A link's chunks were stored under its target's path: deleting or filtering by the
-    path the user's folder holds found nothing, and removing the link from the folder left
-    its chunks in the index for good (the target is not under the folder). Every front door
-    now knows the file by the link's own path; the target is what is read."""
+def linked_plan(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A folder `notes` holding a note of its own and `plan.md`, a link to a file outside it:
+    (the link's target, the folder, the link)."""
     shared = tmp_path / "shared" / "plan.md"
     shared.parent.mkdir()
     shared.write_text("# Plan\n\nThe migration window opens on Sunday at dawn.\n")
@@ -775,6 +773,15 @@ def test_a_symlinked_file_is_indexed_under_the_path_its_folder_holds(tmp_path, e
     (notes / "own.md").write_text("# Own\n\nA note of the folder's own.\n")
     link = notes / "plan.md"
     link.symlink_to(shared)
+    return shared, notes, link
+
+
+def test_a_symlinked_file_is_indexed_under_the_path_its_folder_holds(tmp_path, embedder) -> None:
+    """A link's chunks were stored under its target's path: deleting or filtering by the
+    path the user's folder holds found nothing, and removing the link from the folder left
+    its chunks in the index for good (the target is not under the folder). Every front door
+    now knows the file by the link's own path; the target is what is read."""
+    shared, notes, link = linked_plan(tmp_path)
     shown = str(link)  # tmp_path is resolved: the path the user sees
 
     first = index_dir(notes, async_mode=False)
@@ -804,14 +811,7 @@ def test_a_link_whose_target_is_deleted_leaves_the_index(tmp_path, embedder) -> 
     link stayed in the folder, pointing at nothing, and the target's chunks stayed in the
     index for good (the link itself was there, so the file did not look gone), found by
     every search. A link to nothing holds no file: its chunks go, as a deleted file's do."""
-    shared = tmp_path / "shared" / "plan.md"
-    shared.parent.mkdir()
-    shared.write_text("# Plan\n\nThe migration window opens on Sunday at dawn.\n")
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    (notes / "own.md").write_text("# Own\n\nA note of the folder's own.\n")
-    link = notes / "plan.md"
-    link.symlink_to(shared)
+    shared, notes, link = linked_plan(tmp_path)
     assert index_dir(notes, async_mode=False).files_indexed == 2
     shared.unlink()  # the target is deleted; the link dangles
     out = index_dir(notes, async_mode=False)
