@@ -18,7 +18,17 @@ from sqlalchemy.orm import Session
 from memsys.config import get_settings
 from memsys.db import transaction_time
 from memsys.embeddings import embed_query
-from memsys.retrieval import dense, fusion, graph, lexical, neighbours, rank, signals, temporal
+from memsys.retrieval import (
+    dense,
+    fusion,
+    graph,
+    lexical,
+    neighbours,
+    rank,
+    signals,
+    temporal,
+    timephrases,
+)
 from memsys.retrieval import filters as sql_filters
 from memsys.tokens import count_tokens
 
@@ -243,9 +253,9 @@ def retrieve(
         keys += _complete(session, embedding, terms, new, bm25, rows)
     clock.lap("graph_ms")
 
-    spans = temporal.find(query, now or as_of) if weights.temporal > 0 else []
+    spans = timephrases.find(query, now or as_of) if weights.temporal > 0 else []
     if spans and now is None and as_of is None:  # "the past week" from the call's own time,
-        spans = temporal.find(query, transaction_time(session))  # which its trace records
+        spans = timephrases.find(query, transaction_time(session))  # which its trace records
     time_hits = temporal.search(session, spans, embedding, given, as_of, pool)
     keys += _complete(
         session, embedding, terms, [k for k, _ in time_hits if k not in rows], bm25, rows

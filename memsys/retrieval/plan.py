@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from memsys.retrieval import modes, temporal
+from memsys.retrieval import modes, timephrases
 
 STORES = ("kv", "relational", "vector", "graph", "event_log", "bayesian")
 DEFAULT_STORES = ["vector"]
@@ -219,7 +219,7 @@ def route(query: str, mode: str | None = None) -> Routing:
         matched.append(
             {"store": rule.store, "origin": rule.origin, "pattern": rule.pattern.pattern}
         )
-    times = [e.text for e in temporal.find(query)]
+    times = [e.text for e in timephrases.find(query)]
     if times and not any(m["store"] == "event_log" for m in matched):
         matched.append(
             {"store": "event_log", "origin": "general", "pattern": f"time expression {times[0]!r}"}

@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session
 from memsys.config import get_settings
 from memsys.errors import NotFound
 from memsys.models.log import ALL_NAMESPACES
-from memsys.retrieval import assemble, bayes, pipeline, plan, temporal, verify
+from memsys.retrieval import assemble, bayes, pipeline, plan, timephrases, verify
 from memsys.retrieval.assemble import Item
 from memsys.runner import before_transaction, retrieval_only
 from memsys.schemas import PreferenceListIn
@@ -350,7 +350,7 @@ def _query(session: Session, params: QueryIn, draft: tracing.Draft) -> QueryOut:
     if found is not None:
         ranges = found.channels["temporal"]["ranges"]
     else:
-        ranges = [s.as_dict() for s in temporal.find(params.query, as_of)]
+        ranges = [s.as_dict() for s in timephrases.find(params.query, as_of)]
     routing_out = RoutingOut(
         stores=routing.stores,
         reasoning=routing.reasoning,

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memsys.db import session_scope
-from memsys.retrieval import pipeline, temporal
+from memsys.retrieval import pipeline, timephrases
 from tests.factories import queue_for_embedding, store
 
 NOW = datetime(2024, 3, 13, 15, 30, tzinfo=UTC)  # a Wednesday
@@ -68,7 +68,7 @@ def day(y: int, m: int, d: int) -> datetime:
     ],
 )
 def test_expressions_resolve_against_the_reference_now(query, text, start, end) -> None:  # type: ignore[no-untyped-def]
-    spans = temporal.find(query, NOW)
+    spans = timephrases.find(query, NOW)
     assert [(s.text, s.start, s.end) for s in spans] == [(text, start, end)]
 
 
@@ -86,7 +86,7 @@ def test_expressions_resolve_against_the_reference_now(query, text, start, end) 
     ],
 )
 def test_words_that_are_not_dates_are_left_alone(query: str) -> None:
-    assert temporal.find(query, NOW) == []
+    assert timephrases.find(query, NOW) == []
 
 
 @pytest.mark.parametrize(
@@ -102,11 +102,11 @@ def test_words_that_are_not_dates_are_left_alone(query: str) -> None:
 )
 def test_a_range_past_the_calendar_is_no_range(query: str, now: datetime) -> None:
     # was OverflowError: memory_query and memory_recall answered "Internal error"
-    assert temporal.find(query, now) == []
+    assert timephrases.find(query, now) == []
 
 
 def test_an_impossible_day_falls_back_to_its_month() -> None:
-    spans = temporal.find("on 31 February, 2023", NOW)
+    spans = timephrases.find("on 31 February, 2023", NOW)
     assert [(s.start, s.end) for s in spans] == [(day(2023, 2, 1), day(2023, 3, 1))]
 
 
@@ -123,7 +123,7 @@ def test_a_leap_day_without_a_year_is_the_latest_one(
 ) -> None:
     # was no range at all: the 29th of February of `now`'s year (or the year before) does
     # not exist, so the date was dropped and the question matched any time
-    spans = temporal.find(query, now)
+    spans = timephrases.find(query, now)
     assert [(s.start, s.end) for s in spans] == [(start, start + timedelta(days=1))]
 
 
@@ -145,7 +145,7 @@ def test_before_and_after_a_date_are_open_ranges(
     query: str, text: str, start: datetime, end: datetime
 ) -> None:
     # was the date itself: "before 2024-03-01" matched only what happened on that day
-    spans = temporal.find(query, NOW)
+    spans = timephrases.find(query, NOW)
     assert [(s.text, s.start, s.end) for s in spans] == [(text, start, end)]
 
 
@@ -171,7 +171,7 @@ def test_before_and_after_a_date_are_open_ranges(
     ],
 )  # fmt: skip
 def test_more_ways_to_say_a_range(query: str, text: str, start: datetime, end: datetime) -> None:
-    spans = temporal.find(query, NOW)
+    spans = timephrases.find(query, NOW)
     assert [(s.text, s.start, s.end) for s in spans] == [(text, start, end)]
 
 
@@ -208,9 +208,9 @@ def test_only_the_words_just_before_an_expression_open_its_range(
     rng = random.Random(7)
     now = datetime(2026, 11, 26, 12, tzinfo=UTC)
     queries = [" ".join(rng.choice(words) for _ in range(rng.randint(3, 60))) for _ in range(300)]
-    windowed = [temporal.find(q, now) for q in queries]
-    monkeypatch.setattr(temporal, "_LEAD_CHARS", 10**9)
-    assert windowed == [temporal.find(q, now) for q in queries]
+    windowed = [timephrases.find(q, now) for q in queries]
+    monkeypatch.setattr(timephrases, "_LEAD_CHARS", 10**9)
+    assert windowed == [timephrases.find(q, now) for q in queries]
     assert sum(map(len, windowed)) > 300  # the queries hold expressions to find
 
 
@@ -293,7 +293,7 @@ def test_a_memory_waiting_for_its_vector_is_found_by_its_time(embedder) -> None:
 def test_ranges_of_years_and_of_months(
     query: str, text: str, start: datetime, end: datetime
 ) -> None:
-    spans = temporal.find(query, NOW)
+    spans = timephrases.find(query, NOW)
     assert [(s.text, s.start, s.end) for s in spans] == [(text, start, end)]
 
 
@@ -315,7 +315,7 @@ def test_ranges_of_years_and_of_months(
     ],
 )
 def test_more_words_that_are_not_dates_are_left_alone(query: str) -> None:
-    assert temporal.find(query, NOW) == []
+    assert timephrases.find(query, NOW) == []
 
 
 @pytest.mark.parametrize(
@@ -366,7 +366,7 @@ def test_more_words_that_are_not_dates_are_left_alone(query: str) -> None:
     ],
 )  # fmt: skip
 def test_common_phrases_people_write(query: str, text: str, start: datetime, end: datetime) -> None:
-    spans = temporal.find(query, NOW)
+    spans = timephrases.find(query, NOW)
     assert [(s.text, s.start, s.end) for s in spans] == [(text, start, end)]
 
 
@@ -386,10 +386,10 @@ def test_telling_the_month_may_from_the_verb_reads_only_the_words_around_it() ->
     month. All the text before it was read (and all the text after it copied) for each
     "<number> may", so a long query full of them took quadratic time (1M characters: ~10 s)."""
     query = _CountingText("notes " * 200_000 + "version 7 may break the build")
-    found = next(p for kind, p in temporal._PATTERNS if kind == "day_month").search(query)
+    found = next(p for kind, p in timephrases._PATTERNS if kind == "day_month").search(query)
     assert found is not None and found.group(0) == "7 may"
     _CountingText.read = 0
-    assert temporal._may_is_a_month(found) is False  # the verb
+    assert timephrases._may_is_a_month(found) is False  # the verb
     assert _CountingText.read < 100
 
 
@@ -414,5 +414,5 @@ def test_a_range_s_year_named_at_its_end_holds_its_start_too(
     """ "from May 7 to June 2, 2022" is May 7, 2022 to June 2, 2022: the first end without a
     year was read as the latest May 7 (2023's), so the range ran from June 2022 to May 2023,
     a year of memories nobody asked for."""
-    spans = temporal.find(query, NOW)
+    spans = timephrases.find(query, NOW)
     assert [(s.text, s.start, s.end) for s in spans] == [(text, start, end)]
