@@ -2,7 +2,7 @@
 
 A folder of markdown files is generated from SciFact abstracts (one `## title` section per
 abstract, several abstracts per file) and indexed in sync mode through the real service path
-(`runner.execute(indexing.index_directory, …)`, async_mode False). The same chunk texts are
+(`runner.execute(folders.index_directory, …)`, async_mode False). The same chunk texts are
 then embedded by the model alone (batch 32 and 64 over the whole list, and in blocks of
 SYNC_EMBED_BLOCK as index_directory's embedding loop does), so the overhead of memsys itself
 is visible.
@@ -95,10 +95,10 @@ def model_clock() -> Iterator[dict[str, float]]:
 def index_directory(folder: Path) -> tuple[float, Any, PhaseClock]:
     from memsys import runner
     from memsys.schemas import IndexDirectoryIn
-    from memsys.services import indexing
+    from memsys.services import folders
 
     clock = PhaseClock()
-    service = partial(indexing.index_directory, progress=clock)
+    service = partial(folders.index_directory, progress=clock)
     params = {"dir_path": str(folder), "namespace": NAMESPACE, "async_mode": False}
     seconds, out = common.timed(lambda: runner.execute(service, IndexDirectoryIn, params))
     return seconds / 1000, out, clock
@@ -164,7 +164,7 @@ def chunk_texts() -> dict[str, Any]:
 def model_throughput(texts: list[str]) -> dict[str, Any]:
     """Chunks/s of the model alone on the same texts, at several batchings."""
     from memsys.embeddings import get_embedder
-    from memsys.services import indexing
+    from memsys.services import folders
 
     embedder = get_embedder()
     default = embedder.batch_size
@@ -175,7 +175,7 @@ def model_throughput(texts: list[str]) -> dict[str, Any]:
             seconds = common.timed(lambda: embedder.embed(texts))[0] / 1000
             result[f"whole_list_batch{batch}"] = round(len(texts) / seconds, 1)
         embedder.batch_size = default
-        size = indexing.SYNC_EMBED_BLOCK
+        size = folders.SYNC_EMBED_BLOCK
         blocks = range(0, len(texts), size)
         ms = common.timed(lambda: [embedder.embed(texts[i : i + size]) for i in blocks])[0]
         result[f"blocks_of_{size}_batch{default}"] = round(len(texts) / ms * 1000, 1)

@@ -88,7 +88,7 @@ def index_directory(
     """Index every supported file below a folder, with progress bars on a terminal."""
     from memsys import runner
     from memsys.schemas import IndexDirectoryIn
-    from memsys.services import indexing
+    from memsys.services import folders, indexing
 
     data = given(
         dir_path=directory,
@@ -98,7 +98,7 @@ def index_directory(
         force=force,
     )
     with progress_bar(progress_wanted(as_json)) as report, indexing.callers_own_paths():
-        service = functools.partial(indexing.index_directory, progress=report)
+        service = functools.partial(folders.index_directory, progress=report)
         result = runner.execute(service, IndexDirectoryIn, data)
         if async_mode and not no_wait:  # also finishes what earlier --no-wait runs queued
             remaining = drain_queue(report)

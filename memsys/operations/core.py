@@ -31,7 +31,7 @@ CORE_OPERATIONS: tuple[Operation, ...] = (
         "and deleted since are dropped from the index (removed_files), but kept with a "
         "warning when the folder, or a subfolder still there, holds no file at all (a disk "
         "not mounted?) unless force.",
-        service="indexing:index_directory",
+        service="folders:index_directory",
         input=s.IndexDirectoryIn,
         output=s.IndexDirectoryOut,
         effect="destructive",  # it drops the files gone from the folder

@@ -223,7 +223,7 @@ def test_a_cancelled_index_directory_stops_before_its_next_file(
     from memsys import db
     from memsys.errors import Cancelled
     from memsys.schemas import IndexDirectoryIn
-    from memsys.services import indexing
+    from memsys.services import folders
 
     for i in range(3):
         (tmp_path / f"note{i}.md").write_text(
@@ -233,7 +233,7 @@ def test_a_cancelled_index_directory_stops_before_its_next_file(
     with pytest.raises(Cancelled), db.cancellable(cancelled), db.session_scope() as session:
         cancelled.set()  # after the call's transaction began
         with pytest.raises(Cancelled):
-            indexing.index_directory(
+            folders.index_directory(
                 session,
                 IndexDirectoryIn(dir_path=str(tmp_path)),
                 progress=lambda step, n, total: read.append(n),

@@ -25,7 +25,7 @@ from memsys.schemas import (
     IndexDirectoryIn,
     SearchWithFiltersIn,
 )
-from memsys.services import documents, index_stats, indexing, namespaces
+from memsys.services import documents, folders, index_stats, namespaces
 from memsys.services import search as search_service
 from tests.conftest import lock_waiters, table_counts, until
 from tests.factories import index, queue_for_embedding, store, write_docs, write_pdf
@@ -44,7 +44,7 @@ def live_chunks(source: Path) -> list[Chunk]:
 
 def index_dir(path: Path, **fields):  # type: ignore[no-untyped-def]
     return runner.execute(
-        indexing.index_directory, IndexDirectoryIn, {"dir_path": str(path), **fields}
+        folders.index_directory, IndexDirectoryIn, {"dir_path": str(path), **fields}
     )
 
 
@@ -521,7 +521,7 @@ def test_a_file_deleted_while_its_folder_is_indexed_is_dropped_not_failed(
             (tmp_path / "guides" / "new.md").unlink()
 
     out = runner.execute(
-        functools.partial(indexing.index_directory, progress=delete_the_guides),
+        functools.partial(folders.index_directory, progress=delete_the_guides),
         IndexDirectoryIn,
         {"dir_path": str(tmp_path), "async_mode": False},
     )
@@ -879,7 +879,7 @@ def test_sync_indexing_reports_embedding_progress_block_by_block(tmp_path, embed
     (tmp_path / "big.md").write_text(f"# Big\n\n{sections}\n")
     seen: list[tuple[str, int, int]] = []
     runner.execute(
-        functools.partial(indexing.index_directory, progress=lambda *a: seen.append(a)),
+        functools.partial(folders.index_directory, progress=lambda *a: seen.append(a)),
         IndexDirectoryIn,
         {"dir_path": str(tmp_path), "async_mode": False},
     )
@@ -1057,7 +1057,7 @@ def test_a_file_system_refusal_is_logged_under_the_operation_s_name(
     `functools.partial(<function index_directory at 0x…>, progress=…)`."""
     import logging
 
-    service = functools.partial(indexing.index_directory, progress=None)
+    service = functools.partial(folders.index_directory, progress=None)
     with caplog.at_level(logging.WARNING, logger="memsys.runner"), pytest.raises(InvalidInput):
         runner.execute(service, IndexDirectoryIn, {"dir_path": str(tmp_path / ("a" * 256))})
     [line] = [r.getMessage() for r in caplog.records if r.name == "memsys.runner"]

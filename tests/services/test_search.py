@@ -156,7 +156,7 @@ def test_a_text_in_two_indexed_files_is_one_hit_naming_both(tmp_path, embedder) 
     path was nowhere in the answer: the hit now names the other files holding its exact
     text, in its metadata's `also_in`."""
     from memsys.schemas import IndexDirectoryIn
-    from memsys.services import indexing
+    from memsys.services import folders
 
     folder = tmp_path / "notes"
     folder.mkdir()
@@ -166,7 +166,7 @@ def test_a_text_in_two_indexed_files_is_one_hit_naming_both(tmp_path, embedder) 
     (folder / "plan-copy.md").write_text(plan.read_text())
     (folder / "other.md").write_text("# Other\n\nThe migration of the mail server is done.\n")
     runner.execute(
-        indexing.index_directory, IndexDirectoryIn, {"dir_path": str(folder), "async_mode": False}
+        folders.index_directory, IndexDirectoryIn, {"dir_path": str(folder), "async_mode": False}
     )
     paths = {str(folder / n) for n in ("plan.md", "plan-link.md", "plan-copy.md")}
     for out in (
