@@ -84,3 +84,15 @@ def test_a_condition_nothing_matches_is_unknown(embedder) -> None:  # type: igno
     assert p is not None and not p["known"] and p["probability"] is None
     assert (p["given"], p["hits"], p["trials"]) == (0, 0, 0)
     assert "unknown" in out.output
+
+
+def test_an_event_named_by_no_searchable_word_is_unknown(embedder) -> None:  # type: ignore[no-untyped-def]
+    # "the" is in every note, yet matches none: "0 of 2" and 0.25 would be a made-up answer
+    store("The deploy went out on Friday", namespace=NS)
+    store("The deploy was rolled back", namespace=NS)
+    for query, word in (("P(the | deploy)", "the"), ("P(deploy | it is)", "it is")):
+        out = runner.execute(query_service.query, QueryIn, {"query": query, "namespace": NS})
+        p = out.probability
+        assert p is not None and not p["known"] and p["probability"] is None
+        assert (p["given"], p["hits"], p["trials"]) == (0, 0, 0)
+        assert out.output.endswith(f"unknown: {word!r} has no word memory is searched by")
