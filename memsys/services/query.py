@@ -339,6 +339,9 @@ def _query(session: Session, params: QueryIn, draft: tracing.Draft) -> QueryOut:
         timings["verify_ms"] = _ms(mark)
     mark = time.perf_counter()
     result = assemble.curated(items, routing.mode, params.top_k, params.max_tokens, params.query)
+    if checked is not None:
+        returned = [p.item for p in result.core + result.extended]
+        checked = verify.of_answer(session, checked, returned)
     if found is not None and as_of is None:  # a view of the past reads the text of then
         given = {p.item.id for p in result.core + result.extended}
         lifecycle.rekindle_hits(session, [h for h in found.hits if h.id in given])
