@@ -68,6 +68,10 @@ def test_verification_speaks_of_the_answer_the_budget_let_through(embedder) -> N
     assert out.verification is not None and not out.verification.verified
     assert out.verification.method == "none" and out.verification.ground_truth_match is None
     assert "the budget left out pref:global:editor" in out.verification.reason
+    # the terminal says the budget cut it, not that memory holds nothing
+    shown = run("query", "Which editor do I use?", "--max-tokens", "5")
+    assert shown.exit_code == 0 and "Nothing found" not in shown.stdout
+    assert "Nothing fits in 5 tokens: 1 left out by the budget." in shown.stdout
     rule = store(
         "Never push directly to main: open a pull request, wait for a review, then merge it",
         memory_type="golden_rule",
