@@ -29,7 +29,7 @@ PRIOR_ALPHA = 1.0
 PRIOR_BETA = 1.0
 _END = r"\s*[?.!]*\s*$"
 _FORMS = (
-    re.compile(r"p\(\s*(?P<x>[^|()]+?)\s*\|\s*(?P<y>[^|()]+?)\s*\)"),
+    re.compile(r"\bp\(\s*(?P<x>[^|()]+?)\s*\|\s*(?P<y>[^|()]+?)\s*\)"),
     re.compile(rf"probability (?:of|that) (?P<x>.+?) (?:given|when|if|after) (?P<y>.+?){_END}"),
     re.compile(
         r"(?:how likely|likelihood|chances?|odds) (?:is |are |of |that |for )*(?P<x>.+?) "
