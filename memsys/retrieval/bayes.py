@@ -104,7 +104,8 @@ def parse(query: str) -> tuple[str, str] | None:
     for form in _FORMS:
         m = form.search(lowered)
         if m:
-            return m.group("x").strip(), m.group("y").strip()
+            x, y = m.group("x").strip(), m.group("y").strip()
+            return (x, y) if x and y else None  # "P( | )" names neither, as "P(|)"
     return None
 
 

@@ -27,6 +27,7 @@ def test_questions_name_x_and_y() -> None:
         "the queue is full",
     )
     assert bayes.parse("how likely is it") is None
+    assert bayes.parse("P( | )") is None and bayes.parse("P(a | )") is None  # as P(|) is
 
 
 def test_co_occurrence_with_its_counts(embedder) -> None:  # type: ignore[no-untyped-def]
