@@ -292,6 +292,7 @@ def _query(session: Session, params: QueryIn, draft: tracing.Draft) -> QueryOut:
             probability = bayes.estimate(session, *named, filters, as_of)
             items.append(_estimate_item(probability, params.namespace))
             queried.append("bayesian")
+    structured = [i.id for i in items]  # what kv, relational and bayesian found (debug_why)
     found = None
     if chunk_stores or not any(_exact(i) for i in items):
         if not chunk_stores:
@@ -383,6 +384,7 @@ def _query(session: Session, params: QueryIn, draft: tracing.Draft) -> QueryOut:
             "tokens_used": result.tokens_used,
             "max_tokens": params.max_tokens,
             "left_out": result.left_out,
+            "structured": structured,
             "plan": routing_out.model_dump(),
             "mode_detected": not routing.mode_given,
             "probability": probability.as_dict() if probability else None,
