@@ -293,6 +293,7 @@ def _query(session: Session, params: QueryIn, draft: tracing.Draft) -> QueryOut:
             items.append(_estimate_item(probability, params.namespace))
             queried.append("bayesian")
     structured = [i.id for i in items]  # what kv, relational and bayesian found (debug_why)
+    structured_from = {i.namespace for i in items}
     found = None
     if chunk_stores or not any(_exact(i) for i in items):
         if not chunk_stores:
@@ -364,9 +365,12 @@ def _query(session: Session, params: QueryIn, draft: tracing.Draft) -> QueryOut:
     )
     verification = VerificationOut.model_validate(checked.as_dict()) if checked else None
     timings["total_ms"] = _ms(started)
-    if any(c.namespace != draft.namespace for c in core + extended):
+    if any(
+        ns != draft.namespace for ns in structured_from | {c.namespace for c in core + extended}
+    ):
         # The user's `global` preferences answer in every namespace; a trace quoting them is
-        # not the namespace's own (a token that reads only that namespace must not read it).
+        # not the namespace's own (a token that reads only that namespace must not read it),
+        # nor one naming them among the structured items found (a key names what it holds).
         draft.namespace = ALL_NAMESPACES
     query_id = tracing.write(
         session,
