@@ -21,6 +21,7 @@ from memsys.cli import (
     db,
     graph,
     lifecycle,
+    once,
     preferences,
     server,
     status,
@@ -64,6 +65,7 @@ class MemsysGroup(TyperGroup):
         Typer would draw a usage box of several lines; a script reading stderr wants the
         reason alone. Help output (including `memsys` with no arguments) is left as it is.
         """
+        once.refuse_repeated_options(self)
         if not standalone_mode:
             return self._main_once_more_after_schema(args, prog_name, **kw)
         try:

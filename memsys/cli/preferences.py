@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from memsys.cli.output import echo, json_dumps, short, show_table
+from memsys.cli.output import echo, json_dumps, short, show_table, warn
 
 if TYPE_CHECKING:
     from memsys.schemas import (
@@ -33,6 +33,8 @@ def _when(moment: datetime | None) -> str:
 def was_set(r: PreferenceSetOut) -> None:
     state = f"version {r.version}" if r.changed else f"unchanged, version {r.version}"
     echo(f"{r.key} = {_shown(r.value)} ({state}, namespace {r.namespace}, {r.lifecycle})")
+    for warning in r.warnings:  # a secret-like string: stored, and the user should know
+        warn(warning)
 
 
 def got(r: PreferenceOut) -> None:

@@ -40,6 +40,10 @@ def answered(r: QueryOut) -> None:
         echo(f"verification: {'verified' if v.verified else 'not verified'} — {v.reason}")
     _chunks("core:", r.core_chunks)
     _chunks("extended:", r.extended_chunks)
+    cut = f"{r.left_out} left out by the budget"
     if not r.core_chunks:
-        echo("Nothing found.")
-    echo(f"{r.tokens_used} of {r.max_tokens} tokens; {r.latency_ms:.0f} ms; query {r.query_id}")
+        echo(f"Nothing fits in {r.max_tokens} tokens: {cut}." if r.left_out else "Nothing found.")
+    echo(
+        f"{r.tokens_used} of {r.max_tokens} tokens{f' ({cut})' if r.left_out else ''}; "
+        f"{r.latency_ms:.0f} ms; query {r.query_id}"
+    )

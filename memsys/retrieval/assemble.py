@@ -6,7 +6,9 @@ Every returned item carries a snippet of at most 200 characters (S002 "SNIPPET
 <max_200_chars>"); the output text is the core items' full content (S004 format_output),
 each cut to its snippet when the whole does not fit. The token budget covers everything
 returned — the output plus every snippet — and is never exceeded: an item too large for what
-is left is skipped (a smaller one further down may still fit), and `left_out` counts them.
+is left is skipped (a smaller one further down may still fit). `left_out` counts what the
+budget cut: the items a budget without limit would have returned (the first core + extended
+of the ranking) that this answer does not hold.
 """
 
 from __future__ import annotations
@@ -144,7 +146,8 @@ def curated(items: list[Item], mode: str, core: int, max_tokens: int, query: str
     out = Assembled()
     texts: list[str] = []
     near = focus_words(query)
-    for item in items:
+    room = core + EXTENDED[mode]  # what a budget without limit returns: items[:room]
+    for rank, item in enumerate(items):
         if len(out.core) == core and len(out.extended) == EXTENDED[mode]:
             break
         short = snippet(item.content, near=near)
@@ -155,7 +158,7 @@ def curated(items: list[Item], mode: str, core: int, max_tokens: int, query: str
             text = item.content.strip() if fits else short
             total = cost + (whole if fits else cost)
             if out.tokens_used + total > max_tokens:
-                out.left_out += 1
+                out.left_out += rank < room
                 continue
             texts.append(text)
             out.core.append(Piece(item, short, cost))
@@ -163,7 +166,7 @@ def curated(items: list[Item], mode: str, core: int, max_tokens: int, query: str
         else:
             cost = _snippet_tokens(item, short)
             if out.tokens_used + cost > max_tokens:
-                out.left_out += 1
+                out.left_out += rank < room
                 continue
             out.extended.append(Piece(item, short, cost))
             out.tokens_used += cost

@@ -8,7 +8,9 @@ schema change", "how likely is X when Y"). The estimate counts live chunks:
   outcomes of the memories matching Y instead (validation_event: succeeded / failed).
 With the stated prior Beta(PRIOR_ALPHA, PRIOR_BETA) (uniform) the posterior mean is
 (hits + α) / (trials + α + β). The answer carries every count. A Y that matches nothing is
-"unknown" with zero counts — never a made-up 0.5.
+"unknown" with zero counts — never a made-up 0.5 —, and so is an X or Y of nothing but
+words full text does not index ("the", "it is"): such words match no chunk, so any count
+would be made up.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ PRIOR_ALPHA = 1.0
 PRIOR_BETA = 1.0
 _END = r"\s*[?.!]*\s*$"
 _FORMS = (
-    re.compile(r"p\(\s*(?P<x>[^|()]+?)\s*\|\s*(?P<y>[^|()]+?)\s*\)"),
+    re.compile(r"\bp\(\s*(?P<x>[^|()]+?)\s*\|\s*(?P<y>[^|()]+?)\s*\)"),
     re.compile(rf"probability (?:of|that) (?P<x>.+?) (?:given|when|if|after) (?P<y>.+?){_END}"),
     re.compile(
         r"(?:how likely|likelihood|chances?|odds) (?:is |are |of |that |for )*(?P<x>.+?) "
@@ -44,6 +46,7 @@ SELECT count(*) AS n_y,
 FROM chunk c
 WHERE {where} AND c.tsv @@ plainto_tsquery('english', :y)
 """
+_TERMS = "SELECT numnode(plainto_tsquery('english', :x)), numnode(plainto_tsquery('english', :y))"
 _OUTCOMES = """
 SELECT count(DISTINCT c.id) AS n_y,
        count(v.id) FILTER (WHERE v.event_type = 'succeeded') AS succeeded,
@@ -64,9 +67,15 @@ class Estimate:
     trials: int
     probability: float | None
     known: bool
+    unsearchable: str | None = None  # X or Y when it holds no indexed word
 
     @property
     def answer(self) -> str:
+        if self.unsearchable is not None:
+            return (
+                f"P({self.x} | {self.y}) unknown: "
+                f"{self.unsearchable!r} has no word memory is searched by"
+            )
         if not self.known:
             return f"P({self.x} | {self.y}) unknown: nothing in memory matches {self.y!r}"
         return (
@@ -95,7 +104,8 @@ def parse(query: str) -> tuple[str, str] | None:
     for form in _FORMS:
         m = form.search(lowered)
         if m:
-            return m.group("x").strip(), m.group("y").strip()
+            x, y = m.group("x").strip(), m.group("y").strip()
+            return (x, y) if x and y else None  # "P( | )" names neither, as "P(|)"
     return None
 
 
@@ -107,6 +117,10 @@ def estimate(
     params = {**sql_filters.binds(filters, as_of), "x": x, "y": y}
     words = set(re.findall(r"[a-z]+", x)) - FILLER
     outcome = words & (SUCCESS | FAILURE)
+    x_terms, y_terms = session.execute(text(_TERMS), {"x": x, "y": y}).one()
+    for part, terms in ((x, x_terms), (y, y_terms)):
+        if not terms:  # (an outcome's words are all indexed: X is never this one then)
+            return Estimate(x, y, "co-occurrence", 0, 0, 0, None, False, unsearchable=part)
     if outcome and outcome == words:
         # As of a time, the outcomes recorded by then (a replay counts what the call saw).
         recorded = "" if as_of is None else "AND v.created_at <= :as_of"

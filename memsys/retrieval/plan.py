@@ -138,7 +138,8 @@ RULES: tuple[Rule, ...] = tuple(
     + _rules(
         "bayesian",
         "S004",
-        r"p\((.*?)\|(.*?)\)",
+        # S004's P(X|Y) as a word of its own: "grep(error|warn)" is a regex, not a probability
+        r"\bp\((.*?)\|(.*?)\)",
         r"probability of (.*?) given (.*)",
         r"what's the likelihood (.*)",
     )
@@ -152,7 +153,7 @@ RULES: tuple[Rule, ...] = tuple(
     )
 )
 # "Explicitly probabilistic": the only bayesian queries execution mode keeps.
-EXPLICIT_PROBABILITY = re.compile(r"p\((.*?)\|(.*?)\)|probability of (.*?) given (.*)")
+EXPLICIT_PROBABILITY = re.compile(r"\bp\((.*?)\|(.*?)\)|probability of (.*?) given (.*)")
 _QUOTES = str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"'})
 
 

@@ -7,7 +7,9 @@
    cosine similarity (their stored embeddings) reaches `AGREEMENT_MIN`; the confidence is
    that mean. Fewer than three chunks cannot agree.
 
-The result always says which method decided, what was checked and why.
+The result always says which method decided, what was checked and why. It speaks of the
+answer handed back: a verdict that checked an item the token budget then left out is made
+again over what the answer holds (`of_answer`).
 """
 
 from __future__ import annotations
@@ -98,6 +100,18 @@ def run(session: Session, items: list[Item]) -> tuple[list[Item], Verification]:
             f"{'≥' if verified else '<'} {AGREEMENT_MIN}"
         ),
     )
+
+
+def of_answer(session: Session, verdict: Verification, returned: list[Item]) -> Verification:
+    """`verdict` when the answer (`returned`, in its order) holds every item it checked;
+    otherwise the verdict on the returned items, naming what the budget left out."""
+    held = {i.id for i in returned}
+    missing = [c for c in verdict.checked if c not in held]
+    if not missing:
+        return verdict
+    _, again = run(session, returned)
+    again.reason += f" (the budget left out {', '.join(missing)})"
+    return again
 
 
 def mean_similarity(session: Session, items: list[Item]) -> float:

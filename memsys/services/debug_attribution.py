@@ -225,6 +225,16 @@ def where_lost(session: Session, row: QueryTrace, memory_id: str) -> dict[str, A
     found = shape.locate(record_of(row), memory_id)
     checked = scope(session, row, memory_id)
     found["memory"] = checked["memory"]
+    structured = (row.output or {}).get("structured")  # memory_query's kv items (since 11-26)
+    if memory_id.startswith(PREFERENCE_ITEM) and structured is not None:
+        if found["stage"] != "returned" and memory_id in structured:
+            found["stage"] = "output"
+            found["reason"] = (
+                "the kv store found it, but the tool's own cut (token budget or core size) "
+                "left it out"
+            )
+        elif found["stage"] != "returned":
+            found["reason"] = "the kv store did not find it: the query names no part of its key"
     if found["stage"] != "returned" and (checked["reason"] is not None):
         found["stage"], found["reason"] = "scope", checked["reason"]
     found["bug"] = checked["bug"]

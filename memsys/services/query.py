@@ -292,6 +292,8 @@ def _query(session: Session, params: QueryIn, draft: tracing.Draft) -> QueryOut:
             probability = bayes.estimate(session, *named, filters, as_of)
             items.append(_estimate_item(probability, params.namespace))
             queried.append("bayesian")
+    structured = [i.id for i in items]  # what kv, relational and bayesian found (debug_why)
+    structured_from = {i.namespace for i in items}
     found = None
     if chunk_stores or not any(_exact(i) for i in items):
         if not chunk_stores:
@@ -339,6 +341,9 @@ def _query(session: Session, params: QueryIn, draft: tracing.Draft) -> QueryOut:
         timings["verify_ms"] = _ms(mark)
     mark = time.perf_counter()
     result = assemble.curated(items, routing.mode, params.top_k, params.max_tokens, params.query)
+    if checked is not None:
+        returned = [p.item for p in result.core + result.extended]
+        checked = verify.of_answer(session, checked, returned)
     if found is not None and as_of is None:  # a view of the past reads the text of then
         given = {p.item.id for p in result.core + result.extended}
         lifecycle.rekindle_hits(session, [h for h in found.hits if h.id in given])
@@ -360,9 +365,12 @@ def _query(session: Session, params: QueryIn, draft: tracing.Draft) -> QueryOut:
     )
     verification = VerificationOut.model_validate(checked.as_dict()) if checked else None
     timings["total_ms"] = _ms(started)
-    if any(c.namespace != draft.namespace for c in core + extended):
+    if any(
+        ns != draft.namespace for ns in structured_from | {c.namespace for c in core + extended}
+    ):
         # The user's `global` preferences answer in every namespace; a trace quoting them is
-        # not the namespace's own (a token that reads only that namespace must not read it).
+        # not the namespace's own (a token that reads only that namespace must not read it),
+        # nor one naming them among the structured items found (a key names what it holds).
         draft.namespace = ALL_NAMESPACES
     query_id = tracing.write(
         session,
@@ -380,6 +388,7 @@ def _query(session: Session, params: QueryIn, draft: tracing.Draft) -> QueryOut:
             "tokens_used": result.tokens_used,
             "max_tokens": params.max_tokens,
             "left_out": result.left_out,
+            "structured": structured,
             "plan": routing_out.model_dump(),
             "mode_detected": not routing.mode_given,
             "probability": probability.as_dict() if probability else None,

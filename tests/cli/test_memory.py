@@ -80,6 +80,22 @@ def test_typer_usage_errors_exit_2_with_one_line() -> None:
     assert run("--help").exit_code == 0
 
 
+def test_an_option_given_twice_is_refused_not_the_last_taken() -> None:
+    # `--success --failure` recorded a failure, `-n a -n b` read b: one must be meant
+    memory = run_json("store", "Restart the worker after a config change")
+    assert fails("outcome", memory["id"], "--success", "--failure") == (
+        "error: Option --success / --failure given more than once; give it once "
+        "(see `memsys outcome --help`)"
+    )
+    assert run_json("validation", memory["id"])["events"] == []
+    assert "Option --namespace / -n given more than once" in fails(
+        "pref", "get", "editor", "-n", "a", "--namespace", "b"
+    )
+    # an option that takes a list still takes it repeated
+    tagged = run_json("store", "Tagged twice", "--tag", "a", "--tag", "b")
+    assert run_json("get", tagged["id"])["tags"] == ["a", "b"]
+
+
 def test_forget_and_store_refuse_what_they_cannot_take() -> None:
     before = table_counts()
     assert fails("forget", "   ") == "error: Query cannot be empty"

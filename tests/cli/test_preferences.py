@@ -64,3 +64,10 @@ def test_delete_closes_the_value_and_keeps_its_history() -> None:
     assert "Preference not found" in fails("pref", "delete", "editor", "-n", "me")
     again = run_json("pref", "set", "editor", "emacs", "-n", "me")
     assert again["version"] == 3  # a new value continues the history
+
+
+def test_set_warns_on_stderr_of_a_value_that_looks_like_a_secret() -> None:
+    human = run("pref", "set", "aws", '{"id": "AKIAIOSFODNN7EXAMPLE"}')
+    assert human.exit_code == 0 and human.stdout.startswith("aws = ")
+    assert human.stderr.startswith("warning: value looks like it holds a secret (AWS access key")
+    assert "warning" not in run("pref", "set", "tabs", "4").stderr

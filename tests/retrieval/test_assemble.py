@@ -106,3 +106,27 @@ def test_a_chunks_stored_count_assembles_exactly_as_counting_does() -> None:
             assert [(p.item.id, p.snippet, p.tokens) for p in stored.core + stored.extended] == [
                 (p.item.id, p.snippet, p.tokens) for p in counted.core + counted.extended
             ]
+
+
+NUMBERS = " ".join(str(n) for n in range(1000, 1300))
+
+
+def test_left_out_counts_what_the_budget_cut_from_the_answer() -> None:
+    # 60 candidates, room for 5 + 15: a budget that holds the core alone cut the 15
+    # extended snippets, never the 40 candidates no budget would have returned.
+    pool = items(60, words=5)
+    core_only = sum(2 * count_tokens(it.content) for it in pool[:5])
+    out = assemble.curated(pool, "execution", 5, core_only)
+    assert (len(out.core), len(out.extended), out.left_out) == (5, 0, 15)
+    # nothing fits: the whole answer, 20 items, was cut
+    assert assemble.curated(pool, "execution", 5, 1).left_out == 20
+    # a large snippet skipped for smaller ones further down is one of the cut
+    big = Item(id="big", source="memory", namespace="global", score=0.5, content=NUMBERS)
+    extra = 3 * count_tokens(pool[5].content)
+    assert count_tokens(assemble.snippet(NUMBERS)) > extra
+    out = assemble.curated([*pool[:5], big, *pool[5:]], "execution", 5, core_only + extra)
+    returned = [p.item.id for p in out.core + out.extended]
+    assert "big" not in returned and len(returned) == 8
+    assert len(returned) + out.left_out == 20
+    # fewer candidates than room: no more can be cut than there were
+    assert assemble.curated(pool[:8], "execution", 5, 1).left_out == 8

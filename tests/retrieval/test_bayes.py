@@ -27,6 +27,7 @@ def test_questions_name_x_and_y() -> None:
         "the queue is full",
     )
     assert bayes.parse("how likely is it") is None
+    assert bayes.parse("P( | )") is None and bayes.parse("P(a | )") is None  # as P(|) is
 
 
 def test_co_occurrence_with_its_counts(embedder) -> None:  # type: ignore[no-untyped-def]
@@ -84,3 +85,15 @@ def test_a_condition_nothing_matches_is_unknown(embedder) -> None:  # type: igno
     assert p is not None and not p["known"] and p["probability"] is None
     assert (p["given"], p["hits"], p["trials"]) == (0, 0, 0)
     assert "unknown" in out.output
+
+
+def test_an_event_named_by_no_searchable_word_is_unknown(embedder) -> None:  # type: ignore[no-untyped-def]
+    # "the" is in every note, yet matches none: "0 of 2" and 0.25 would be a made-up answer
+    store("The deploy went out on Friday", namespace=NS)
+    store("The deploy was rolled back", namespace=NS)
+    for query, word in (("P(the | deploy)", "the"), ("P(deploy | it is)", "it is")):
+        out = runner.execute(query_service.query, QueryIn, {"query": query, "namespace": NS})
+        p = out.probability
+        assert p is not None and not p["known"] and p["probability"] is None
+        assert (p["given"], p["hits"], p["trials"]) == (0, 0, 0)
+        assert out.output.endswith(f"unknown: {word!r} has no word memory is searched by")

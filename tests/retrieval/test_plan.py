@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from memsys.retrieval import modes, plan
+from memsys.retrieval import bayes, modes, plan
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -101,6 +101,18 @@ def test_execution_mode_keeps_only_explicit_probability() -> None:
     assert vague.stores == ["vector"] and vague.dropped == ["bayesian"]
     assert "skipped in execution mode" in vague.reasoning
     assert plan.route("P(timeout | full queue)", "execution").stores == ["bayesian"]
+
+
+def test_a_call_with_an_alternation_is_no_probability() -> None:
+    # "grep(error|warn)" ends in p( … | … ): a regex or a call, not P(X|Y)
+    for query in (
+        "how do I grep(error|warn) in the logs?",
+        "explain the dump(users|orders) command",
+    ):
+        assert "bayesian" not in plan.route(query, "planning").stores
+        assert bayes.parse(query) is None
+    assert plan.route("odds: p(rollback | friday)?", "execution").stores == ["bayesian"]
+    assert bayes.parse("odds: p(rollback | friday)?") == ("rollback", "friday")
 
 
 def test_a_dated_query_goes_to_the_event_log() -> None:

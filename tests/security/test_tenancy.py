@@ -325,6 +325,15 @@ def test_a_query_quoting_global_preferences_is_not_the_namespaces_trace(
         path = f"/v1/debug/trace/{answer['query_id']}"
         assert http.get(path, headers={"Authorization": f"Bearer {reader}"}).status_code == 404
         assert http.get(path).json()["namespace"] == "*"  # the local user still reads it
+        # cut by the budget, the preference is still named in the trace's items found
+        cut = http.post(
+            "/v1/query",
+            json={"query": "what is my editor theme", "namespace": ACME, "max_tokens": 1},
+        ).json()
+        assert cut["core_chunks"] == [] and cut["left_out"] > 0, cut
+        path = f"/v1/debug/trace/{cut['query_id']}"
+        assert http.get(path, headers={"Authorization": f"Bearer {reader}"}).status_code == 404
+        assert http.get(path).json()["namespace"] == "*"
 
 
 def test_a_read_only_token_is_refused_the_writes_it_can_see_not_told_they_worked(

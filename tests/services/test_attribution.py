@@ -252,3 +252,24 @@ def test_a_preference_a_memory_query_needed_can_be_named_as_expected(
     assert shown.memory["namespace"] == "project:web"
     with pytest.raises(NotFound, match="pref:global:nope"):
         judge(asked.query_id, expected_ids=["pref:global:nope"])
+
+
+def test_a_preference_the_kv_store_found_and_the_budget_cut_is_named_so(embedder) -> None:  # type: ignore[no-untyped-def]
+    """The kv store found the preference and the token budget left it out, yet `why` said
+    "no channel had it in its candidate pool", as if nothing had found it."""
+    from memsys.schemas.query import QueryIn
+    from memsys.services import query
+    from tests.factories import set_preference
+
+    set_preference("editor", "Neovim with the lazy.nvim plugin manager and a dark theme")
+    set_preference("shell", "zsh")
+    cut = runner.execute(query.query, QueryIn, {"query": "Which editor do I use?", "max_tokens": 5})
+    assert cut.core_chunks == [] and cut.left_out == 1
+    shown = why(cut.query_id, "pref:global:editor")
+    assert shown.stage == "output" and "the kv store found it" in shown.reason
+    judged = judge(cut.query_id, expected_ids=["pref:global:editor"])
+    assert judged.error_subtype == "retrieval_ranking_error"
+    assert "the kv store found it" in (judged.reason or "")
+    # one the kv store did not find for the question is named so, not as a budget cut
+    other = why(cut.query_id, "pref:global:shell")
+    assert other.stage == "retrieval" and "the kv store did not find it" in other.reason

@@ -60,6 +60,32 @@ def test_kv_question_is_answered_from_preferences_and_verified(embedder) -> None
     assert out.verification.ground_truth_match == top.id
 
 
+def test_verification_speaks_of_the_answer_the_budget_let_through(embedder) -> None:  # type: ignore[no-untyped-def]
+    # The ground truth too large for the budget is not in the answer: it verifies nothing.
+    set_preference("editor", "Neovim with the lazy.nvim plugin manager and a dark theme")
+    out = ask("Which editor do I use?", mode="execution", max_tokens=5)
+    assert out.core_chunks == [] and out.output == ""
+    assert out.verification is not None and not out.verification.verified
+    assert out.verification.method == "none" and out.verification.ground_truth_match is None
+    assert "the budget left out pref:global:editor" in out.verification.reason
+    # the terminal says the budget cut it, not that memory holds nothing
+    shown = run("query", "Which editor do I use?", "--max-tokens", "5")
+    assert shown.exit_code == 0 and "Nothing found" not in shown.stdout
+    assert "Nothing fits in 5 tokens: 1 left out by the budget." in shown.stdout
+    rule = store(
+        "Never push directly to main: open a pull request, wait for a review, then merge it",
+        memory_type="golden_rule",
+        namespace="project:gt",
+    )
+    store("Push after review", namespace="project:gt")
+    small = ask("Never push to main?", namespace="project:gt", mode="execution", max_tokens=12)
+    shown = [c.id for c in small.core_chunks + small.extended_chunks]
+    assert rule.id not in shown and shown
+    assert small.verification is not None and not small.verification.verified
+    roomy = ask("Never push to main?", namespace="project:gt", mode="execution")
+    assert roomy.verification is not None and roomy.verification.ground_truth_match == rule.id
+
+
 def test_a_namespace_preference_hides_the_global_one_of_its_key(embedder) -> None:  # type: ignore[no-untyped-def]
     """Both values of one key were handed back as ground truth ("theme: solarized" and
     "theme: light"): the namespace's own setting is the answer there."""
