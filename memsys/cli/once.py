@@ -3,7 +3,8 @@
 click keeps the last value of a repeated option without a word: `memsys outcome ID
 --success --failure` recorded a failure, `-n a -n b` read namespace b. Which one was meant
 cannot be known, so the command is refused with a usage error (exit 2). Options that take a
-list (`--tag a --tag b`) and eager ones (`--help`) may repeat.
+list (`--tag a --tag b`) and eager ones (`--help`) may repeat, and a line holding an eager
+option is not refused: `--help` shows the help, as it does when an argument is missing.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ def _refuse_repeats(command: Any) -> None:
 
         def parse_args(args: list[str]) -> Any:
             opts, rest, order = parse(args)
+            if any(param.is_eager for param in order):
+                return opts, rest, order  # `--help` (or --version) answers whatever else is given
             seen: set[int] = set()
             for param in order:
                 once = param.param_type_name == "option" and not (

@@ -96,6 +96,17 @@ def test_an_option_given_twice_is_refused_not_the_last_taken() -> None:
     assert run_json("get", tagged["id"])["tags"] == ["a", "b"]
 
 
+def test_help_is_shown_whatever_else_the_line_holds_twice() -> None:
+    # --help on a line being edited shows the help, as with a missing argument: not an error
+    for args in (
+        ("store", "x", "-n", "a", "-n", "b", "--help"),
+        ("pref", "get", "-n", "a", "-n", "b", "--help"),
+    ):
+        shown = run(*args)
+        assert shown.exit_code == 0, shown.stderr
+        assert "Usage: memsys" in shown.stdout
+
+
 def test_forget_and_store_refuse_what_they_cannot_take() -> None:
     before = table_counts()
     assert fails("forget", "   ") == "error: Query cannot be empty"
