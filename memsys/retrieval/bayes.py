@@ -40,20 +40,25 @@ SUCCESS = {"success", "succeed", "succeeds", "successful", "works", "work", "pas
 FAILURE = {"fail", "fails", "failure", "failed", "break", "breaks"}
 FILLER = {"a", "an", "the", "it", "they", "of"}
 
-_COUNTS = """
+# How many searchable words X and Y hold (0: none full text indexes), read with the counts:
+# one statement for an estimate.
+_TERMS = """numnode(plainto_tsquery('english', :x)) AS x_terms,
+       numnode(plainto_tsquery('english', :y)) AS y_terms"""
+_COUNTS = f"""
 SELECT count(*) AS n_y,
-       count(*) FILTER (WHERE c.tsv @@ plainto_tsquery('english', :x)) AS n_xy
+       count(*) FILTER (WHERE c.tsv @@ plainto_tsquery('english', :x)) AS n_xy,
+       {_TERMS}
 FROM chunk c
-WHERE {where} AND c.tsv @@ plainto_tsquery('english', :y)
+WHERE {{where}} AND c.tsv @@ plainto_tsquery('english', :y)
 """
-_TERMS = "SELECT numnode(plainto_tsquery('english', :x)), numnode(plainto_tsquery('english', :y))"
-_OUTCOMES = """
+_OUTCOMES = f"""
 SELECT count(DISTINCT c.id) AS n_y,
        count(v.id) FILTER (WHERE v.event_type = 'succeeded') AS succeeded,
-       count(v.id) FILTER (WHERE v.event_type = 'failed') AS failed
+       count(v.id) FILTER (WHERE v.event_type = 'failed') AS failed,
+       {_TERMS}
 FROM chunk c
-LEFT JOIN validation_event v ON v.namespace = c.namespace AND v.memory_id = c.id {recorded}
-WHERE {where} AND c.doc_type = 'memory' AND c.tsv @@ plainto_tsquery('english', :y)
+LEFT JOIN validation_event v ON v.namespace = c.namespace AND v.memory_id = c.id {{recorded}}
+WHERE {{where}} AND c.doc_type = 'memory' AND c.tsv @@ plainto_tsquery('english', :y)
 """
 
 
@@ -117,10 +122,6 @@ def estimate(
     params = {**sql_filters.binds(filters, as_of), "x": x, "y": y}
     words = set(re.findall(r"[a-z]+", x)) - FILLER
     outcome = words & (SUCCESS | FAILURE)
-    x_terms, y_terms = session.execute(text(_TERMS), {"x": x, "y": y}).one()
-    for part, terms in ((x, x_terms), (y, y_terms)):
-        if not terms:  # (an outcome's words are all indexed: X is never this one then)
-            return Estimate(x, y, "co-occurrence", 0, 0, 0, None, False, unsearchable=part)
     if outcome and outcome == words:
         # As of a time, the outcomes recorded by then (a replay counts what the call saw).
         recorded = "" if as_of is None else "AND v.created_at <= :as_of"
@@ -132,6 +133,9 @@ def estimate(
     else:
         row = session.execute(text(_COUNTS.format(where=where)), params).one()
         given, hits, trials, method = row.n_y, row.n_xy, row.n_y, "co-occurrence"
+    for part, terms in ((x, row.x_terms), (y, row.y_terms)):
+        if not terms:  # (an outcome's words are all indexed: X is never this one then)
+            return Estimate(x, y, "co-occurrence", 0, 0, 0, None, False, unsearchable=part)
     if given == 0:
         return Estimate(x, y, method, 0, 0, 0, None, False)
     probability = (hits + PRIOR_ALPHA) / (trials + PRIOR_ALPHA + PRIOR_BETA)

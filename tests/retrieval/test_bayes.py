@@ -97,3 +97,32 @@ def test_an_event_named_by_no_searchable_word_is_unknown(embedder) -> None:  # t
         assert p is not None and not p["known"] and p["probability"] is None
         assert (p["given"], p["hits"], p["trials"]) == (0, 0, 0)
         assert out.output.endswith(f"unknown: {word!r} has no word memory is searched by")
+
+
+def test_an_estimate_is_one_statement(embedder) -> None:  # type: ignore[no-untyped-def]
+    # memory_query's P(X|Y) asks the database once: whether X and Y hold a searchable word
+    # is read with the counts, not in a round trip of its own before them
+    from sqlalchemy import event
+
+    from memsys.db import get_engine, session_scope
+
+    store("The deploy went out on Friday", namespace=NS)
+    statements: list[str] = []
+
+    def seen(conn, cursor, statement, *args) -> None:  # type: ignore[no-untyped-def]
+        statements.append(statement)
+
+    with session_scope() as s:
+        s.execute(sql("SELECT 1"))  # the session's own opening statements are not counted
+        event.listen(get_engine(), "before_cursor_execute", seen)
+        try:
+            answers = [
+                bayes.estimate(s, x, y, {"namespace": NS}, None)
+                for x, y in (("friday", "deploy"), ("success", "deploy"), ("the", "deploy"))
+            ]
+        finally:
+            event.remove(get_engine(), "before_cursor_execute", seen)
+    assert len(statements) == 3, statements
+    assert [a.method for a in answers] == ["co-occurrence", "outcomes", "co-occurrence"]
+    assert (answers[0].given, answers[0].hits) == (1, 1)
+    assert answers[2].unsearchable == "the" and not answers[2].known
