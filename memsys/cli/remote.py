@@ -12,8 +12,11 @@ Only the standard library is used here: the point is not to import the database 
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import select
+import socket
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -139,7 +142,70 @@ def post_file(path: str, body: bytes, query: dict[str, str]) -> Any | None:
         return None
     url = f"{base}/v1{path}" + (f"?{urllib.parse.urlencode(query)}" if query else "")
     headers = _headers("application/octet-stream")
-    return _send(urllib.request.Request(url, data=body, headers=headers, method="POST"))
+    try:
+        status, reason, answer = _post_when_agreed(url, body, headers)
+    except ConnectionRefusedError:
+        return None  # announced but not listening: nothing was sent, do it here
+    except OSError as exc:
+        raise errors.DatabaseUnavailable(f"The running server did not answer: {exc}") from None
+    if status >= 400:
+        raise _refused(status, reason, answer, url)
+    return json.loads(answer)
+
+
+def _post_when_agreed(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, str, bytes]:
+    """POST `body` once the server agreed to read it (Expect: 100-continue): a server that
+    refuses the request on its headers (a file over its MEMSYS_MAX_IMPORT_BYTES: 413) answers
+    before a byte of the body is sent. Sent whole at once, the body met a connection the
+    server had closed after its answer, and the CLI read a reset instead of the reason."""
+    where = urllib.parse.urlsplit(url)
+    connection = http.client.HTTPConnection(where.hostname or "", where.port, timeout=CALL_TIMEOUT)
+    try:
+        target = where.path + (f"?{where.query}" if where.query else "")
+        connection.putrequest("POST", target, skip_accept_encoding=True)
+        sent = {**headers, "Content-Length": str(len(body)), "Expect": "100-continue"}
+        for name, value in sent.items():
+            connection.putheader(name, value)
+        connection.endheaders()
+        if connection.sock is None or _continue(connection.sock):
+            connection.send(body)
+        response = connection.getresponse()
+        return response.status, response.reason, response.read()
+    finally:
+        connection.close()
+
+
+# A server that does not answer Expect (a proxy that drops it) gets the body after this.
+CONTINUE_WAIT_S = 5.0
+
+
+def _continue(sock: socket.socket) -> bool:
+    """Whether to send the body: the server said 100 Continue (http.client skips that
+    interim answer when it reads the final one) or nothing within CONTINUE_WAIT_S; not when
+    it answered already (its refusal, which http.client then reads)."""
+    seen = b""  # peeked at, left for http.client: "HTTP/1.1 100" is 12 bytes
+    while len(seen) < 12 and select.select([sock], [], [], CONTINUE_WAIT_S)[0]:
+        more = sock.recv(12, socket.MSG_PEEK)
+        if more == seen:  # closed (nothing more will come) or stalled halfway
+            break
+        seen = more
+    return not seen or seen[9:12] == b"100"
+
+
+def _refused(status: int, reason: str, answer: bytes, url: str) -> errors.MemsysError:
+    """The error of an answer 4xx/5xx: the server's own message, as a MemsysError."""
+    try:
+        message = json.loads(answer).get("error") or reason
+    except (ValueError, AttributeError):
+        message = reason
+    if status == 401:  # the CLI sends no header of its own: say where the call went
+        where = urllib.parse.urlsplit(url)
+        message = (
+            f"{message}: the memsys serve at {where.scheme}://{where.netloc} on this "
+            "MEMSYS_HOME requires a token; set MEMSYS_API_TOKEN to its admin token or a "
+            "scoped token's secret, or MEMSYS_CLI_LOCAL=1 to run the command in process"
+        )
+    return _STATUS_ERRORS.get(status, errors.InvalidInput)(str(message))
 
 
 def _send(request: urllib.request.Request) -> Any | None:
@@ -147,18 +213,7 @@ def _send(request: urllib.request.Request) -> Any | None:
         with urllib.request.urlopen(request, timeout=CALL_TIMEOUT) as response:
             return json.loads(response.read())
     except urllib.error.HTTPError as exc:
-        try:
-            message = json.loads(exc.read()).get("error") or exc.reason
-        except ValueError:
-            message = str(exc.reason)
-        if exc.code == 401:  # the CLI sends no header of its own: say where the call went
-            where = urllib.parse.urlsplit(request.full_url)
-            message = (
-                f"{message}: the memsys serve at {where.scheme}://{where.netloc} on this "
-                "MEMSYS_HOME requires a token; set MEMSYS_API_TOKEN to its admin token or a "
-                "scoped token's secret, or MEMSYS_CLI_LOCAL=1 to run the command in process"
-            )
-        raise _STATUS_ERRORS.get(exc.code, errors.InvalidInput)(str(message)) from None
+        raise _refused(exc.code, str(exc.reason), exc.read(), request.full_url) from None
     except urllib.error.URLError as exc:
         if isinstance(exc.reason, ConnectionRefusedError):
             return None  # announced but not listening: nothing was sent, do it here

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from memsys.errors import InvalidInput
 from tests.cli.helpers import fails, run, run_json
 
 SERVER_FILE = [
@@ -63,3 +67,43 @@ def test_graph_import_and_export_answer_json_as_every_command_does(tmp_path: Pat
     assert exported == {"path": str(tmp_path / "out.jsonl"), "entities": 2, "relations": 1}
     # To stdout the file itself is the output: asking for JSON besides is refused.
     assert "--json" in fails("graph", "export", "-", "--json")
+
+
+def test_a_file_the_running_server_refuses_for_its_size_is_named_so(
+    monkeypatch: pytest.MonkeyPatch, embedder: Any
+) -> None:
+    # The server answers 413 on the Content-Length and closes: the CLI, still sending the
+    # file, read a reset connection ("The running server did not answer", exit 1) instead
+    import socket
+    import threading
+
+    import uvicorn
+
+    from memsys.api.app import create_app
+    from memsys.cli import remote
+    from memsys.config import get_settings
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(background=False), host="127.0.0.1", port=port, log_level="warning"
+        )
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            thread.join(0.05)
+        monkeypatch.setattr(remote, "server_url", lambda: f"http://127.0.0.1:{port}")
+        monkeypatch.setattr(get_settings(), "max_import_bytes", 1000)
+        line = json.dumps({"type": "entity", "name": "n", "entityType": "t", "observations": []})
+        body = (line + "\n").encode() * 200_000  # megabytes: far more than a socket buffers
+        with pytest.raises(InvalidInput, match="over the 1000-byte limit of a graph import"):
+            remote.post_file("/graph/import", body, {})
+        small = (line + "\n").encode()  # the same way, a file within the limit is imported
+        assert remote.post_file("/graph/import", small, {})["entities_created"] == 1
+    finally:
+        server.should_exit = True
+        thread.join(10)
