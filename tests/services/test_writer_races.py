@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import select
@@ -293,3 +294,39 @@ def test_graph_writers_wait_for_a_graph_import_of_their_namespace(embedder: Any)
     assert related[0]["success"] and related[0]["data"]["relations"] == []  # the import's
     assert observed[0]["success"]
     assert op("read_graph")["relations"] == [uses]
+
+
+def test_a_delete_file_waiting_for_its_files_reindexing_deletes_the_new_version(
+    tmp_path: Any, embedder: Any
+) -> None:
+    """delete_file read the file's document, then waited for a folder's indexing (or an
+    index_file) that replaced the changed file's document with a new one: it closed the old
+    one, already closed, answered deleted_count 0 and left the file in every search. It now
+    reads the document again once the writer it waited for is done, and deletes that."""
+    from memsys.models import Document
+    from memsys.schemas.documents import IndexDirectoryIn, IndexFileIn
+    from memsys.services import folders, indexing
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    notes = folder / "deploys.md"
+
+    def deleted_while(reindex: Callable[[Any], Any], version: str) -> None:
+        notes.write_text("# Deploys\n\nDeploys run on Tuesdays.\n")
+        op("index_directory", dir_path=str(folder))
+        notes.write_text(f"# Deploys\n\nDeploys run on {version}.\n")
+        with session_scope() as first:
+            reindex(first)  # the changed file's new document, not committed yet
+            worker, answers = second_writer("delete_file", {"source_file": str(notes)})
+            assert until(lambda: lock_waiters() > 0, 20)  # the delete waits for it
+        worker.join(30)
+        assert not worker.is_alive() and answers[0]["success"], answers
+        assert answers[0]["data"]["deleted_count"] == 1
+        with session_scope() as s:
+            live = select(Document).where(Document.valid_to.is_(None))
+            assert s.scalars(live.where(Document.source_file == str(notes))).all() == []
+
+    folder_params = IndexDirectoryIn(dir_path=str(folder))
+    deleted_while(lambda s: folders.index_directory(s, folder_params), "Wednesdays")
+    file_params = IndexFileIn(file_path=str(notes))
+    deleted_while(lambda s: indexing.index_file(s, file_params), "Thursdays")
