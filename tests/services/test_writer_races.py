@@ -269,13 +269,15 @@ def test_a_delete_waits_for_a_writer_naming_the_entity_and_closes_what_it_hung_o
 def test_graph_writers_wait_for_a_graph_import_of_their_namespace(embedder: Any) -> None:
     """A graph import writes alone in its namespace and takes no lock per row (a large one
     ran out of the lock table): a create_relations or add_observations beside it waits for
-    it at its start, then sees what it wrote — one edge of a triple both wrote."""
+    it at its start, then sees what it wrote — one edge of a triple both wrote, one memory
+    of a text both stored."""
     from memsys.schemas.graph_jsonl import parse_jsonl
     from memsys.services import graph_io
 
     op("create_entities", entities=[{"name": "Ledger", "entityType": "service"}])
+    bills = "Bills customers on the first of the month"
     lines = [
-        {"type": "entity", "name": "Billing", "entityType": "service", "observations": []},
+        {"type": "entity", "name": "Billing", "entityType": "service", "observations": [bills]},
         {"type": "relation", "from": "Billing", "to": "Ledger", "relationType": "uses"},
     ]
     text = "".join(json.dumps(line) + "\n" for line in lines)
@@ -287,13 +289,16 @@ def test_graph_writers_wait_for_a_graph_import_of_their_namespace(embedder: Any)
             "add_observations",
             {"observations": [{"entityName": "Ledger", "contents": ["Closes books monthly"]}]},
         )
-        assert until(lambda: lock_waiters() > 1, 20)  # both wait for the import
-    for worker in (relating, observing):
+        storing, stored = second_writer("memory_store", {"content": bills})
+        assert until(lambda: lock_waiters() > 2, 20)  # all wait for the import
+    for worker in (relating, observing, storing):
         worker.join(30)
         assert not worker.is_alive()
     assert related[0]["success"] and related[0]["data"]["relations"] == []  # the import's
     assert observed[0]["success"]
     assert op("read_graph")["relations"] == [uses]
+    assert stored[0]["success"] and stored[0]["data"]["duplicate"], stored  # the import's
+    assert [m["content"] for m in op("memory_list")["memories"]].count(bills) == 1
 
 
 def test_a_delete_file_waiting_for_its_files_reindexing_deletes_the_new_version(
@@ -330,3 +335,36 @@ def test_a_delete_file_waiting_for_its_files_reindexing_deletes_the_new_version(
     deleted_while(lambda s: folders.index_directory(s, folder_params), "Wednesdays")
     file_params = IndexFileIn(file_path=str(notes))
     deleted_while(lambda s: indexing.index_file(s, file_params), "Thursdays")
+
+
+def test_two_stores_of_an_aged_memory_at_once_revive_it_once(embedder: Any) -> None:
+    """Two stores of an archived memory's text at once: the second waits for the first,
+    which brings it back in full (revived); the second finds it active, the same memory,
+    and says duplicate only. One row, restored once."""
+    from datetime import UTC, datetime, timedelta
+
+    from memsys.models import Chunk
+    from memsys.schemas import MemoryStoreIn
+    from memsys.services import maintain
+
+    text = (
+        "Releases are cut from the main branch every second Thursday after the integration "
+        "suite passes, tagged with the date, and announced in the release channel with the "
+        "list of merged changes and the names of the people who reviewed them."
+    )
+    memory = op("memory_store", content=text, memory_type="configuration")["id"]
+    maintain.run(now=datetime.now(UTC) + timedelta(days=40))
+    with session_scope() as s:
+        assert s.get(Chunk, ("global", memory)).stage == "archived"
+    with session_scope() as first:
+        mine = memories.store(first, MemoryStoreIn(content=text, memory_type="configuration"))
+        worker, answers = second_writer("memory_store", {"content": text})
+        assert until(lambda: lock_waiters() > 0, 20)  # the second waits for the first
+    worker.join(30)
+    assert not worker.is_alive() and answers[0]["success"], answers
+    theirs = answers[0]["data"]
+    assert (mine.id, mine.duplicate, mine.revived) == (memory, True, True)
+    assert (theirs["id"], theirs["duplicate"], theirs["revived"]) == (memory, True, False)
+    with session_scope() as s:
+        live = s.scalars(select(Chunk).where(Chunk.doc_type == "memory", Chunk.valid_to.is_(None)))
+        assert [(m.id, m.stage, m.content) for m in live] == [(memory, "active", text)]
