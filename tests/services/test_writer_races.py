@@ -368,3 +368,34 @@ def test_two_stores_of_an_aged_memory_at_once_revive_it_once(embedder: Any) -> N
     with session_scope() as s:
         live = s.scalars(select(Chunk).where(Chunk.doc_type == "memory", Chunk.valid_to.is_(None)))
         assert [(m.id, m.stage, m.content) for m in live] == [(memory, "active", text)]
+
+
+def test_a_store_of_an_aged_memory_a_decay_deletes_meanwhile_stores_it_anew(
+    embedder: Any,
+) -> None:
+    """A store found an archived session memory of its text, and its revive waited for a
+    decay that was deleting that memory (a decay takes no turn of the text): it answered
+    duplicate of the deleted memory, and the text the user had just said again was nowhere.
+    It is stored anew now, as it would have been after the decay."""
+    from datetime import UTC, datetime, timedelta
+
+    from memsys.models import Chunk
+    from memsys.schemas.lifecycle import DecayIn
+    from memsys.services import decay, maintain
+
+    text = "Scratch note: the canary hosts still run last week's build of the scheduler"
+    memory = op("memory_store", content=text, lifecycle="session")["id"]
+    later = datetime.now(UTC) + timedelta(days=40)
+    maintain.run(now=later)
+    with session_scope() as first:
+        out = decay.decay(first, DecayIn(), now=later + timedelta(days=400))
+        assert out.entries_deleted == 1  # not committed yet
+        worker, answers = second_writer("memory_store", {"content": text, "lifecycle": "session"})
+        assert until(lambda: lock_waiters() > 0, 20)  # its revive waits for the decay
+    worker.join(30)
+    assert not worker.is_alive() and answers[0]["success"], answers
+    stored = answers[0]["data"]
+    assert stored["id"] != memory and not stored["duplicate"] and not stored["revived"]
+    with session_scope() as s:
+        live = s.scalars(select(Chunk).where(Chunk.doc_type == "memory", Chunk.valid_to.is_(None)))
+        assert [(m.id, m.stage, m.content) for m in live] == [(stored["id"], "active", text)]
