@@ -12,7 +12,7 @@ from pathlib import Path
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from memsys.db import rowcount
+from memsys.db import rowcount, take_turns_all
 from memsys.errors import SET_CONFIRM, InvalidInput, NotFound, shortened
 from memsys.models import Chunk, Document
 from memsys.models.log import ALL_NAMESPACES
@@ -126,7 +126,15 @@ def delete_file(session: Session, params: DeleteFileIn) -> DeleteFileOut:
     docs = session.scalars(stmt).all()
     if not docs:
         raise NotFound(f"No indexed file: {params.source_file}")
-    namespaces.share(session, sorted({d.namespace for d in docs}))  # after any import
+    held = sorted({d.namespace for d in docs})
+    namespaces.share(session, held)  # after any import or folder's indexing
+    # After any index_file of the file (writers of one file take turns), and read again: a
+    # writer waited for may have replaced the document read above with a new one (a folder's
+    # indexing of a changed file), which closing the old one left live.
+    take_turns_all(session, sorted({(d.namespace, d.source_file) for d in docs}))
+    docs = session.scalars(stmt.where(Document.namespace.in_(held))).all()
+    if not docs:
+        raise NotFound(f"No indexed file: {params.source_file}")
     deleted = 0
     for doc in docs:
         closed = close_document(session, doc)

@@ -4,7 +4,7 @@ memory_context renders them for a prompt in memsys.services.context."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -95,20 +95,54 @@ def store(
     the vector itself. One memory is a batch of one (memsys.services.memory_batch: the rules
     live there)."""
     ready = prepared if prepared is not None else embed_content(params)
-    aged: set[str] = set()
     if callable(ready):
-        out = memory_batch.store_many(session, [params], lambda: [ready()], aged)
-    else:
-        out = memory_batch.store_many(session, [params], [ready], aged)
-    return _revived(session, out, aged, "memory_store")[0]
+        return _stored(session, [params], lambda: [ready()], "memory_store")[0]
+    return _stored(session, [params], [ready], "memory_store")[0]
+
+
+Vectors = Sequence[np.ndarray] | Callable[[], Sequence[np.ndarray]]
+
+
+def _stored(
+    session: Session, items: Sequence[MemoryStoreIn], vectors: Vectors, operation: str
+) -> list[MemoryStoreOut]:
+    """memory_batch.store_many, then the aged duplicates revived (_revived). A duplicate
+    that was aged can have been closed since it was read (a decay deleting a session memory
+    does not take the turns of its text, and revive waited for it): its item is stored anew,
+    as it would have been had the store come after that close."""
+    aged: set[str] = set()
+    results = memory_batch.store_many(session, items, vectors, aged)
+    revived = _revived(session, results, aged, operation)
+    waited = [i for i, r in enumerate(results) if r.id in aged and r.id not in revived]
+    if waited:
+        live = set(
+            session.scalars(
+                select(Chunk.id).where(
+                    Chunk.id.in_([results[i].id for i in waited]), Chunk.valid_to.is_(None)
+                )
+            )
+        )
+        if gone := [i for i in waited if results[i].id not in live]:
+            again = memory_batch.store_many(
+                session, [items[i] for i in gone], _picked(vectors, gone)
+            )
+            for i, out in zip(gone, again, strict=True):
+                results[i] = out
+    return results
+
+
+def _picked(vectors: Vectors, positions: list[int]) -> Vectors:
+    if callable(vectors):
+        return lambda: [vectors()[i] for i in positions]
+    return [vectors[i] for i in positions]
 
 
 def _revived(
     session: Session, results: list[MemoryStoreOut], aged: set[str], operation: str
-) -> list[MemoryStoreOut]:
+) -> set[str]:
     """A store that restates an aged memory (demoted, archived: `aged`, the duplicates that
     are not active) brings it back, full text and all, and says so (`revived`): stored
-    again, it belongs in recall."""
+    again, it belongs in recall. The ids it revived."""
     by_namespace: dict[str, list[str]] = {}
     for r in results:
         if r.duplicate and r.id in aged:
@@ -118,7 +152,7 @@ def _revived(
         revived |= lifecycle.revive(session, namespace, by_namespace[namespace], operation)
     for r in results:
         r.revived = r.id in revived
-    return results
+    return revived
 
 
 def embed_batch(params: MemoryStoreBatchIn) -> np.ndarray:
@@ -136,9 +170,7 @@ def store_batch(
     memory); each is deduplicated as memory_store does, also within the batch. One bad item
     refuses the whole batch (validation runs before anything is written)."""
     vectors = prepared if prepared is not None else embed_batch(params)
-    aged: set[str] = set()
-    results = memory_batch.store_many(session, params.memories, list(vectors), aged)
-    results = _revived(session, results, aged, "memory_store_batch")
+    results = _stored(session, params.memories, list(vectors), "memory_store_batch")
     duplicates = sum(r.duplicate for r in results)
     return MemoryStoreBatchOut(
         results=results, stored=len(results) - duplicates, duplicates=duplicates

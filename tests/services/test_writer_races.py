@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import select
@@ -268,13 +269,15 @@ def test_a_delete_waits_for_a_writer_naming_the_entity_and_closes_what_it_hung_o
 def test_graph_writers_wait_for_a_graph_import_of_their_namespace(embedder: Any) -> None:
     """A graph import writes alone in its namespace and takes no lock per row (a large one
     ran out of the lock table): a create_relations or add_observations beside it waits for
-    it at its start, then sees what it wrote — one edge of a triple both wrote."""
+    it at its start, then sees what it wrote — one edge of a triple both wrote, one memory
+    of a text both stored."""
     from memsys.schemas.graph_jsonl import parse_jsonl
     from memsys.services import graph_io
 
     op("create_entities", entities=[{"name": "Ledger", "entityType": "service"}])
+    bills = "Bills customers on the first of the month"
     lines = [
-        {"type": "entity", "name": "Billing", "entityType": "service", "observations": []},
+        {"type": "entity", "name": "Billing", "entityType": "service", "observations": [bills]},
         {"type": "relation", "from": "Billing", "to": "Ledger", "relationType": "uses"},
     ]
     text = "".join(json.dumps(line) + "\n" for line in lines)
@@ -286,10 +289,113 @@ def test_graph_writers_wait_for_a_graph_import_of_their_namespace(embedder: Any)
             "add_observations",
             {"observations": [{"entityName": "Ledger", "contents": ["Closes books monthly"]}]},
         )
-        assert until(lambda: lock_waiters() > 1, 20)  # both wait for the import
-    for worker in (relating, observing):
+        storing, stored = second_writer("memory_store", {"content": bills})
+        assert until(lambda: lock_waiters() > 2, 20)  # all wait for the import
+    for worker in (relating, observing, storing):
         worker.join(30)
         assert not worker.is_alive()
     assert related[0]["success"] and related[0]["data"]["relations"] == []  # the import's
     assert observed[0]["success"]
     assert op("read_graph")["relations"] == [uses]
+    assert stored[0]["success"] and stored[0]["data"]["duplicate"], stored  # the import's
+    assert [m["content"] for m in op("memory_list")["memories"]].count(bills) == 1
+
+
+def test_a_delete_file_waiting_for_its_files_reindexing_deletes_the_new_version(
+    tmp_path: Any, embedder: Any
+) -> None:
+    """delete_file read the file's document, then waited for a folder's indexing (or an
+    index_file) that replaced the changed file's document with a new one: it closed the old
+    one, already closed, answered deleted_count 0 and left the file in every search. It now
+    reads the document again once the writer it waited for is done, and deletes that."""
+    from memsys.models import Document
+    from memsys.schemas.documents import IndexDirectoryIn, IndexFileIn
+    from memsys.services import folders, indexing
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    notes = folder / "deploys.md"
+
+    def deleted_while(reindex: Callable[[Any], Any], version: str) -> None:
+        notes.write_text("# Deploys\n\nDeploys run on Tuesdays.\n")
+        op("index_directory", dir_path=str(folder))
+        notes.write_text(f"# Deploys\n\nDeploys run on {version}.\n")
+        with session_scope() as first:
+            reindex(first)  # the changed file's new document, not committed yet
+            worker, answers = second_writer("delete_file", {"source_file": str(notes)})
+            assert until(lambda: lock_waiters() > 0, 20)  # the delete waits for it
+        worker.join(30)
+        assert not worker.is_alive() and answers[0]["success"], answers
+        assert answers[0]["data"]["deleted_count"] == 1
+        with session_scope() as s:
+            live = select(Document).where(Document.valid_to.is_(None))
+            assert s.scalars(live.where(Document.source_file == str(notes))).all() == []
+
+    folder_params = IndexDirectoryIn(dir_path=str(folder))
+    deleted_while(lambda s: folders.index_directory(s, folder_params), "Wednesdays")
+    file_params = IndexFileIn(file_path=str(notes))
+    deleted_while(lambda s: indexing.index_file(s, file_params), "Thursdays")
+
+
+def test_two_stores_of_an_aged_memory_at_once_revive_it_once(embedder: Any) -> None:
+    """Two stores of an archived memory's text at once: the second waits for the first,
+    which brings it back in full (revived); the second finds it active, the same memory,
+    and says duplicate only. One row, restored once."""
+    from datetime import UTC, datetime, timedelta
+
+    from memsys.models import Chunk
+    from memsys.schemas import MemoryStoreIn
+    from memsys.services import maintain
+
+    text = (
+        "Releases are cut from the main branch every second Thursday after the integration "
+        "suite passes, tagged with the date, and announced in the release channel with the "
+        "list of merged changes and the names of the people who reviewed them."
+    )
+    memory = op("memory_store", content=text, memory_type="configuration")["id"]
+    maintain.run(now=datetime.now(UTC) + timedelta(days=40))
+    with session_scope() as s:
+        assert s.get(Chunk, ("global", memory)).stage == "archived"
+    with session_scope() as first:
+        mine = memories.store(first, MemoryStoreIn(content=text, memory_type="configuration"))
+        worker, answers = second_writer("memory_store", {"content": text})
+        assert until(lambda: lock_waiters() > 0, 20)  # the second waits for the first
+    worker.join(30)
+    assert not worker.is_alive() and answers[0]["success"], answers
+    theirs = answers[0]["data"]
+    assert (mine.id, mine.duplicate, mine.revived) == (memory, True, True)
+    assert (theirs["id"], theirs["duplicate"], theirs["revived"]) == (memory, True, False)
+    with session_scope() as s:
+        live = s.scalars(select(Chunk).where(Chunk.doc_type == "memory", Chunk.valid_to.is_(None)))
+        assert [(m.id, m.stage, m.content) for m in live] == [(memory, "active", text)]
+
+
+def test_a_store_of_an_aged_memory_a_decay_deletes_meanwhile_stores_it_anew(
+    embedder: Any,
+) -> None:
+    """A store found an archived session memory of its text, and its revive waited for a
+    decay that was deleting that memory (a decay takes no turn of the text): it answered
+    duplicate of the deleted memory, and the text the user had just said again was nowhere.
+    It is stored anew now, as it would have been after the decay."""
+    from datetime import UTC, datetime, timedelta
+
+    from memsys.models import Chunk
+    from memsys.schemas.lifecycle import DecayIn
+    from memsys.services import decay, maintain
+
+    text = "Scratch note: the canary hosts still run last week's build of the scheduler"
+    memory = op("memory_store", content=text, lifecycle="session")["id"]
+    later = datetime.now(UTC) + timedelta(days=40)
+    maintain.run(now=later)
+    with session_scope() as first:
+        out = decay.decay(first, DecayIn(), now=later + timedelta(days=400))
+        assert out.entries_deleted == 1  # not committed yet
+        worker, answers = second_writer("memory_store", {"content": text, "lifecycle": "session"})
+        assert until(lambda: lock_waiters() > 0, 20)  # its revive waits for the decay
+    worker.join(30)
+    assert not worker.is_alive() and answers[0]["success"], answers
+    stored = answers[0]["data"]
+    assert stored["id"] != memory and not stored["duplicate"] and not stored["revived"]
+    with session_scope() as s:
+        live = s.scalars(select(Chunk).where(Chunk.doc_type == "memory", Chunk.valid_to.is_(None)))
+        assert [(m.id, m.stage, m.content) for m in live] == [(stored["id"], "active", text)]
