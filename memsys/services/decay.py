@@ -276,6 +276,28 @@ def close(session: Session, memory: MemoryRow, now: datetime, operation: str, **
     return True
 
 
+def _still_below(session: Session, row: Any, now: datetime, threshold: float) -> float | None:
+    """The score of a session memory the scan found below the threshold, read again under
+    its row lock, when it is still live, still below, and still no entity's observation;
+    else None. The scan reads without locks: a store that restated the memory meanwhile
+    (reviving it, an access now) or an observation linked to it must not be lost."""
+    key = (row.namespace, row.id)
+    locked = session.execute(
+        select(Chunk.id)
+        .where(Chunk.namespace == row.namespace, Chunk.id == row.id, Chunk.valid_to.is_(None))
+        .with_for_update()
+    ).first()
+    if locked is None:
+        return None
+    fresh = session.execute(
+        select(*SIGNALS).where(Chunk.namespace == row.namespace, Chunk.id == row.id)
+    ).one()
+    current = round(score_of(fresh, now), 6)
+    if current >= threshold or key in observation_links.observations_among(session, [key]):
+        return None
+    return current
+
+
 def decay(session: Session, params: DecayIn, now: datetime | None = None) -> DecayOut:
     """S002 decay: rescore the memories in scope, delete the session scratch below threshold."""
     now = now or datetime.now(UTC)
@@ -304,8 +326,10 @@ def decay(session: Session, params: DecayIn, now: datetime | None = None) -> Dec
             bands[status(current)] = bands.get(status(current), 0) + 1
             kept = (row.namespace, row.id) in observed
             if where == "ultra" and current < params.threshold and not kept:
-                why = {"decay_score": current, "threshold": params.threshold}
-                deleted += close(session, row, now, "decay", **why)
+                fresh = _still_below(session, row, now, params.threshold)
+                if fresh is not None:
+                    why = {"decay_score": fresh, "threshold": params.threshold}
+                    deleted += close(session, row, now, "decay", **why)
             elif (
                 where != "long"
                 and current < params.threshold

@@ -399,3 +399,53 @@ def test_a_store_of_an_aged_memory_a_decay_deletes_meanwhile_stores_it_anew(
     with session_scope() as s:
         live = s.scalars(select(Chunk).where(Chunk.doc_type == "memory", Chunk.valid_to.is_(None)))
         assert [(m.id, m.stage, m.content) for m in live] == [(stored["id"], "active", text)]
+
+
+def test_a_decay_spares_a_memory_revived_after_it_read_it(embedder: Any, monkeypatch: Any) -> None:
+    """A decay scored an archived session memory from a read taken without a lock and closed
+    it later: a store that restated the memory in between (reviving it, an access now) lost
+    it all the same. The decay now reads a row it would delete again under its lock, and
+    keeps one that is no longer below the threshold."""
+    from datetime import UTC, datetime, timedelta
+
+    from sqlalchemy import text as sql
+
+    from memsys.models import Chunk
+    from memsys.schemas.lifecycle import DecayIn
+    from memsys.services import decay, maintain, observation_links
+
+    text = "Scratch note: the staging queue drains into the old billing worker"
+    memory = op("memory_store", content=text, lifecycle="session")["id"]
+    with session_scope() as s:  # written 400 days ago, never read since
+        s.execute(
+            sql("UPDATE chunk SET created_at = created_at - interval '400 days' WHERE id = :id"),
+            {"id": memory},
+        )
+    maintain.run(now=datetime.now(UTC))
+    read, go = threading.Event(), threading.Event()
+    among = observation_links.observations_among
+
+    def read_then_wait(session: Any, keys: Any) -> Any:
+        found = among(session, keys)
+        read.set()
+        assert go.wait(30)
+        return found
+
+    monkeypatch.setattr(observation_links, "observations_among", read_then_wait)
+    outs: list[Any] = []
+
+    def run_decay() -> None:
+        with session_scope() as s:
+            outs.append(decay.decay(s, DecayIn(), now=datetime.now(UTC) + timedelta(seconds=1)))
+
+    worker = threading.Thread(target=run_decay)
+    worker.start()
+    assert read.wait(30)  # the decay has read the memory, below its threshold
+    again = op("memory_store", content=text, lifecycle="session")
+    assert again["id"] == memory and again["revived"]
+    go.set()
+    worker.join(30)
+    assert not worker.is_alive() and outs[0].entries_deleted == 0
+    with session_scope() as s:
+        live = s.scalars(select(Chunk).where(Chunk.doc_type == "memory", Chunk.valid_to.is_(None)))
+        assert [(m.id, m.stage, m.content) for m in live] == [(memory, "active", text)]
