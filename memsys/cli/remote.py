@@ -17,6 +17,7 @@ import json
 import os
 import select
 import socket
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -182,14 +183,21 @@ CONTINUE_WAIT_S = 5.0
 def _continue(sock: socket.socket) -> bool:
     """Whether to send the body: the server said 100 Continue (http.client skips that
     interim answer when it reads the final one) or nothing within CONTINUE_WAIT_S; not when
-    it answered already (its refusal, which http.client then reads)."""
+    it answered already (its refusal, which http.client then reads). The status line can
+    come in pieces: a piece is waited on, not taken for the whole."""
     seen = b""  # peeked at, left for http.client: "HTTP/1.1 100" is 12 bytes
-    while len(seen) < 12 and select.select([sock], [], [], CONTINUE_WAIT_S)[0]:
-        more = sock.recv(12, socket.MSG_PEEK)
-        if more == seen:  # closed (nothing more will come) or stalled halfway
+    deadline = time.monotonic() + CONTINUE_WAIT_S
+    while len(seen) < 12:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([sock], [], [], left)[0]:
             break
+        more = sock.recv(12, socket.MSG_PEEK)
+        if not more:  # closed before a byte: the body's send says so
+            break
+        if more == seen:  # readable with nothing new: the rest of the line is on its way
+            time.sleep(0.01)
         seen = more
-    return not seen or seen[9:12] == b"100"
+    return b"100".startswith(seen[9:12])  # nothing, 100, or a status not yet read
 
 
 def _refused(status: int, reason: str, answer: bytes, url: str) -> errors.MemsysError:

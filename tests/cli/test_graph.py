@@ -107,3 +107,53 @@ def test_a_file_the_running_server_refuses_for_its_size_is_named_so(
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def test_a_100_continue_that_arrives_in_two_pieces_still_gets_the_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A server (or a proxy in front of it) whose "HTTP/1.1 100 Continue" arrives in two
+    # segments: the CLI took the first piece for the whole answer, kept the file back and
+    # waited for a final answer the server, waiting for the file, never sent
+    import socket
+    import threading
+    import time
+
+    from memsys.cli import remote
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    received: list[bytes] = []
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.settimeout(10)
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += conn.recv(4096)
+            _, _, early = head.partition(b"\r\n\r\n")
+            conn.sendall(b"HTTP/1.1 1")
+            time.sleep(0.3)
+            conn.sendall(b"00 Continue\r\n\r\n")
+            body = early
+            while len(body) < 5:
+                body += conn.recv(4096)
+            received.append(body)
+            answer = b'{"entities_created": 1}'
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                + f"Content-Length: {len(answer)}\r\nConnection: close\r\n\r\n".encode()
+                + answer
+            )
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    monkeypatch.setattr(remote, "server_url", lambda: f"http://127.0.0.1:{port}")
+    monkeypatch.setattr(remote, "CALL_TIMEOUT", 5.0)  # the bug waits out this whole wait
+    try:
+        assert remote.post_file("/graph/import", b"hello", {}) == {"entities_created": 1}
+        assert received == [b"hello"]
+    finally:
+        thread.join(10)
+        listener.close()
