@@ -278,9 +278,11 @@ def close(session: Session, memory: MemoryRow, now: datetime, operation: str, **
 
 def _still_below(session: Session, row: Any, now: datetime, threshold: float) -> float | None:
     """The score of a session memory the scan found below the threshold, read again under
-    its row lock, when it is still live, still below, and still no entity's observation;
-    else None. The scan reads without locks: a store that restated the memory meanwhile
-    (reviving it, an access now) or an observation linked to it must not be lost."""
+    its row lock, when it is still live, still session scratch (not made exempt since: a
+    consolidation that merged a ground-truth memory into it), still below, and still no
+    entity's observation; else None. The scan reads without locks: a store that restated
+    the memory meanwhile (reviving it, an access now) or an observation linked to it must
+    not be lost."""
     key = (row.namespace, row.id)
     locked = session.execute(
         select(Chunk.id)
@@ -293,7 +295,11 @@ def _still_below(session: Session, row: Any, now: datetime, threshold: float) ->
         select(*SIGNALS).where(Chunk.namespace == row.namespace, Chunk.id == row.id)
     ).one()
     current = round(score_of(fresh, now), 6)
-    if current >= threshold or key in observation_links.observations_among(session, [key]):
+    if (
+        tier(fresh) != "ultra"
+        or current >= threshold
+        or key in observation_links.observations_among(session, [key])
+    ):
         return None
     return current
 

@@ -449,3 +449,60 @@ def test_a_decay_spares_a_memory_revived_after_it_read_it(embedder: Any, monkeyp
     with session_scope() as s:
         live = s.scalars(select(Chunk).where(Chunk.doc_type == "memory", Chunk.valid_to.is_(None)))
         assert [(m.id, m.stage, m.content) for m in live] == [(memory, "active", text)]
+
+
+def test_a_decay_spares_a_memory_made_ground_truth_after_it_read_it(
+    embedder: Any, monkeypatch: Any
+) -> None:
+    """Between a decay's read and its delete, a consolidation merged a ground-truth
+    memory into a session memory (its tags and metadata go to the survivor, which is then
+    exempt from decay). The decay's second read looked at the score alone, still below the
+    threshold, and deleted the memory that now held the ground truth."""
+    from datetime import UTC, datetime, timedelta
+
+    from sqlalchemy import text as sql
+
+    from memsys.models import Chunk
+    from memsys.schemas.lifecycle import DecayIn
+    from memsys.services import decay, maintain, observation_links
+
+    text = "Scratch note: the nightly export writes into the reporting bucket"
+    memory = op("memory_store", content=text, lifecycle="session")["id"]
+    with session_scope() as s:  # written 400 days ago, never read since
+        s.execute(
+            sql("UPDATE chunk SET created_at = created_at - interval '400 days' WHERE id = :id"),
+            {"id": memory},
+        )
+    maintain.run(now=datetime.now(UTC))
+    read, go = threading.Event(), threading.Event()
+    among = observation_links.observations_among
+
+    def read_then_wait(session: Any, keys: Any) -> Any:
+        found = among(session, keys)
+        read.set()
+        assert go.wait(30)
+        return found
+
+    monkeypatch.setattr(observation_links, "observations_among", read_then_wait)
+    outs: list[Any] = []
+
+    def run_decay() -> None:
+        with session_scope() as s:
+            outs.append(decay.decay(s, DecayIn(), now=datetime.now(UTC) + timedelta(seconds=1)))
+
+    worker = threading.Thread(target=run_decay)
+    worker.start()
+    assert read.wait(30)  # the decay has read the memory, below its threshold
+    with session_scope() as s:  # what consolidation's merge writes to its survivor
+        s.execute(
+            sql("UPDATE chunk SET tags = tags || ARRAY['ground-truth'] WHERE id = :id"),
+            {"id": memory},
+        )
+    go.set()
+    worker.join(30)
+    assert not worker.is_alive() and outs[0].entries_deleted == 0
+    with session_scope() as s:
+        live = s.scalars(
+            select(Chunk.id).where(Chunk.doc_type == "memory", Chunk.valid_to.is_(None))
+        )
+        assert list(live) == [memory]
