@@ -149,6 +149,10 @@ def post_file(path: str, body: bytes, query: dict[str, str]) -> Any | None:
         return None  # announced but not listening: nothing was sent, do it here
     except OSError as exc:
         raise errors.DatabaseUnavailable(f"The running server did not answer: {exc}") from None
+    except http.client.HTTPException:  # another program on its port, or cut off mid-answer
+        raise errors.DatabaseUnavailable(
+            "The running server did not answer: what came back is no whole HTTP answer"
+        ) from None
     if status >= 400:
         raise _refused(status, reason, answer, url)
     return json.loads(answer)

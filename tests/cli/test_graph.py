@@ -157,3 +157,34 @@ def test_a_100_continue_that_arrives_in_two_pieces_still_gets_the_file(
     finally:
         thread.join(10)
         listener.close()
+
+
+def test_an_answer_that_is_not_http_is_said_so_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Something else listens on the announced port (the server gone, the port reused): its
+    # answer is no HTTP status line, and http.client's BadStatusLine escaped the CLI
+    import socket
+    import threading
+
+    from memsys.cli import remote
+    from memsys.errors import DatabaseUnavailable
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(4096)
+            conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    monkeypatch.setattr(remote, "server_url", lambda: f"http://127.0.0.1:{port}")
+    try:
+        with pytest.raises(DatabaseUnavailable, match="The running server did not answer"):
+            remote.post_file("/graph/import", b"hello", {})
+    finally:
+        thread.join(10)
+        listener.close()
