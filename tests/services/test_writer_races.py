@@ -506,3 +506,39 @@ def test_a_decay_spares_a_memory_made_ground_truth_after_it_read_it(
             select(Chunk.id).where(Chunk.doc_type == "memory", Chunk.valid_to.is_(None))
         )
         assert list(live) == [memory]
+
+
+def test_a_batch_restating_a_memory_a_decay_deletes_meanwhile_twice_stores_it_once(
+    embedder: Any,
+) -> None:
+    """A batch that says an archived session memory's text twice, while a decay deletes
+    that memory: the text is stored anew once, the second item its duplicate within the
+    batch, and the new memory is found by its words as any stored one is."""
+    from datetime import UTC, datetime, timedelta
+
+    from memsys.models import Chunk
+    from memsys.schemas.lifecycle import DecayIn
+    from memsys.services import decay, maintain
+
+    text = "Scratch note: the replica in the east region lags the primary by a minute"
+    memory = op("memory_store", content=text, lifecycle="session")["id"]
+    later = datetime.now(UTC) + timedelta(days=40)
+    maintain.run(now=later)
+    item = {"content": text, "lifecycle": "session"}
+    with session_scope() as first:
+        out = decay.decay(first, DecayIn(), now=later + timedelta(days=400))
+        assert out.entries_deleted == 1  # not committed yet
+        worker, answers = second_writer("memory_store_batch", {"memories": [item, item]})
+        assert until(lambda: lock_waiters() > 0, 20)  # its revive waits for the decay
+    worker.join(30)
+    assert not worker.is_alive() and answers[0]["success"], answers
+    batch = answers[0]["data"]
+    new, again = batch["results"]
+    assert new["id"] != memory and not new["duplicate"] and not new["revived"]
+    assert (again["id"], again["duplicate"]) == (new["id"], True)
+    assert (batch["stored"], batch["duplicates"]) == (1, 1)
+    with session_scope() as s:
+        live = s.scalars(select(Chunk).where(Chunk.doc_type == "memory", Chunk.valid_to.is_(None)))
+        assert [(m.id, m.content) for m in live] == [(new["id"], text)]
+    found = op("memory_recall", query="replica east region lags primary")
+    assert new["id"] in [r["id"] for r in found["memories"]]
