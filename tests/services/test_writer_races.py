@@ -401,20 +401,19 @@ def test_a_store_of_an_aged_memory_a_decay_deletes_meanwhile_stores_it_anew(
         assert [(m.id, m.stage, m.content) for m in live] == [(stored["id"], "active", text)]
 
 
-def test_a_decay_spares_a_memory_revived_after_it_read_it(embedder: Any, monkeypatch: Any) -> None:
-    """A decay scored an archived session memory from a read taken without a lock and closed
-    it later: a store that restated the memory in between (reviving it, an access now) lost
-    it all the same. The decay now reads a row it would delete again under its lock, and
-    keeps one that is no longer below the threshold."""
+def decay_paused_after_its_read(
+    monkeypatch: Any, text: str
+) -> tuple[str, threading.Thread, threading.Event, list[Any]]:
+    """An archived session memory of `text` (written 400 days ago, never read since) and a
+    decay in another thread that has read it, below its threshold, and waits for `go`
+    before it deletes; the decay's answer lands in the list once the thread ends."""
     from datetime import UTC, datetime, timedelta
 
     from sqlalchemy import text as sql
 
-    from memsys.models import Chunk
     from memsys.schemas.lifecycle import DecayIn
     from memsys.services import decay, maintain, observation_links
 
-    text = "Scratch note: the staging queue drains into the old billing worker"
     memory = op("memory_store", content=text, lifecycle="session")["id"]
     with session_scope() as s:  # written 400 days ago, never read since
         s.execute(
@@ -441,6 +440,18 @@ def test_a_decay_spares_a_memory_revived_after_it_read_it(embedder: Any, monkeyp
     worker = threading.Thread(target=run_decay)
     worker.start()
     assert read.wait(30)  # the decay has read the memory, below its threshold
+    return memory, worker, go, outs
+
+
+def test_a_decay_spares_a_memory_revived_after_it_read_it(embedder: Any, monkeypatch: Any) -> None:
+    """A decay scored an archived session memory from a read taken without a lock and closed
+    it later: a store that restated the memory in between (reviving it, an access now) lost
+    it all the same. The decay now reads a row it would delete again under its lock, and
+    keeps one that is no longer below the threshold."""
+    from memsys.models import Chunk
+
+    text = "Scratch note: the staging queue drains into the old billing worker"
+    memory, worker, go, outs = decay_paused_after_its_read(monkeypatch, text)
     again = op("memory_store", content=text, lifecycle="session")
     assert again["id"] == memory and again["revived"]
     go.set()
@@ -458,41 +469,12 @@ def test_a_decay_spares_a_memory_made_ground_truth_after_it_read_it(
     memory into a session memory (its tags and metadata go to the survivor, which is then
     exempt from decay). The decay's second read looked at the score alone, still below the
     threshold, and deleted the memory that now held the ground truth."""
-    from datetime import UTC, datetime, timedelta
-
     from sqlalchemy import text as sql
 
     from memsys.models import Chunk
-    from memsys.schemas.lifecycle import DecayIn
-    from memsys.services import decay, maintain, observation_links
 
     text = "Scratch note: the nightly export writes into the reporting bucket"
-    memory = op("memory_store", content=text, lifecycle="session")["id"]
-    with session_scope() as s:  # written 400 days ago, never read since
-        s.execute(
-            sql("UPDATE chunk SET created_at = created_at - interval '400 days' WHERE id = :id"),
-            {"id": memory},
-        )
-    maintain.run(now=datetime.now(UTC))
-    read, go = threading.Event(), threading.Event()
-    among = observation_links.observations_among
-
-    def read_then_wait(session: Any, keys: Any) -> Any:
-        found = among(session, keys)
-        read.set()
-        assert go.wait(30)
-        return found
-
-    monkeypatch.setattr(observation_links, "observations_among", read_then_wait)
-    outs: list[Any] = []
-
-    def run_decay() -> None:
-        with session_scope() as s:
-            outs.append(decay.decay(s, DecayIn(), now=datetime.now(UTC) + timedelta(seconds=1)))
-
-    worker = threading.Thread(target=run_decay)
-    worker.start()
-    assert read.wait(30)  # the decay has read the memory, below its threshold
+    memory, worker, go, outs = decay_paused_after_its_read(monkeypatch, text)
     with session_scope() as s:  # what consolidation's merge writes to its survivor
         s.execute(
             sql("UPDATE chunk SET tags = tags || ARRAY['ground-truth'] WHERE id = :id"),
