@@ -104,18 +104,24 @@ def test_a_dry_run_import_is_refused_where_the_import_would_be(
         assert dry.status_code == 200 and dry.json()["memories"]["unchanged"] == 1, dry.text
 
 
-def test_an_import_may_not_take_the_id_of_a_memory_the_token_cannot_see(
-    tenants: Tenants, base: str, tmp_path: Path
-) -> None:
-    """Memory ids are unique across namespaces, but an import checked them under the
-    token's policies: it stored beta's id in acme, and the admin's GET /v1/memories/{id}
-    then answered the token's text for beta's memory."""
+def planted_export(tenants: Tenants, tmp_path: Path) -> Path:
+    """acme's export with its memory given beta's memory id (and a text of acme's own)."""
     mine = tmp_path / "acme.jsonl"
     run("memory_export", path=str(mine), namespace="project:acme")
     header, memory, *rest = mine.read_text().splitlines()
     planted = {**json.loads(memory), "id": tenants.beta_memory, "content": "planted by acme"}
     del planted["content_hash"]
     mine.write_text("\n".join([header, json.dumps(planted), *rest]) + "\n")
+    return mine
+
+
+def test_an_import_may_not_take_the_id_of_a_memory_the_token_cannot_see(
+    tenants: Tenants, base: str, tmp_path: Path
+) -> None:
+    """Memory ids are unique across namespaces, but an import checked them under the
+    token's policies: it stored beta's id in acme, and the admin's GET /v1/memories/{id}
+    then answered the token's text for beta's memory."""
+    mine = planted_export(tenants, tmp_path)
     _, secret = token("read-write", "project:acme*")
     with as_token(base, secret) as http:
         answer = http.post("/v1/import/file", json={"path": str(mine), "dry_run": False})
@@ -134,12 +140,7 @@ def test_the_refusal_of_an_id_held_elsewhere_does_not_tell_a_token_it_exists(
     """The refusal read "id … is taken in this database": to a token that may not read the
     namespace holding it, confirmation that the id exists there. The token is told what to
     do, not what the database holds; the admin is told where the id is."""
-    mine = tmp_path / "acme.jsonl"
-    run("memory_export", path=str(mine), namespace="project:acme")
-    header, memory, *rest = mine.read_text().splitlines()
-    planted = {**json.loads(memory), "id": tenants.beta_memory, "content": "planted by acme"}
-    del planted["content_hash"]
-    mine.write_text("\n".join([header, json.dumps(planted), *rest]) + "\n")
+    mine = planted_export(tenants, tmp_path)
     _, secret = token("read-write", "project:acme*")
     with as_token(base, secret) as http:
         error = http.post("/v1/import/file", json={"path": str(mine)}).json()["error"]
