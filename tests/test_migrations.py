@@ -12,7 +12,7 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Engine, create_engine, inspect, text
+from sqlalchemy import Connection, Engine, create_engine, inspect, text
 from sqlalchemy.engine import make_url
 
 from memsys import migrator
@@ -229,18 +229,7 @@ def test_an_aged_memory_keeps_its_summary_and_hash_through_composition(
     summary = "Cafe\u0301 au lait at the re\u0301union"
     _insert_memories(scratch_engine, {"mem_aged": (full, False)})
     with scratch_engine.begin() as conn:
-        conn.execute(
-            text("UPDATE chunk SET content = :s, stage = 'archived' WHERE id = 'mem_aged'"),
-            {"s": summary},
-        )
-        conn.execute(
-            text(
-                "INSERT INTO memory_change (namespace, memory_id, field, old_value, new_value, "
-                "operation) VALUES ('ns', 'mem_aged', 'content', to_jsonb(CAST(:old AS text)), "
-                "to_jsonb(CAST(:new AS text)), 'archive')"
-            ),
-            {"old": full, "new": summary},
-        )
+        _archive(conn, full, summary)
     _run(scratch_engine, "upgrade", "head")
     with Session(scratch_engine) as session:
         row = session.execute(
@@ -284,18 +273,7 @@ def test_rows_hashed_before_dedup_read_unseen_characters_get_today_s_digest(
     rows |= each
     _insert_memories(scratch_engine, {k: (v, k == "mem_gone") for k, v in rows.items()})
     with scratch_engine.begin() as conn:
-        conn.execute(
-            text("UPDATE chunk SET content = :s, stage = 'archived' WHERE id = 'mem_aged'"),
-            {"s": summary},
-        )
-        conn.execute(
-            text(
-                "INSERT INTO memory_change (namespace, memory_id, field, old_value, new_value, "
-                "operation) VALUES ('ns', 'mem_aged', 'content', to_jsonb(CAST(:old AS text)), "
-                "to_jsonb(CAST(:new AS text)), 'archive')"
-            ),
-            {"old": full, "new": summary},
-        )
+        _archive(conn, full, summary)
         conn.execute(
             text(
                 "INSERT INTO document (namespace, id, source_file, file_type, sha256, "
@@ -370,6 +348,22 @@ def _upgraded_memories(
     with engine.connect() as conn:
         now = conn.execute(text("SELECT id, content, content_hash FROM chunk")).all()
     return {r.id: r.content for r in now}, {r.id: r.content_hash for r in now}
+
+
+def _archive(conn: Connection, full: str, summary: str) -> None:
+    """mem_aged archived as aging does: its text cut to `summary`, `full` kept in its history."""
+    conn.execute(
+        text("UPDATE chunk SET content = :s, stage = 'archived' WHERE id = 'mem_aged'"),
+        {"s": summary},
+    )
+    conn.execute(
+        text(
+            "INSERT INTO memory_change (namespace, memory_id, field, old_value, new_value, "
+            "operation) VALUES ('ns', 'mem_aged', 'content', to_jsonb(CAST(:old AS text)), "
+            "to_jsonb(CAST(:new AS text)), 'archive')"
+        ),
+        {"old": full, "new": summary},
+    )
 
 
 def _insert_memories(
